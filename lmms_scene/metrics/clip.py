@@ -1,0 +1,254 @@
+"""CLIP-based scores: CLIPScore, RefCLIPScore and CLIP text similarity.
+
+Pure batch functions over PIL images and strings. The CLIP checkpoint is loaded once
+per process through :func:`lmms_scene.cache.cached` (lazily: importing this module
+loads nothing) and used under one lock, because Hugging Face fast tokenizers are not
+safe to call from several threads and lmms-eval calls ``process_results`` from four.
+
+Text embeddings are cached per checkpoint (labels, scene names and long forms repeat
+thousands of times in a run); image embeddings are not (every crop differs).
+
+The checkpoint is, in order: the ``model`` argument, the environment variable
+``LMMS_SCENE_CLIP_MODEL``, ``openai/clip-vit-base-patch32`` (the checkpoint the COOCO
+authors used). :func:`resolve_model` is the one place that reads this configuration.
+
+>>> from PIL import Image  # doctest: +SKIP
+>>> ref_clip_score([Image.new("RGB", (64, 64))], ["A photo depicts a cup"],
+...                [["A photo depicts a mug"]])  # doctest: +SKIP
+[0.61...]
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence
+
+from lmms_scene.cache import cached, torch_device
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+    from PIL import Image
+
+DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
+CLIP_MODEL_ENV = "LMMS_SCENE_CLIP_MODEL"
+#: Hessel et al. (2021), Section 3: CLIP-S = w * max(cos(c, v), 0) with w = 2.5.
+CLIP_S_WEIGHT = 2.5
+#: CLIP's text context; longer texts are cut to this many tokens, end-of-text kept.
+MAX_TEXT_TOKENS = 77
+#: Text embeddings kept per checkpoint (a 512-d float32 embedding is 2 KB).
+TEXT_CACHE_SIZE = 50_000
+
+
+class ClipModelUnavailable(RuntimeError):
+    """The requested CLIP checkpoint could not be loaded."""
+
+
+def resolve_model(model: str | os.PathLike | None = None) -> str:
+    """The CLIP checkpoint to use: ``model``, else ``$LMMS_SCENE_CLIP_MODEL``, else the default."""
+    if model:
+        return str(model)
+    return os.environ.get(CLIP_MODEL_ENV) or DEFAULT_CLIP_MODEL
+
+
+class ClipEncoder:
+    """A loaded CLIP checkpoint with a text-embedding cache. Use :func:`encoder`."""
+
+    def __init__(self, name: str, model, tokenizer, image_processor, device: str):
+        self.name = name
+        self.model = model
+        self.tokenizer = tokenizer
+        self.image_processor = image_processor
+        self.device = device
+        self.max_tokens = min(MAX_TEXT_TOKENS, int(model.config.text_config.max_position_embeddings))
+        self.eos_token_id = tokenizer.eos_token_id
+        self._lock = threading.RLock()
+        self._texts: OrderedDict[str, "torch.Tensor"] = OrderedDict()
+
+    # -- text -------------------------------------------------------------------------
+    def tokenize(self, texts: Sequence[str]) -> dict:
+        """Token ids cut to ``max_tokens`` with the end-of-text token as the last kept
+        token (CLIP pools the text at that token, so losing it would pool a word)."""
+        batch = self.tokenizer(
+            list(texts), padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
+        )
+        ids = batch["input_ids"]
+        if self.eos_token_id is not None:
+            # Tokenizers add the special tokens after truncating, but a slow or custom
+            # tokenizer may not: force the last real token of a full row to be EOT.
+            if ids.shape[1] == self.max_tokens:
+                full = batch["attention_mask"].sum(dim=1) == self.max_tokens
+                ids[full, -1] = self.eos_token_id
+        return batch
+
+    def embed_texts(self, texts: Sequence[str], batch_size: int = 256) -> "torch.Tensor":
+        """L2-normalised text embeddings, ``(len(texts), dim)`` on the CPU."""
+        import torch
+
+        texts = [str(t) for t in texts]
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._texts))
+            for start in range(0, len(missing), batch_size):
+                chunk = missing[start : start + batch_size]
+                batch = self.tokenize(chunk)
+                with torch.inference_mode():
+                    out = self.model.get_text_features(
+                        input_ids=batch["input_ids"].to(self.device),
+                        attention_mask=batch["attention_mask"].to(self.device),
+                    )
+                emb = _normalise(_features(out)).float().cpu()
+                for text, row in zip(chunk, emb):
+                    self._texts[text] = row
+            for text in texts:
+                self._texts.move_to_end(text)
+            rows = [self._texts[t] for t in texts]
+            while len(self._texts) > TEXT_CACHE_SIZE:
+                self._texts.popitem(last=False)
+        if not rows:
+            return torch.empty(0, self.model.config.projection_dim)
+        return torch.stack(rows)
+
+    # -- images -----------------------------------------------------------------------
+    def embed_images(self, images: Sequence["Image.Image"], batch_size: int = 64) -> "torch.Tensor":
+        """L2-normalised image embeddings, ``(len(images), dim)`` on the CPU."""
+        import torch
+
+        chunks = []
+        for start in range(0, len(images), batch_size):
+            chunk = [im.convert("RGB") for im in images[start : start + batch_size]]
+            pixels = self.image_processor(images=chunk, return_tensors="pt")["pixel_values"]
+            with self._lock, torch.inference_mode():
+                out = self.model.get_image_features(pixel_values=pixels.to(self.device, self.model.dtype))
+            chunks.append(_normalise(_features(out)).float().cpu())
+        if not chunks:
+            return torch.empty(0, self.model.config.projection_dim)
+        return torch.cat(chunks)
+
+
+def _features(out) -> "torch.Tensor":
+    # transformers < 5 returns the projected tensor; 5.x returns an output object
+    # whose pooler_output holds the projection.
+    return out if hasattr(out, "norm") else out.pooler_output
+
+
+def _normalise(x: "torch.Tensor") -> "torch.Tensor":
+    return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
+
+
+def _load(name: str, device: str) -> ClipEncoder:
+    try:
+        from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel
+
+        model = CLIPModel.from_pretrained(name).to(device).eval()
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        image_processor = AutoImageProcessor.from_pretrained(name)
+    except Exception as exc:  # noqa: BLE001 - re-raised with instructions
+        raise ClipModelUnavailable(
+            f"Could not load the CLIP checkpoint {name!r} used by the lmms-scene metrics "
+            f"({type(exc).__name__}: {exc}). Download it once while online "
+            f"(`huggingface-cli download {DEFAULT_CLIP_MODEL}`), or point "
+            f"{CLIP_MODEL_ENV} at a local folder holding a CLIPModel and its processor "
+            f"(saved with save_pretrained). Scores from another checkpoint are not "
+            f"comparable with the paper's, so no fallback model is used."
+        ) from exc
+    return ClipEncoder(name, model, tokenizer, image_processor, device)
+
+
+def encoder(model: str | os.PathLike | None = None, device: str | None = None) -> ClipEncoder:
+    """The process-wide :class:`ClipEncoder` for ``model`` (see :func:`resolve_model`)."""
+    name = resolve_model(model)
+    dev = torch_device(device)
+    return cached(("clip", name, dev), lambda: _load(name, dev))
+
+
+def _check_lengths(**named: Sequence) -> int:
+    lengths = {k: len(v) for k, v in named.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"batch lengths differ: {lengths}")
+    return next(iter(lengths.values()))
+
+
+@dataclass(frozen=True)
+class RefClipParts:
+    """Per-item components of RefCLIPScore (Hessel et al. 2021, Section 3/4)."""
+
+    clip_score: list[float]
+    reference_similarity: list[float]
+    ref_clip_score: list[float]
+
+
+def _clip_s(cos: float) -> float:
+    # Hessel et al. (2021), Eq. 1: CLIP-S(c, v) = w * max(cos(c, v), 0), w = 2.5.
+    return CLIP_S_WEIGHT * max(cos, 0.0)
+
+
+def _harmonic(a: float, b: float) -> float:
+    # Hessel et al. (2021), Eq. 2: RefCLIP-S = H-Mean(CLIP-S, max(max_r cos(c, r), 0)).
+    return 0.0 if a <= 0 or b <= 0 else 2 * a * b / (a + b)
+
+
+def clip_score(
+    images: Sequence["Image.Image"], candidates: Sequence[str], model: str | None = None
+) -> list[float]:
+    """CLIP-S = 2.5 * max(cos(E_image, E_text), 0) for each (image, candidate) pair.
+
+    Candidates are scored as given: COOCO passes the long form
+    ``"A photo depicts a/an {name}"`` (Hessel et al. prefix "A photo depicts").
+    """
+    n = _check_lengths(images=images, candidates=candidates)
+    if n == 0:
+        return []
+    enc = encoder(model)
+    cos = (enc.embed_images(images) * enc.embed_texts(candidates)).sum(-1)
+    return [_clip_s(float(c)) for c in cos]
+
+
+def ref_clip_components(
+    images: Sequence["Image.Image"],
+    candidates: Sequence[str],
+    references: Sequence[Sequence[str]],
+    model: str | None = None,
+) -> RefClipParts:
+    """CLIP-S, the best reference cosine and RefCLIP-S for each item."""
+    n = _check_lengths(images=images, candidates=candidates, references=references)
+    if any(len(r) == 0 for r in references):
+        raise ValueError("references: every item needs at least one reference text")
+    if n == 0:
+        return RefClipParts([], [], [])
+    enc = encoder(model)
+    cand = enc.embed_texts(candidates)
+    image_cos = (enc.embed_images(images) * cand).sum(-1)
+    flat = [r for refs in references for r in refs]
+    ref_emb = enc.embed_texts(flat)
+    clip_s, ref_sim, ref_clip = [], [], []
+    start = 0
+    for i, refs in enumerate(references):
+        best = float((ref_emb[start : start + len(refs)] @ cand[i]).max())
+        start += len(refs)
+        c = _clip_s(float(image_cos[i]))
+        clip_s.append(c)
+        ref_sim.append(best)
+        ref_clip.append(_harmonic(c, max(best, 0.0)))
+    return RefClipParts(clip_s, ref_sim, ref_clip)
+
+
+def ref_clip_score(
+    images: Sequence["Image.Image"],
+    candidates: Sequence[str],
+    references: Sequence[Sequence[str]],
+    model: str | None = None,
+) -> list[float]:
+    """RefCLIP-S: harmonic mean of CLIP-S and ``max(max_r cos(candidate, r), 0)``;
+    0 when either is <= 0 (Hessel et al. 2021, Eq. 2)."""
+    return ref_clip_components(images, candidates, references, model).ref_clip_score
+
+
+def text_similarity(a: Sequence[str], b: Sequence[str], model: str | None = None) -> list[float]:
+    """Cosine similarity of CLIP text embeddings for each pair ``(a[i], b[i])``."""
+    n = _check_lengths(a=a, b=b)
+    if n == 0:
+        return []
+    enc = encoder(model)
+    return [float(x) for x in (enc.embed_texts(a) * enc.embed_texts(b)).sum(-1)]

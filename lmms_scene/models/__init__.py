@@ -1,0 +1,24 @@
+"""lmms-scene's harness models, registered through lmms-eval's ``lmms_eval.models``
+entry-point group (see ``pyproject.toml``): ``echo`` and ``scene_blind``, each with a
+simple and a chat class. Importing this module loads no model."""
+
+from __future__ import annotations
+
+MODELS = {
+    "echo": ("lmms_scene.models.echo.Echo", "lmms_scene.models.echo.EchoChat"),
+    "scene_blind": ("lmms_scene.models.blind.SceneBlind", "lmms_scene.models.blind.SceneBlindChat"),
+}
+
+
+def MANIFESTS():
+    """Entry-point payload: the model manifests. Loading it also registers our task
+    folder with the harness (route 3 in :mod:`lmms_scene.registration`)."""
+    from lmms_eval.models.registry_v2 import ModelManifest
+
+    from lmms_scene.registration import install_task_path_hook
+
+    install_task_path_hook()
+    return [
+        ModelManifest(model_id=name, simple_class_path=simple, chat_class_path=chat)
+        for name, (simple, chat) in MODELS.items()
+    ]

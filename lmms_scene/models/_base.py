@@ -1,0 +1,209 @@
+"""Shared machinery of lmms-scene's own harness models (``echo`` and ``scene_blind``).
+
+Both come in a simple and a chat variant. The two variants only differ in how a
+request describes its turns, so each is turned into the same list of :class:`Turn`
+and one ``respond`` method answers it. Multi-round requests follow the harness's
+protocol (round 0 from ``doc_to_text``/``doc_to_messages``; round k from the same
+function called with ``round_idx``/``previous_output``/``previous_round_info``) and
+return one list of answers per document, never a tuple.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lmms_eval.api.instance import Instance
+from lmms_eval.api.model import lmms
+
+# A task whose rounds never end would hang an evaluation; past this many rounds the
+# request fails with an error naming the task and document.
+MAX_ROUNDS = 64
+
+
+@dataclass
+class Turn:
+    """What the model received in one round."""
+
+    text: str
+    image_sizes: list[tuple[int, int]] = field(default_factory=list)
+    other_media: int = 0
+
+    @property
+    def n_images(self) -> int:
+        return len(self.image_sizes)
+
+
+@dataclass
+class RequestInfo:
+    task: str
+    split: str
+    doc_id: int
+    doc: dict[str, Any] | None
+
+
+def _image_size(visual: Any) -> tuple[int, int] | None:
+    size = getattr(visual, "size", None)
+    if isinstance(size, tuple) and len(size) == 2:
+        return (int(size[0]), int(size[1]))
+    return None
+
+
+def _turn_from_visuals(text: str, visuals: list | None) -> Turn:
+    sizes, other = [], 0
+    for visual in visuals or []:
+        size = _image_size(visual)
+        if size is None:
+            other += 1
+        else:
+            sizes.append(size)
+    return Turn(text=text, image_sizes=sizes, other_media=other)
+
+
+def _turn_from_messages(messages: list[dict]) -> Turn:
+    """The last user message of a chat request, as a Turn."""
+    users = [m for m in messages if m.get("role") == "user"]
+    if not users:
+        raise ValueError(f"chat request has no user message: {messages!r}")
+    content = users[-1].get("content")
+    if isinstance(content, str):
+        return Turn(text=content)
+    texts, visuals = [], []
+    for part in content:
+        if part.get("type") == "text":
+            texts.append(part.get("text", ""))
+        else:
+            media = part.get("url", part.get(part.get("type"), None))
+            visuals.append(media)
+    return _turn_from_visuals("\n".join(texts), visuals)
+
+
+class SceneModel(lmms):
+    """Base of the text-driven test and baseline models; subclasses implement ``respond``."""
+
+    is_simple = True
+    #: whether ``doc_to_visual`` is called at all (the blind baseline never calls it)
+    looks_at_images = True
+
+    def __init__(self, record: str | None = None, batch_size: int | str = 1, device: str = "cpu", **kwargs: Any) -> None:
+        super().__init__()
+        unknown = {k: v for k, v in kwargs.items() if k not in ("device_map", "max_length")}
+        if unknown:
+            raise ValueError(f"{type(self).__name__}: unknown model_args {sorted(unknown)}")
+        # The harness gathers per-rank counts as tensors on `lm.device`; these models
+        # compute nothing, so the CPU (gloo) is right even on GPU machines.
+        self.device = device
+        self.batch_size_per_gpu = int(batch_size)
+        self._record_path = Path(record) if record else None
+        self._record_lock = threading.Lock()
+        # Under `accelerate launch` the harness shards documents by rank, so a model
+        # must report the process group it runs in.
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            self._rank, self._world_size = dist.get_rank(), dist.get_world_size()
+        if self._record_path and self._world_size > 1:
+            self._record_path = self._record_path.with_name(f"{self._record_path.name}.rank{self._rank}")
+
+    # --- what subclasses implement -------------------------------------------------
+    def respond(self, info: RequestInfo, turns: list[Turn]) -> str:  # pragma: no cover
+        raise NotImplementedError
+
+    # --- the harness's interface -------------------------------------------------------
+    def loglikelihood(self, requests: list[Instance]):
+        raise NotImplementedError(
+            f"{type(self).__name__} answers generation tasks only; lmms-scene has no loglikelihood task"
+        )
+
+    def generate_until(self, requests: list[Instance]) -> list[str]:
+        return [self._answer(r, multi_round=False) for r in requests]
+
+    def generate_until_multi_round(self, requests: list[Instance]) -> list[list[str]]:
+        return [self._answer(r, multi_round=True) for r in requests]
+
+    # --- internals -----------------------------------------------------------------
+    def _doc(self, task: str, split: str, doc_id: int) -> dict | None:
+        try:
+            return self.task_dict[task][split][doc_id]
+        except (KeyError, IndexError, TypeError):
+            return None
+
+    def _answer(self, request: Instance, multi_round: bool):
+        args = request.args
+        if self.is_simple:
+            return self._answer_simple(args, multi_round)
+        return self._answer_chat(args, multi_round)
+
+    def _answer_simple(self, args: tuple, multi_round: bool):
+        if multi_round:
+            context, _gen, doc_to_visual, doc_to_text, doc_id, task, split = args
+        else:
+            context, _gen, doc_to_visual, doc_id, task, split = args
+            doc_to_text = None
+        info = RequestInfo(task, split, doc_id, self._doc(task, split, doc_id))
+        visuals = doc_to_visual(info.doc) if (self.looks_at_images and info.doc is not None) else []
+        turns = [_turn_from_visuals(context, visuals)]
+        outputs = [self.respond(info, turns)]
+        if not multi_round:
+            self._record(info, turns, outputs)
+            return outputs[0]
+        round_info = None
+        while True:
+            round_idx = len(outputs)
+            self._check_rounds(info, round_idx)
+            payload = doc_to_text(
+                info.doc, previous_output=list(outputs), round_idx=round_idx, previous_round_info=round_info
+            )
+            visuals, text, terminal, _prev, round_info = payload
+            if terminal:
+                break
+            turns.append(_turn_from_visuals(text, visuals if self.looks_at_images else []))
+            outputs.append(self.respond(info, turns))
+        self._record(info, turns, outputs)
+        return outputs
+
+    def _answer_chat(self, args: tuple, multi_round: bool):
+        _context, doc_to_messages, _gen, doc_id, task, split = args
+        info = RequestInfo(task, split, doc_id, self._doc(task, split, doc_id))
+        turns = [_turn_from_messages(doc_to_messages(info.doc))]
+        outputs = [self.respond(info, turns)]
+        if not multi_round:
+            self._record(info, turns, outputs)
+            return outputs[0]
+        round_info = None
+        while True:
+            round_idx = len(outputs)
+            self._check_rounds(info, round_idx)
+            messages, terminal, _prev, round_info = doc_to_messages(
+                info.doc, round_idx=round_idx, previous_output=list(outputs), previous_round_info=round_info
+            )
+            if terminal:
+                break
+            turns.append(_turn_from_messages(messages))
+            outputs.append(self.respond(info, turns))
+        self._record(info, turns, outputs)
+        return outputs
+
+    @staticmethod
+    def _check_rounds(info: RequestInfo, round_idx: int) -> None:
+        if round_idx >= MAX_ROUNDS:
+            raise RuntimeError(
+                f"task {info.task!r} doc {info.doc_id}: no terminal signal after {MAX_ROUNDS} rounds"
+            )
+
+    def _record(self, info: RequestInfo, turns: list[Turn], outputs: list[str]) -> None:
+        if self._record_path is None:
+            return
+        line = {
+            "task": info.task,
+            "split": info.split,
+            "doc_id": info.doc_id,
+            "variant": "simple" if self.is_simple else "chat",
+            "turns": [asdict(t) | {"n_images": t.n_images} for t in turns],
+            "outputs": outputs,
+        }
+        with self._record_lock, self._record_path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")

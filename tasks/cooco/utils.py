@@ -1,0 +1,46 @@
+"""lmms-eval wiring for COOCO. Thin on purpose: the logic lives in
+:mod:`lmms_scene.data.cooco` (rows, images, prompts) and
+:mod:`lmms_scene.metrics.naming` (scores). Importing this loads no model."""
+
+from __future__ import annotations
+
+from lmms_scene.data import cooco
+from lmms_scene.metrics import naming
+from lmms_scene.prompts import render
+
+DEFAULT_TEMPLATE = "cooco/default.jinja"
+
+
+def process_docs(dataset):
+    return cooco.naming_docs(cooco.ensure_schema(dataset))
+
+
+def process_docs_noise(dataset):
+    return cooco.noise_grid_docs(cooco.ensure_schema(dataset))
+
+
+def doc_to_visual(doc):
+    return [cooco.visual(doc)]
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    template = (lmms_eval_specific_kwargs or {}).get("template", DEFAULT_TEMPLATE)
+    return render(template, **cooco.prompt_context(doc))
+
+
+def doc_to_target(doc):
+    return doc["gold_label"]
+
+
+def process_results(doc, results):
+    output = results[0] if results else ""
+    row = naming.score_rows([cooco.naming_item(doc, output)])[0]
+    return naming.metric_entries(row)
+
+
+def mean_score(entries):
+    return naming.mean_score(entries)
+
+
+def breakdown(rows):
+    return naming.report(rows)
