@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: test-only harness tasks (not shipped): scene_selftest and scene_selftest_rounds
+SELFTEST_TASKS = REPO / "tests" / "harness_tasks"
 FIXTURES = REPO.parent / "shared" / "fixtures"
 
 # Offline before anything imports huggingface_hub or datasets.
@@ -85,15 +87,17 @@ def run_lmms_eval(tmp_path):
     """Run the harness in a subprocess on our tasks; return (returncode, results, output_path, log).
 
     ``--verbosity DEBUG`` makes lmms-eval 0.7.3 exit non-zero on a failed evaluation.
+    ``include`` replaces our task folder as ``--include_path`` (our tasks then still
+    come in through the entry-point hook, unless LMMS_SCENE_NO_TASK_HOOK is set).
     """
 
-    def run(args: list[str], env: dict[str, str] | None = None, timeout: int = 600):
+    def run(args: list[str], env: dict[str, str] | None = None, include: Path | None = None, timeout: int = 600):
         from lmms_scene.registration import tasks_path
 
         out = tmp_path / "results"
         cmd = [
             sys.executable, "-m", "lmms_eval",
-            "--include_path", str(tasks_path()),
+            "--include_path", str(include or tasks_path()),
             "--output_path", str(out),
             "--log_samples",
             "--verbosity", "DEBUG",

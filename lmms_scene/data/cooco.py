@@ -103,6 +103,8 @@ def features():
             "gold_label": Value("string"),  # what a correct answer names ("" for clean)
             "condition": Value("string"),  # one of CONDITIONS
             "target_bbox": Seq(Value("float32"), length=4),  # COCO x, y, w, h in image pixels
+            "width": Value("int32"),  # image size, so prompts need not decode the image
+            "height": Value("int32"),
             "rel_level": Value("string"),  # the source's own spelling, e.g. relscore_middle
             "rel_score": Value("float32"),  # scene-object relatedness (None if not given)
             "excluded": Value("bool"),
@@ -261,6 +263,8 @@ def convert_row(raw: Mapping[str, Any], index: int, base: Path | None = None) ->
         "gold_label": gold,
         "condition": condition,
         "target_bbox": box,
+        "width": int(size[0]),
+        "height": int(size[1]),
         "rel_level": str(fields["rel_level"]),
         "rel_score": _score(fields.get("rel_score")),
         "excluded": _bool(fields.get("excluded")),
@@ -571,14 +575,24 @@ def kosmos_patch_indices(norm_box: Sequence[float], grid: int = KOSMOS_GRID) -> 
     return row0 * grid + col0, row1 * grid + col1
 
 
+def padded_geometry(doc: Mapping[str, Any]) -> tuple[int, imaging.Box]:
+    """Side of the padded square and the target box on it, from the doc's stored
+    ``width``/``height`` (no image decoding; lmms-eval hands ``doc_to_text`` docs
+    without their image column)."""
+    width, height = int(doc["width"]), int(doc["height"])
+    side = max(width, height)
+    x, y, w, h = (float(v) for v in doc["target_bbox"])
+    # same offsets as imaging.pad_to_square
+    return side, (x + (side - width) // 2, y + (side - height) // 2, w, h)
+
+
 def prompt_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Box coordinates on the padded square in every form a prompt template uses:
     ``x1..y2`` absolute integer pixels (the covered pixel rectangle, x2/y2 exclusive),
     ``nx1..ny2`` normalised to [0, 1], ``cx, cy`` the box centre on a 0-100 grid,
     ``side`` the square's side, ``patch_ul, patch_lr`` Kosmos-2 patch indices."""
-    image, box = padded(doc)
-    side = image.size[0]
-    x1, y1, x2, y2 = imaging.box_pixels(box, image.size)
+    side, box = padded_geometry(doc)
+    x1, y1, x2, y2 = imaging.box_pixels(box, (side, side))
     norm = (x1 / side, y1 / side, x2 / side, y2 / side)
     ul, lr = kosmos_patch_indices(norm)
     return {

@@ -316,8 +316,19 @@ def mean_score(entries: Iterable[Mapping[str, Any]]) -> float | None:
     return _mean(e.get("score") for e in unique_rows(entries))
 
 
-def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+class Report(dict):
+    """The breakdown as lmms-eval stores it: a plain dict in the results JSON, but a
+    one-line summary where the harness prints its results table (a dict-valued metric
+    would otherwise print as one enormous cell)."""
+
+    def __str__(self) -> str:
+        return f"{self.get('n_rows', 0)} rows by condition x noise (see results JSON)"
+
+    __repr__ = __str__
+
+
+def report(rows: Iterable[Mapping[str, Any]]) -> Report:
     """:func:`breakdown` with the provenance of the checkpoint the rows were scored with."""
     rows = list(rows)
     models = sorted({str(r.get("clip_model")) for r in rows if r.get("clip_model")})
-    return breakdown(rows, provenance(models[0] if len(models) == 1 else None))
+    return Report(breakdown(rows, provenance(models[0] if len(models) == 1 else None)))

@@ -1,0 +1,41 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Both set up .venv first.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/pip install --disable-pip-version-check -c constraints.txt
+STAMP := $(VENV)/.lmms-scene-installed
+PYTEST_ARGS ?=
+
+.PHONY: setup test test-fast demo bench samples clean
+
+setup: $(STAMP)
+
+# torch and torchvision go in first: installing lmms-eval or sentence-transformers
+# before them lets pip pick a torch build itself.
+$(STAMP): pyproject.toml setup.py constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) --upgrade pip setuptools wheel
+	$(PIP) torch torchvision
+	$(PIP) -e ".[test,offline,models]"
+	@command -v java >/dev/null || echo "note: no java on PATH; pycocoevalcap's METEOR (SNUS baselines) needs a JRE (Debian: default-jre-headless)"
+	touch $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Unit tests only (no harness runs): the quick loop while developing.
+test-fast: setup
+	$(BIN)/python -m pytest -m "not e2e and not multiprocess" $(PYTEST_ARGS)
+
+demo: setup
+	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/lmms-scene demo --output_path results
+
+samples: setup
+	$(BIN)/lmms-scene build-samples
+
+bench: setup
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) results build *.egg-info

@@ -1,0 +1,143 @@
+"""COOCO attention allocation (Appendix C): the pieces on hand-made tensors, then a
+tiny random-weight LLaVA end to end for shapes and invariants."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from lmms_scene.analysis import attention as A
+
+torch.set_num_threads(1)
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+
+
+def random_attention(layers: int, heads: int, n: int, seed: int = 0, causal: bool = True) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(layers, heads, n, n, generator=g)
+    if causal:
+        logits = logits.masked_fill(torch.triu(torch.ones(n, n, dtype=torch.bool), 1), float("-inf"))
+    return logits.softmax(-1)
+
+
+def test_llm_image_weights_by_hand():
+    a = random_attention(3, 2, 10)
+    img, rows = [2, 3, 4, 5], [7, 8, 9]
+    got = A.llm_image_weights(list(a), img, rows)
+    # independent computation, layer by layer
+    want = torch.zeros(3, 10, dtype=torch.float64)
+    for layer in range(3):
+        m = a[layer].double().mean(0)[rows]
+        m[:, 0] = 0
+        want += m / m.sum(1, keepdim=True)
+    want = (want / 3)[:, img]
+    want = want / want.sum(1, keepdim=True)
+    torch.testing.assert_close(got, want)
+    assert got.shape == (3, 4)
+    torch.testing.assert_close(got.sum(1), torch.ones(3, dtype=torch.float64))
+
+
+def test_llm_weights_ignore_bos_mass():
+    a = random_attention(2, 1, 8, seed=1)  # one head: a per-head rescale survives a head mean
+    b = a.clone()
+    b[..., 0] *= 50  # much more attention on the sink token
+    b = b / b.sum(-1, keepdim=True)
+    # per layer the renormalised rows match once column 0 is dropped
+    torch.testing.assert_close(A.llm_image_weights(a[:1], [1, 2, 3], [6, 7]), A.llm_image_weights(b[:1], [1, 2, 3], [6, 7]))
+    with pytest.raises(ValueError, match="sink"):
+        A.llm_image_weights(a, [1, 2], [0])
+
+
+def test_vit_maps_shapes_and_relu():
+    inst = [A.vit_normalised(random_attention(3, 2, 17, seed=s, causal=False)) for s in range(4)]
+    assert inst[0].shape == (3, 17, 17)
+    torch.testing.assert_close(inst[0].sum(-1), torch.ones(3, 17, dtype=torch.float64))
+    base = A.vit_baseline(inst)
+    maps = A.vit_token_maps(inst[1], base, n_prefix=1)
+    assert maps.shape == (3, 16, 4, 4)
+    assert (maps >= 0).all() and (maps > 0).any()
+    # column j of the adjusted matrix is token j's map (paper); row mode is the transpose
+    adj = torch.relu(inst[1] - base)[:, 1:, 1:]
+    torch.testing.assert_close(maps[2, 5].flatten(), adj[2, :, 5])
+    torch.testing.assert_close(A.vit_token_maps(inst[1], base, n_prefix=1, use="row")[2, 5].flatten(), adj[2, 5, :])
+    with pytest.raises(ValueError, match="square grid"):
+        A.vit_token_maps(inst[1], base, n_prefix=0)
+    with pytest.raises(ValueError, match="one input resolution"):
+        A.vit_baseline([inst[0], inst[0][:, :5, :5]])
+
+
+def test_image_map_is_weighted_sum():
+    maps = torch.rand(2, 4, 3, 3, dtype=torch.float64)
+    w = torch.tensor([[1.0, 0, 0, 0], [0, 0.5, 0.5, 0]], dtype=torch.float64)
+    got = A.image_attention_map(w, maps)
+    want = (maps[:, 0] + 0.5 * maps[:, 1] + 0.5 * maps[:, 2]) / 2
+    torch.testing.assert_close(got, want)
+
+
+def test_ratio_concentrated_in_box_beats_outside():
+    target, valid = A.box_masks((0, 0, 320, 320), (640, 640), resolution=64)
+    inside = torch.zeros(8, 8, dtype=torch.float64)
+    inside[1, 1] = 1.0
+    outside = torch.zeros(8, 8, dtype=torch.float64)
+    outside[6, 6] = 1.0
+    mixed = torch.full((8, 8), 0.01, dtype=torch.float64)
+    mixed[1, 1] = 1.0
+    r_in, r_out, r_mix = (A.allocation_ratio(m, target, valid) for m in (inside, outside, mixed))
+    assert r_in == float("inf") and r_out == 0.0
+    assert r_mix > A.allocation_ratio(torch.ones(8, 8), target, valid)
+    # a uniform map gives the area ratio: a quarter of the image vs three quarters
+    assert A.allocation_ratio(torch.ones(8, 8), target, valid) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="0/0"):
+        A.allocation_ratio(torch.zeros(8, 8), target, valid)
+
+
+def test_padding_is_not_context():
+    # a wide image padded to a square: the top and bottom quarters are padding
+    target, valid = A.box_masks((0, 0, 100, 100), (400, 200), canvas="pad", resolution=40)
+    assert valid.sum() == 40 * 20 and not valid[0].any() and valid[20].all()
+    m = torch.ones(8, 8, dtype=torch.float64)
+    base = A.allocation_ratio(m, target, valid)
+    m[0, :] = 100.0  # heavy attention on padding only
+    assert A.allocation_ratio(m, target, valid) == pytest.approx(base)
+    assert base == pytest.approx((10 * 10) / (40 * 20 - 100))
+    # centre crop: a box entirely in the cut-off part is refused
+    with pytest.raises(ValueError, match="covers no canvas pixel"):
+        A.box_masks((0, 0, 50, 50), (400, 200), canvas="crop", resolution=40)
+
+
+@pytest.fixture(scope="module")
+def tiny_llava(tmp_path_factory) -> Path:
+    from pfram_kit import build_tiny_llava
+
+    return build_tiny_llava(tmp_path_factory.mktemp("tiny_llava_attn"))
+
+
+def test_tiny_llava_end_to_end(tiny_llava):
+    from PIL import Image
+
+    paths = sorted((FIXTURES / "tiny_coco" / "val2017").glob("*.jpg"))[:3]
+    if len(paths) < 3:
+        pytest.skip(f"shared fixture {FIXTURES / 'tiny_coco'} is absent")
+    images = [Image.open(p).convert("RGB") for p in paths]
+    records = A.collect_attention(str(tiny_llava), images, "What is the object in the box?", max_new_tokens=3)
+    assert len(records) == 3
+    for rec in records:
+        assert rec.n_prefix == 1  # CLIP's CLS token
+        assert rec.vit_normalised.shape == (3, 17, 17)  # 3 ViT layers, CLS + 4 x 4 patches
+        assert rec.llm_weights.shape[1] == 16 and 1 <= rec.llm_weights.shape[0] <= 3
+        torch.testing.assert_close(rec.llm_weights.sum(1), torch.ones(rec.llm_weights.shape[0], dtype=torch.float64))
+    # forced outputs take the same path; a trailing end token is dropped
+    eos = 2
+    forced = A.collect_attention(str(tiny_llava), images[:1], "What is it?", output_ids=[[40, 41, eos]])
+    assert forced[0].output_ids == [40, 41] and forced[0].llm_weights.shape == (2, 16)
+    boxes = [(50, 50, 200, 150)] * 3
+    ratios = A.allocation_ratios(records, boxes, [im.size for im in images], canvas="crop")
+    assert ratios.shape == (3, 3)
+    assert np.isfinite(ratios).all() and (ratios >= 0).all()
+    # the baseline is the dataset mean: one instance alone leaves nothing after ReLU
+    with pytest.raises(ValueError, match="0/0"):
+        A.allocation_ratios(records[:1], boxes[:1], [images[0].size], canvas="crop")

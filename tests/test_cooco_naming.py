@@ -1,0 +1,162 @@
+"""COOCO naming metrics: normalisation, per-row scoring of awkward outputs, aggregation
+keyed by ids."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from PIL import Image
+
+from lmms_scene.metrics import naming
+
+
+@pytest.fixture(autouse=True)
+def _tiny_clip_env(tiny_clip, monkeypatch):
+    monkeypatch.setenv("LMMS_SCENE_CLIP_MODEL", str(tiny_clip))
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("  A Laptop.<|im_end|>", "laptop"),
+        ("an orange", "orange"),
+        ("Answer", "answer"),  # "an" only as a word
+        ("ham.", "ham"),
+        ("<|im_start|>", "<|im_start|>"),  # only end-of-turn markers are dropped
+        ("Notebook</s>", "notebook"),
+        ("Potted   plant \n", "potted plant"),
+        ("", ""),
+        (None, ""),
+        ("ＬＡＰＴＯＰ", "laptop"),  # NFKC folds full-width letters
+        ("ノートパソコン", "ノートパソコン"),
+    ],
+)
+def test_normalise_output(raw, expected):
+    assert naming.normalise_output(raw) == expected
+
+
+def test_long_form_and_label():
+    assert naming.long_form("laptop") == "A photo depicts a laptop"
+    assert naming.long_form("oven") == "A photo depicts an oven"
+    assert naming.normalise_label("potted_plant") == "potted plant"
+
+
+def test_levenshtein_similarity_is_rapidfuzz_ratio():
+    assert naming.levenshtein_similarity("laptop", "laptop") == 1.0
+    assert naming.levenshtein_similarity("laptops", "laptop") == pytest.approx(12 / 13)
+    assert naming.levenshtein_similarity("", "laptop") == 0.0
+
+
+def item(output, condition="low", **kw):
+    base = {
+        "image_id": f"img_{condition}",
+        "condition": condition,
+        "noise_area": "none",
+        "noise_level": 0.0,
+        "scene": "cubicle_office",
+        "target": "laptop",
+        "gold": "ham" if condition in ("high", "medium", "low") else "laptop",
+        "output": output,
+        "crop": Image.new("RGB", (12, 9), (200, 120, 40)),
+    }
+    return {**base, **kw}
+
+
+def test_correct_answer_scores_accuracy_and_is_not_captured():
+    row = naming.score_rows([item("Ham.")])[0]
+    assert row["prediction"] == "ham"
+    assert row["accuracy"] == 1.0 and row["levenshtein_accuracy"] == 1.0
+    assert row["text_similarity"] == pytest.approx(1.0, abs=1e-5)
+    assert row["context_captured"] is False
+
+
+def test_naming_the_original_target_is_context_capture():
+    row = naming.score_rows([item("a laptop")])[0]
+    assert row["context_captured"] is True
+    assert row["output_target_similarity"] == pytest.approx(1.0, abs=1e-5)
+    assert row["levenshtein_accuracy"] == 0.0
+
+
+def test_capture_is_undefined_on_congruent_items():
+    rows = naming.score_rows([item("laptop", condition="original"), item("", condition="same_target")])
+    assert rows[0]["context_captured"] is None and rows[1]["context_captured"] is None
+
+
+def test_empty_very_long_and_non_english_outputs_are_scored_and_counted():
+    outputs = ["", "   .<|im_end|>", "laptop " * 3000, "ノートパソコン", "jambon"]
+    rows = naming.score_rows([item(o, image_id=f"i{k}") for k, o in enumerate(outputs)])
+    assert [r["empty"] for r in rows] == [True, True, False, False, False]
+    for r in rows[:2]:
+        assert r["accuracy"] == r["refclipscore"] == r["levenshtein_accuracy"] == 0.0
+        assert r["output_scene_similarity"] is None and r["context_captured"] is False
+    for r in rows[2:]:
+        assert 0.0 <= r["refclipscore"] <= 2.5 and -1.0 <= r["output_scene_similarity"] <= 1.0
+    assert rows[2]["output_words"] == 3000 and rows[3]["non_ascii"] is True
+    report = naming.breakdown(rows)
+    stats = report["output_statistics"]
+    assert stats["n"] == 5 and stats["n_empty"] == 2 and stats["empty_output_rate"] == pytest.approx(0.4)
+    assert stats["n_verbose"] == 1 and stats["n_non_ascii"] == 1
+    # empties are counted as wrong, not dropped
+    assert report["overall"]["accuracy"] <= 3 / 5
+    assert report["overall"]["n"] == 5
+
+
+def test_unknown_condition_is_rejected_naming_the_row():
+    with pytest.raises(ValueError, match="img_clean.*unknown condition 'clean'"):
+        naming.score_rows([item("x", condition="clean")])
+
+
+def fake_row(image_id, condition, area, level, **scores):
+    row = {
+        "image_id": image_id, "condition": condition, "noise_area": area, "noise_level": level,
+        "empty": False, "output_words": 1, "non_ascii": False, "clip_model": "tiny",
+        "refclipscore": 0.5, "accuracy": 1.0, "levenshtein_accuracy": 1.0, "output_scene_similarity": 0.3,
+        "context_captured": None if condition in ("original", "same_target") else False,
+    }
+    row.update(scores)
+    return row
+
+
+def test_breakdown_is_keyed_by_ids_not_positions():
+    rows = [
+        fake_row("a", "original", "none", 0.0, accuracy=1.0),
+        fake_row("b", "low", "none", 0.0, accuracy=0.0, context_captured=True),
+        fake_row("c", "low", "none", 0.0, accuracy=1.0, context_captured=False),
+        fake_row("a", "original", "target", 0.5, accuracy=0.0),
+        fake_row("a", "original", "target", 1.0, accuracy=0.0),
+        fake_row("b", "low", "context", 1.0, accuracy=1.0, context_captured=True),
+    ]
+    expected = naming.breakdown(rows)
+    shuffled = rows[::-1] + rows[:2]  # out of order, with duplicates (multi-process gathers)
+    random.Random(0).shuffle(shuffled)
+    assert naming.breakdown(shuffled) == expected
+    cells = expected["by_condition_noise"]
+    assert set(cells) == {"original", "low"}
+    assert set(cells["original"]) == {"none", "target"} and set(cells["original"]["target"]) == {"0.5", "1"}
+    assert cells["low"]["none"]["0"]["accuracy"] == 0.5 and cells["low"]["none"]["0"]["n"] == 2
+    assert cells["low"]["none"]["0"]["context_capture_rate"] == 0.5
+    assert "context_capture_rate" not in cells["original"]["none"]["0"]
+    assert expected["context_capture_rate"] == pytest.approx(2 / 3)
+    assert expected["n_rows"] == 6
+
+
+def test_metric_entries_and_mean_score():
+    rows = [fake_row("a", "original", "none", 0.0), fake_row("b", "low", "none", 0.0, context_captured=True)]
+    entries = [naming.metric_entries(r) for r in rows]
+    assert "score" not in entries[0]["context_capture_rate"]  # congruent: no value
+    assert entries[1]["context_capture_rate"]["score"] == 1.0
+    assert entries[0][naming.BREAKDOWN_KEY] == rows[0]
+    capture = [e["context_capture_rate"] for e in entries]
+    assert naming.mean_score(capture + capture) == 1.0  # duplicates do not count twice
+    assert naming.mean_score([e["accuracy"] for e in entries]) == 1.0
+    assert naming.mean_score([]) is None
+
+
+def test_report_names_its_scorer_and_checkpoint():
+    report = naming.report([fake_row("a", "original", "none", 0.0)])
+    scorer = report["scorer"]
+    assert scorer["scorer"] == "cooco_naming" and scorer["clip_model"] == "tiny"
+    assert scorer["accuracy_threshold"] == 0.9 and scorer["levenshtein_threshold"] == 0.55
+    assert scorer["normaliser"] == naming.NORMALISER_VERSION and "lmms_scene_version" in scorer
+    assert str(report).startswith("1 rows")

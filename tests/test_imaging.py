@@ -1,0 +1,185 @@
+"""Padding, box geometry and Gaussian noise (lmms_scene.imaging), pixel by pixel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from lmms_scene import imaging
+
+GREY = (128, 128, 128)
+
+
+def random_image(width: int, height: int, seed: int = 0) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    return Image.fromarray(rng.integers(0, 256, (height, width, 3), dtype=np.uint8))
+
+
+def px(image: Image.Image) -> np.ndarray:
+    return np.asarray(image, dtype=np.uint8)
+
+
+# -- padding --------------------------------------------------------------------------
+
+
+def test_pad_landscape_centres_on_grey_square_and_shifts_box():
+    image = random_image(10, 6)
+    padded, box = imaging.pad_to_square(image, (1, 2, 3, 2))
+    assert padded.size == (10, 10)
+    out = px(padded)
+    assert (out[:2] == GREY).all() and (out[8:] == GREY).all()  # 2 grey rows above and below
+    assert np.array_equal(out[2:8], px(image))
+    assert box == (1.0, 4.0, 3.0, 2.0)
+
+
+def test_pad_portrait_odd_difference_puts_extra_column_right():
+    image = random_image(4, 7)
+    padded, box = imaging.pad_to_square(image, (0, 0, 4, 7))
+    out = px(padded)
+    assert padded.size == (7, 7)
+    assert (out[:, :1] == GREY).all() and (out[:, 5:] == GREY).all()  # (7 - 4) // 2 = 1 left, 2 right
+    assert np.array_equal(out[:, 1:5], px(image))
+    assert box == (1.0, 0.0, 4.0, 7.0)
+
+
+def test_pad_square_image_is_unchanged():
+    image = random_image(6, 6)
+    padded, box = imaging.pad_to_square(image, (1, 1, 2, 2))
+    assert np.array_equal(px(padded), px(image))
+    assert box == (1.0, 1.0, 2.0, 2.0)
+
+
+def test_to_rgb_composites_transparency_onto_grey():
+    rgba = Image.new("RGBA", (2, 1), (255, 0, 0, 0))
+    rgba.putpixel((1, 0), (10, 20, 30, 255))
+    out = imaging.to_rgb(rgba)
+    assert out.mode == "RGB"
+    assert out.getpixel((0, 0)) == GREY  # fully transparent: the padding grey, not red
+    assert out.getpixel((1, 0)) == (10, 20, 30)
+
+
+@pytest.mark.parametrize("mode", ["L", "CMYK", "P", "I;16", "LA"])
+def test_to_rgb_converts_other_modes(mode):
+    image = Image.new("RGB", (3, 3), (200, 200, 200)).convert(mode)
+    out = imaging.to_rgb(image)
+    assert out.mode == "RGB" and out.size == (3, 3)
+
+
+def test_box_pixels_covers_every_touched_pixel_and_clips():
+    assert imaging.box_pixels((1.5, 1.5, 2, 2), (10, 10)) == (1, 1, 4, 4)
+    assert imaging.box_pixels((-3, 8, 5, 5), (10, 10)) == (0, 8, 2, 10)
+    with pytest.raises(ValueError, match="covers no pixel"):
+        imaging.box_pixels((20, 20, 2, 2), (10, 10))
+
+
+@pytest.mark.parametrize(
+    "box, message",
+    [((0, 0, 0, 5), "zero or negative area"), ((8, 8, 5, 5), "outside"), ((0, 0, 1), "4 numbers"), ((0, float("nan"), 1, 1), "non-finite")],
+)
+def test_validate_box_rejects_bad_boxes(box, message):
+    with pytest.raises(ValueError, match=message):
+        imaging.validate_box(box, (10, 10))
+
+
+# -- noise ----------------------------------------------------------------------------
+
+BOX = (4, 3, 5, 4)  # pixels x 4..8, y 3..6
+
+
+def inside_mask(size=(16, 12), box=BOX):
+    mask = np.zeros((size[1], size[0]), dtype=bool)
+    x0, y0, x1, y1 = imaging.box_pixels(box, size)
+    mask[y0:y1, x0:x1] = True
+    return mask
+
+
+def test_target_noise_changes_only_the_box():
+    image = Image.new("RGB", (16, 12), (100, 100, 100))
+    out = px(imaging.add_gaussian_noise(image, BOX, "target", 0.5, seed=1))
+    inside = inside_mask()
+    assert (out[~inside] == 100).all()
+    assert (out[inside] != 100).mean() > 0.95
+
+
+def test_context_noise_changes_everything_but_the_box():
+    image = Image.new("RGB", (16, 12), (100, 100, 100))
+    out = px(imaging.add_gaussian_noise(image, BOX, "context", 0.5, seed=1))
+    inside = inside_mask()
+    assert (out[inside] == 100).all()
+    assert (out[~inside] != 100).mean() > 0.95
+
+
+def test_all_noise_and_areas_share_one_noise_field():
+    image = random_image(16, 12, seed=3)
+    target = px(imaging.add_gaussian_noise(image, BOX, "target", 0.5, seed=9))
+    context = px(imaging.add_gaussian_noise(image, BOX, "context", 0.5, seed=9))
+    everything = px(imaging.add_gaussian_noise(image, BOX, "all", 0.5, seed=9))
+    inside = inside_mask()
+    assert np.array_equal(everything[inside], target[inside])
+    assert np.array_equal(everything[~inside], context[~inside])
+
+
+def test_noise_follows_the_formula_clip_of_x_plus_gaussian():
+    image = random_image(16, 12, seed=4)
+    level, seed = 0.3, 123
+    out = px(imaging.add_gaussian_noise(image, BOX, "all", level, seed=seed))
+    # independent recomputation of clip(x + e, 0, 255), e ~ N(0, (255 * level)^2)
+    e = np.random.default_rng(seed).standard_normal((12, 16, 3), dtype=np.float32) * np.float32(255 * level)
+    expected = np.clip(px(image).astype(np.float32) + e, 0, 255).astype(np.uint8)
+    assert np.array_equal(out, expected)
+
+
+def test_noise_statistics_match_the_level():
+    image = Image.new("RGB", (200, 200), GREY)
+    out = px(imaging.add_gaussian_noise(image, (0, 0, 10, 10), "all", 0.1, seed=5)).astype(np.float64)
+    delta = out - 128
+    assert abs(delta.mean()) < 0.5
+    assert 24.0 < delta.std() < 27.0  # 255 * 0.1 = 25.5, barely clipped at this level
+
+
+def test_noise_clips_at_both_ends():
+    black = px(imaging.add_gaussian_noise(Image.new("RGB", (100, 100), (0, 0, 0)), (0, 0, 5, 5), "all", 0.5, seed=2))
+    white = px(imaging.add_gaussian_noise(Image.new("RGB", (100, 100), (255, 255, 255)), (0, 0, 5, 5), "all", 0.5, seed=2))
+    # half of the draws are negative: on black they clip to 0, on white the positive half clips to 255
+    assert 0.45 < (black == 0).mean() < 0.55
+    assert 0.45 < (white == 255).mean() < 0.55
+    assert black.max() == 255 and white.min() == 0  # sigma 127.5: some draws reach the other end
+
+
+def test_noise_is_deterministic_per_seed():
+    image = random_image(16, 12)
+    a = px(imaging.add_gaussian_noise(image, BOX, "all", 1.0, seed=7))
+    b = px(imaging.add_gaussian_noise(image, BOX, "all", 1.0, seed=7))
+    c = px(imaging.add_gaussian_noise(image, BOX, "all", 1.0, seed=8))
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, c)
+
+
+def test_noise_seed_is_stable_and_distinguishes_settings():
+    # a fixed value: the seed must not depend on the process (hash() salting) or platform
+    assert imaging.noise_seed("cooco", "img", "target", 0.5) == imaging.noise_seed("cooco", "img", "target", 0.50)
+    assert imaging.noise_seed("cooco", "990000000001_kitchen_cup_original", "target", 0.5) == 7983736294871925189
+    seeds = {imaging.noise_seed("img", a, lv) for a in imaging.NOISE_AREAS for lv in (0.5, 1.0)}
+    assert len(seeds) == 6
+    assert all(0 <= s < 2**63 for s in seeds)
+
+
+def test_level_zero_returns_an_unchanged_copy_and_input_is_never_modified():
+    image = random_image(16, 12)
+    before = px(image).copy()
+    out = imaging.add_gaussian_noise(image, BOX, "target", 0.0, seed=1)
+    assert out is not image and np.array_equal(px(out), before)
+    imaging.add_gaussian_noise(image, BOX, "all", 1.0, seed=1)
+    assert np.array_equal(px(image), before)
+
+
+def test_noise_on_non_rgb_input_returns_rgb():
+    out = imaging.add_gaussian_noise(Image.new("L", (8, 8), 50), (1, 1, 2, 2), "target", 0.5, seed=0)
+    assert out.mode == "RGB"
+
+
+@pytest.mark.parametrize("area, level", [("background", 0.5), ("target", -0.1), ("target", float("nan"))])
+def test_noise_rejects_bad_area_or_level(area, level):
+    with pytest.raises(ValueError):
+        imaging.add_gaussian_noise(Image.new("RGB", (8, 8)), (1, 1, 2, 2), area, level, seed=0)
