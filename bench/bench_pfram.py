@@ -147,10 +147,21 @@ def main() -> None:
     pb = _block_size(576, 4096, 8 * 2**30, "cuda")
     pblocks = [min(pb, 1600 - s) for s in range(0, 1600, pb)]
     paper_done = sum(2.0 * bi * bj * 576**2 * 4096 for i, bi in enumerate(pblocks) for bj in pblocks[i:])
-    gpu_peaks = {"H100/H200 SXM fp32 (no tensor cores), 67 TFLOP/s": 67e12, "TF32 tensor cores dense, 495 TFLOP/s": 495e12}
+    gpu_peaks = {
+        "H100/H200 SXM fp32 (no tensor cores), 67 TFLOP/s": 67e12,
+        "TF32 tensor cores dense, 495 TFLOP/s": 495e12,
+    }
     report = {
-        "setting": {"n": n, "N": N, "d": d, "threads": args.threads, "device": str(dev), "torch": torch.__version__,
-                    "block_bytes": block_bytes, "images_per_block": b},  # fmt: skip
+        "setting": {
+            "n": n,
+            "N": N,
+            "d": d,
+            "threads": args.threads,
+            "device": str(dev),
+            "torch": torch.__version__,
+            "block_bytes": block_bytes,
+            "images_per_block": b,
+        },
         "seconds_ours": t_ours,
         "seconds_reference_batching": t_ref,
         "speedup": t_ref / t_ours,

@@ -12,7 +12,27 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-_WORDS = "a photo of the cat dog sofa table cup car tree sky what is in this image describe it".split()
+_WORDS = [
+    "a",
+    "photo",
+    "of",
+    "the",
+    "cat",
+    "dog",
+    "sofa",
+    "table",
+    "cup",
+    "car",
+    "tree",
+    "sky",
+    "what",
+    "is",
+    "in",
+    "this",
+    "image",
+    "describe",
+    "it",
+]
 _SPECIALS = ["<unk>", "<s>", "</s>", "<pad>", "<image>"]
 _CHAT = (
     "{% for message in messages %}{% if message['role'] == 'user' %}USER: {% else %}ASSISTANT: {% endif %}"
@@ -96,6 +116,93 @@ def build_tiny_llava(path: Path) -> Path:
     )
     torch.manual_seed(0)
     model = LlavaForConditionalGeneration(config).eval()
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.save_pretrained(path)
+    processor.save_pretrained(path)
+    return path
+
+
+def build_tiny_llava_onevision(path: Path) -> Path:
+    """A random-weight LLaVA-OneVision: SigLIP tower (image 32, patch 8: 4 x 4 tokens, no CLS),
+    2-layer Qwen2 text model, anyres grid pinpoints up to 64 x 64 (base image + crops)."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import (
+        LlavaOnevisionConfig,
+        LlavaOnevisionForConditionalGeneration,
+        LlavaOnevisionImageProcessor,
+        LlavaOnevisionProcessor,
+        LlavaOnevisionVideoProcessor,
+        PreTrainedTokenizerFast,
+        Qwen2Config,
+        SiglipVisionConfig,
+    )
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(1)
+    text = [" ".join(rng.choice(_WORDS) for _ in range(10)) for _ in range(200)]
+    specials = [*_SPECIALS, "<video>"]
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(text, trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        extra_special_tokens={"image_token": "<image>", "video_token": "<video>"},
+        chat_template=_CHAT,
+    )
+    pinpoints = [[32, 32], [32, 64], [64, 32], [64, 64]]
+    size = {"height": 32, "width": 32}
+    processor = LlavaOnevisionProcessor(
+        image_processor=LlavaOnevisionImageProcessor(size=size, image_grid_pinpoints=pinpoints, do_pad=True),
+        video_processor=LlavaOnevisionVideoProcessor(size=size),
+        tokenizer=tokenizer,
+        num_image_tokens=16,
+        vision_feature_select_strategy="full",
+        chat_template=_CHAT,
+    )
+    config = LlavaOnevisionConfig(
+        vision_config=SiglipVisionConfig(
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=3,
+            num_attention_heads=2,
+            image_size=32,
+            patch_size=8,
+        ).to_dict(),
+        text_config=Qwen2Config(
+            vocab_size=len(tokenizer),
+            hidden_size=48,
+            intermediate_size=96,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=512,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+            pad_token_id=tokenizer.pad_token_id,
+        ).to_dict(),
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
+        video_token_index=tokenizer.convert_tokens_to_ids("<video>"),
+        vision_feature_select_strategy="full",
+        vision_feature_layer=-1,
+        image_grid_pinpoints=pinpoints,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(0)
+    model = LlavaOnevisionForConditionalGeneration(config).eval()
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.save_pretrained(path)

@@ -47,7 +47,9 @@ def test_llm_weights_ignore_bos_mass():
     b[..., 0] *= 50  # much more attention on the sink token
     b = b / b.sum(-1, keepdim=True)
     # per layer the renormalised rows match once column 0 is dropped
-    torch.testing.assert_close(A.llm_image_weights(a[:1], [1, 2, 3], [6, 7]), A.llm_image_weights(b[:1], [1, 2, 3], [6, 7]))
+    torch.testing.assert_close(
+        A.llm_image_weights(a[:1], [1, 2, 3], [6, 7]), A.llm_image_weights(b[:1], [1, 2, 3], [6, 7])
+    )
     with pytest.raises(ValueError, match="sink"):
         A.llm_image_weights(a, [1, 2], [0])
 
@@ -141,3 +143,21 @@ def test_tiny_llava_end_to_end(tiny_llava):
     # the baseline is the dataset mean: one instance alone leaves nothing after ReLU
     with pytest.raises(ValueError, match="0/0"):
         A.allocation_ratios(records[:1], boxes[:1], [images[0].size], canvas="crop")
+
+
+def test_tiny_llava_onevision_uses_base_image_tokens(tmp_path):
+    from pfram_kit import build_tiny_llava_onevision
+    from PIL import Image
+
+    paths = sorted((FIXTURES / "tiny_coco" / "val2017").glob("*.jpg"))[:2]
+    if len(paths) < 2:
+        pytest.skip(f"shared fixture {FIXTURES / 'tiny_coco'} is absent")
+    model = build_tiny_llava_onevision(tmp_path / "ov")
+    images = [Image.open(p).convert("RGB") for p in paths]
+    records = A.collect_attention(str(model), images, "Name the object.", max_new_tokens=2)
+    for rec in records:
+        assert rec.n_prefix == 0  # SigLIP has no CLS token
+        assert rec.vit_normalised.shape == (3, 16, 16)
+        assert rec.llm_weights.shape[1] == 16  # the base image's 4 x 4 tokens only
+    ratios = A.allocation_ratios(records, [(0, 0, 200, 200)] * 2, [im.size for im in images], canvas="stretch")
+    assert ratios.shape == (2, 3) and (ratios >= 0).all()

@@ -7,7 +7,6 @@ here independently of lmms_scene.analysis.pfram (per-pair similarity, python
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from pathlib import Path
@@ -244,7 +243,7 @@ def test_expected_ties_match_monte_carlo(phi):
 
 
 def test_expected_equals_index_without_ties():
-    feats, labels = planted(n=30, seed=9)
+    feats, _ = planted(n=30, seed=9)
     sim = P.image_similarity(feats).numpy()
     rel = sim.T @ sim + np.arange(30 * 30).reshape(30, 30) * 1e-6  # no ties in the gold either
     for phi in ("knn", "ndcg"):
@@ -334,3 +333,39 @@ def test_description_relevance():
     r = P.description_relevance(e)
     assert r[0, 1] == pytest.approx(0.0) and r[0, 2] == 0.0 and r[1, 1] == pytest.approx(1.0)
     assert P.description_relevance(e, clip_negative=False)[0, 2] == pytest.approx(-1.0)
+
+
+def test_tied_top_k_share():
+    feats, _ = planted(n=20, seed=10)
+    sim = P.image_similarity(feats)
+    assert P.tied_top_k_share(sim, 5) == 0.0  # continuous scores: no ties
+    # anchor 0: candidates 1..4 all tied, k = 2 -> both top-2 members depend on tie-breaking
+    s = np.ones((5, 5))
+    assert P.tied_top_k_share(s, 2) == 1.0
+
+
+def test_amber_gold_has_many_boundary_ties():
+    path = FIXTURES / "amber" / "annotations.json"
+    if not path.is_file():
+        pytest.skip(f"shared fixture {path} is absent")
+    from lmms_scene.analysis.labels import read_amber
+
+    rel = P.object_relevance(list(read_amber(path).values()))
+    assert rel.shape == (638, 638)
+    # a large share of AMBER's gold top-100 is decided by tie-breaking
+    assert 0.3 < P.tied_top_k_share(rel, 100) < 0.6
+
+
+def test_similarity_block_images_override():
+    feats, _ = planted(n=13, seed=11)
+    want = loop_similarity(list(feats.astype(np.float64)))
+    for b in (1, 4, 13, 50):
+        np.testing.assert_allclose(P.image_similarity(feats, block_images=b).numpy(), want, atol=2e-6)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_similarity_on_cuda_matches_loop():
+    feats, _ = planted(n=30, seed=12)
+    want = loop_similarity(list(feats.astype(np.float64)))
+    got = P.image_similarity(torch.from_numpy(feats), device="cuda", block_bytes=200_000)
+    np.testing.assert_allclose(got.numpy(), want, atol=1e-5)

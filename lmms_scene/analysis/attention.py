@@ -38,15 +38,15 @@ import torch
 
 __all__ = [
     "AttentionRecord",
-    "llm_image_weights",
-    "vit_normalised",
-    "vit_baseline",
-    "vit_token_maps",
-    "image_attention_map",
-    "box_masks",
     "allocation_ratio",
     "allocation_ratios",
+    "box_masks",
     "collect_attention",
+    "image_attention_map",
+    "llm_image_weights",
+    "vit_baseline",
+    "vit_normalised",
+    "vit_token_maps",
 ]
 
 
@@ -128,7 +128,9 @@ def vit_baseline(normalised: Sequence[torch.Tensor]) -> torch.Tensor:
     return torch.stack([t.double() for t in normalised]).mean(dim=0)
 
 
-def vit_token_maps(normalised: torch.Tensor, baseline: torch.Tensor, *, n_prefix: int = 0, use: str = "column") -> torch.Tensor:
+def vit_token_maps(
+    normalised: torch.Tensor, baseline: torch.Tensor, *, n_prefix: int = 0, use: str = "column"
+) -> torch.Tensor:
     """V_j per layer: ReLU(A_norm - A_avg), vision token j's column as a g x g map (COOCO App. C.2).
 
     Args:
@@ -309,8 +311,10 @@ def collect_attention(
 
     vlm, processor = cached(("cooco-attention", model, device), load)
     image_token_id = int(vlm.config.image_token_id)
-    eos = {int(vlm.generation_config.eos_token_id)} if isinstance(vlm.generation_config.eos_token_id, int) else set(
-        vlm.generation_config.eos_token_id or []
+    eos = (
+        {int(vlm.generation_config.eos_token_id)}
+        if isinstance(vlm.generation_config.eos_token_id, int)
+        else set(vlm.generation_config.eos_token_id or [])
     )
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
     text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
@@ -337,7 +341,9 @@ def collect_attention(
                 pix = pix[:, 0]  # LLaVA-OneVision: the base image (App. C omits multi-crop tokens)
             vo = vlm.model.vision_tower(pix, output_attentions=True)
         positions = (full[0] == image_token_id).nonzero().flatten()
-        n_grid = (pix.shape[-2] // vlm.config.vision_config.patch_size) * (pix.shape[-1] // vlm.config.vision_config.patch_size)
+        n_grid = (pix.shape[-2] // vlm.config.vision_config.patch_size) * (
+            pix.shape[-1] // vlm.config.vision_config.patch_size
+        )
         positions = positions[:n_grid]  # base-image tokens come first
         queries = torch.arange(prompt_len - 1, prompt_len - 1 + len(new))
         weights = llm_image_weights(out.attentions, positions, queries)

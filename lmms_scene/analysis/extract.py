@@ -47,7 +47,16 @@ import torch
 FORMAT = "lmms-scene-pfram-features"
 FORMAT_VERSION = 1
 
-PLAIN_VISION = ("clip", "siglip", "siglip2", "dinov2", "dinov2_with_registers", "vit", "clip_vision_model", "siglip_vision_model")
+PLAIN_VISION = (
+    "clip",
+    "siglip",
+    "siglip2",
+    "dinov2",
+    "dinov2_with_registers",
+    "vit",
+    "clip_vision_model",
+    "siglip_vision_model",
+)
 LLAVA = ("llava", "llava_next", "llava_onevision")
 QWEN = ("qwen2_vl", "qwen2_5_vl")
 
@@ -168,7 +177,9 @@ def _prompt(processor: Any, image_text: str, instruction: str | None) -> str:
     return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
-def _llm_states(outputs: Any, input_ids: torch.Tensor, image_token_id: int, layers: list[str]) -> dict[str, list[torch.Tensor]]:
+def _llm_states(
+    outputs: Any, input_ids: torch.Tensor, image_token_id: int, layers: list[str]
+) -> dict[str, list[torch.Tensor]]:
     hs = outputs.hidden_states
     mask = input_ids == image_token_id
     out: dict[str, list[torch.Tensor]] = {}
@@ -240,7 +251,12 @@ def _vlm_adapter(
 
 
 def _load_adapter(
-    model: str, device: str, dtype: torch.dtype, device_map: Any, instruction: str | None, processor_kwargs: dict[str, Any]
+    model: str,
+    device: str,
+    dtype: torch.dtype,
+    device_map: Any,
+    instruction: str | None,
+    processor_kwargs: dict[str, Any],
 ) -> _Adapter:
     from transformers import AutoConfig
 
@@ -248,13 +264,24 @@ def _load_adapter(
 
     cfg = AutoConfig.from_pretrained(model)
     model_type = cfg.model_type
-    key = ("pfram-extract", model, model_type, device, str(dtype), str(device_map), instruction, json.dumps(processor_kwargs, sort_keys=True))
+    key = (
+        "pfram-extract",
+        model,
+        model_type,
+        device,
+        str(dtype),
+        str(device_map),
+        instruction,
+        json.dumps(processor_kwargs, sort_keys=True),
+    )
     if model_type in PLAIN_VISION:
         if instruction is not None:
             raise ValueError(f"instruction: a plain vision encoder ({model_type}) takes no text")
         return cached(key, lambda: _plain_adapter(model, model_type, device, dtype, device_map, processor_kwargs))
     if model_type in LLAVA or model_type in QWEN:
-        return cached(key, lambda: _vlm_adapter(model, model_type, device, dtype, device_map, instruction, processor_kwargs))
+        return cached(
+            key, lambda: _vlm_adapter(model, model_type, device, dtype, device_map, instruction, processor_kwargs)
+        )
     raise ValueError(
         f"model: architecture {model_type!r} is not supported for Pfram extraction"
         f" (supported: {', '.join(PLAIN_VISION + LLAVA + QWEN)})"
@@ -312,7 +339,9 @@ class FeatureStore:
             raise KeyError(f"layer {layer!r} not in {self.dir} (has {self.meta['layers']})")
         missing = self.missing_shards()
         if missing:
-            raise RuntimeError(f"{self.dir}: extraction incomplete, shards {missing[:5]} missing; rerun extract to resume")
+            raise RuntimeError(
+                f"{self.dir}: extraction incomplete, shards {missing[:5]} missing; rerun extract to resume"
+            )
         ids: list[str] = []
         feats: list[torch.Tensor] = []
         for k in range(self.n_shards):
@@ -430,7 +459,17 @@ def extract_features(
     meta_path = out / "meta.json"
     if meta_path.is_file():
         old = json.loads(meta_path.read_text())
-        keys = ("format", "format_version", "model", "layers", "instruction", "model_dtype", "processor_kwargs", "image_ids", "shard_size")
+        keys = (
+            "format",
+            "format_version",
+            "model",
+            "layers",
+            "instruction",
+            "model_dtype",
+            "processor_kwargs",
+            "image_ids",
+            "shard_size",
+        )
         diff = [k for k in keys if old.get(k) != meta[k]]
         if diff:
             raise ValueError(f"{out} holds features from a different run (differs in {diff}); use a new directory")

@@ -22,7 +22,7 @@ from typing import Any
 
 ImageLabels = dict[str, frozenset[str]]
 
-__all__ = ["ImageLabels", "read_amber", "read_coco", "read_label_map", "read_labels", "labels_for"]
+__all__ = ["ImageLabels", "labels_for", "read_amber", "read_coco", "read_label_map", "read_labels"]
 
 
 def _load(path: str | Path) -> Any:
@@ -45,7 +45,7 @@ def _amber(records: list[Any], min_objects: int, distinct: bool) -> ImageLabels:
             continue
         truth = rec.get("truth")
         if not isinstance(truth, list):
-            raise ValueError(f"AMBER record {rec.get('id')!r}: 'truth' is not a list")
+            raise ValueError(f"AMBER record {rec.get('id')!r}: 'truth' is not a list")  # noqa: TRY004 (bad file content)
         size = len(set(truth)) if distinct else len(truth)
         if size >= min_objects and truth:
             out[f"AMBER_{int(rec['id'])}.jpg"] = frozenset(str(t) for t in truth)
@@ -62,7 +62,7 @@ def read_amber(path: str | Path, *, min_objects: int = 5, distinct: bool = False
     _check_min(min_objects)
     data = _load(path)
     if not isinstance(data, list):
-        raise ValueError(f"{path}: expected AMBER annotations (a JSON array of records)")
+        raise ValueError(f"{path}: expected AMBER annotations (a JSON array of records)")  # noqa: TRY004
     return _amber(data, min_objects, distinct)
 
 
@@ -102,9 +102,7 @@ def read_label_map(path: str | Path, *, min_objects: int = 1) -> ImageLabels:
     data = _load(path)
     if not isinstance(data, Mapping) or not all(isinstance(v, list) for v in data.values()):
         raise ValueError(f"{path}: expected a JSON object of image name -> list of object names")
-    return {
-        str(k): frozenset(str(x) for x in v) for k, v in data.items() if len(set(v)) >= max(min_objects, 1)
-    }
+    return {str(k): frozenset(str(x) for x in v) for k, v in data.items() if len(set(v)) >= max(min_objects, 1)}
 
 
 def read_labels(path: str | Path, *, min_objects: int | None = None) -> ImageLabels:

@@ -48,15 +48,16 @@ TIES = ("index", "expected")
 
 __all__ = [
     "DEFAULT_BLOCK_BYTES",
-    "image_similarity",
-    "object_relevance",
+    "bootstrap_interval",
     "description_relevance",
     "embed_descriptions",
+    "find_duplicates",
+    "image_similarity",
+    "layer_summary",
+    "object_relevance",
     "pfram",
     "pfram_per_anchor",
-    "bootstrap_interval",
-    "layer_summary",
-    "find_duplicates",
+    "tied_top_k_share",
     "warn_duplicates",
 ]
 
@@ -121,7 +122,7 @@ def _prepare_features(features: Any) -> tuple[torch.Tensor, torch.Tensor | None,
 
     # Norms in fp32, one image chunk at a time, so a half-precision input is never copied whole.
     inv = torch.empty(n, n_patch, dtype=torch.float32)
-    chunk = max(1, (64 * 2**20) // max(1, n_patch * x.shape[2] * 4))
+    chunk = max(1, (4 * 2**20) // max(1, n_patch * x.shape[2] * 4))  # bounded temporaries
     for s in range(0, n, chunk):
         blk = x[s : s + chunk].float()
         if not torch.isfinite(blk).all():
@@ -376,6 +377,24 @@ def _topk_probability(scores: np.ndarray, k: int) -> np.ndarray:
         p[i] = np.clip((k - c_gt) / (c_ge - c_gt), 0.0, 1.0)
     np.fill_diagonal(p, 0.0)
     return p
+
+
+def tied_top_k_share(scores: np.ndarray | torch.Tensor, k: int) -> float:
+    """Share of the top-k (mean over anchors) whose membership depends on tie-breaking.
+
+    A candidate counts when it ties with candidates on the other side of the
+    top-k boundary (0 < P(in top k) < 1 under random tie-breaking). For AMBER's
+    G_obj at k = 100 this is large, which is why ``ties`` matters for mutual k-NN.
+    """
+    s = _as_square(scores, "scores")
+    n = s.shape[0]
+    if not 1 <= k <= n - 1:
+        raise ValueError(f"k: expected an integer in [1, n - 1] = [1, {n - 1}], got {k!r}")
+    p = _topk_probability(s, k)
+    top = _order(s)[:, :k]
+    rows = np.arange(n)[:, None]
+    pt = p[rows, top]
+    return float(((pt > 0) & (pt < 1)).sum(axis=1).mean() / k)
 
 
 def _discounts(k: int) -> np.ndarray:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,9 @@ def _parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("score", help="Pfram per layer from extracted features")
     s.add_argument("--features", required=True, type=Path)
-    s.add_argument("--labels", required=True, type=Path, help="AMBER annotations, COCO instances, or a label map")
+    s.add_argument("--labels", type=Path, help="G_obj: AMBER annotations, COCO instances, or a label map")
+    s.add_argument("--descriptions", type=Path, help="G_des instead: JSON object image -> one-sentence description")
+    s.add_argument("--sentence-model", default=None, help="G_des encoder (default: offline all-MiniLM-L6-v2)")
     s.add_argument("--min-objects", type=int, default=None)
     s.add_argument("--phi", default="ndcg", help="ndcg, knn or ndcg,knn")
     s.add_argument("--k", default="100", help="one or more, e.g. 25,100")
@@ -135,7 +138,7 @@ def _cmd_extract(a: argparse.Namespace) -> dict[str, Any]:
 
 def score_features(
     features_dir: Path,
-    labels_path: Path,
+    labels_path: Path | None,
     *,
     phis: list[str],
     ks: list[int],
@@ -148,8 +151,15 @@ def score_features(
     bootstrap: int = 0,
     block_bytes: int | None = None,
     device: str | None = None,
+    descriptions_path: Path | None = None,
+    sentence_model: str | None = None,
 ) -> dict[str, Any]:
-    """Pfram of every stored layer for each (phi, k, ties); the body of ``pfram score``."""
+    """Pfram of every stored layer for each (phi, k, ties); the body of ``pfram score``.
+
+    The gold system is G_obj from ``labels_path`` (AMBER, COCO or a label map), or
+    G_des from ``descriptions_path`` (a JSON object image -> one-sentence
+    description, embedded with ``sentence_model``; paper: all-mpnet-base-v2).
+    """
     import numpy as np
 
     import lmms_scene
@@ -158,7 +168,17 @@ def score_features(
     from lmms_scene.analysis.labels import labels_for, read_labels
 
     store = FeatureStore(features_dir)
-    labels = read_labels(labels_path, min_objects=min_objects)
+    if (labels_path is None) == (descriptions_path is None):
+        raise ValueError("give exactly one gold system: --labels (G_obj) or --descriptions (G_des)")
+    if descriptions_path is not None:
+        raw = json.loads(Path(descriptions_path).read_text())
+        if not isinstance(raw, dict) or not all(isinstance(v, str) and v.strip() for v in raw.values()):
+            raise ValueError(f"{descriptions_path}: expected a JSON object of image name -> non-empty description")
+        labels: dict[str, Any] = raw
+        source = descriptions_path
+    else:
+        labels = read_labels(labels_path, min_objects=min_objects)
+        source = labels_path
     chosen = store.layers if layers is None else layers
     unknown = [x for x in chosen if x not in store.layers]
     if unknown:
@@ -169,11 +189,16 @@ def score_features(
     if dropped and not drop_unlabelled:
         missing = [x for x in ids_all if x not in labels]
         raise ValueError(
-            f"{dropped} of {len(ids_all)} images have no labels in {labels_path} (e.g. {missing[:3]});"
+            f"{dropped} of {len(ids_all)} images have no labels in {source} (e.g. {missing[:3]});"
             " pass --drop-unlabelled to score the others"
         )
     ids = [ids_all[i] for i in keep]
-    gold = labels_for(ids, labels)
+    if descriptions_path is not None:
+        gold: Any = P.description_relevance(P.embed_descriptions([labels[i] for i in ids], sentence_model))
+        gold_kind, gold_name = "relevance", f"G_des (description cosine, {sentence_model or 'all-MiniLM-L6-v2'})"
+    else:
+        gold = labels_for(ids, labels)
+        gold_kind, gold_name = "labels", "G_obj (shared object labels)"
     sim_kwargs: dict[str, Any] = {"device": device}
     if block_bytes is not None:
         sim_kwargs["block_bytes"] = block_bytes
@@ -189,7 +214,7 @@ def score_features(
         for phi in phis:
             for k in ks:
                 for t in ties:
-                    per = P.pfram_per_anchor(sim, gold, phi=phi, k=k, ties=t, gold="labels", on_undefined=on_undefined)
+                    per = P.pfram_per_anchor(sim, gold, phi=phi, k=k, ties=t, gold=gold_kind, on_undefined=on_undefined)
                     undefined = int(np.isnan(per).sum())
                     if undefined == len(per):
                         raise ValueError(f"layer {layer}: no anchor has a defined {phi} score")
@@ -214,22 +239,25 @@ def score_features(
         "architecture": store.meta["architecture"],
         "instruction": store.meta["instruction"],
         "features": str(features_dir),
-        "labels": str(labels_path),
-        "gold": "G_obj (shared object labels)",
+        "labels": str(source),
+        "gold": gold_name,
         "n_images": len(ids),
         "dropped_unlabelled": dropped,
         "input_layer": input_layer,
-        "tie_policy": {"index": "stable sort, lower image index first", "expected": "expectation under random tie-breaks"},
+        "tie_policy": {
+            "index": "stable sort, lower image index first",
+            "expected": "expectation under random tie-breaks",
+        },
         "rows": rows,
     }
 
 
-def pope_accuracy(results_path: Path, tasks: list[str]) -> tuple[float, dict[str, float]]:
+def pope_accuracy(results_path: Path, tasks: Sequence[str]) -> tuple[float, dict[str, float]]:
     """Mean POPE accuracy over the given split tasks of one lmms-eval results JSON."""
     data = json.loads(Path(results_path).read_text())
     results = data.get("results")
     if not isinstance(results, dict):
-        raise ValueError(f"{results_path}: not an lmms-eval results file (no 'results' object)")
+        raise ValueError(f"{results_path}: not an lmms-eval results file (no 'results' object)")  # noqa: TRY004
     per: dict[str, float] = {}
     for task in tasks:
         if task not in results:
@@ -258,7 +286,7 @@ def correlate(
     phi: str = "ndcg",
     k: int = 100,
     ties: str = "index",
-    pope_tasks: list[str] = list(DEFAULT_POPE_TASKS),
+    pope_tasks: Sequence[str] = DEFAULT_POPE_TASKS,
 ) -> dict[str, Any]:
     """Pearson r between a Pfram summary and POPE accuracy across models (Pfram paper, Table 1)."""
     from scipy.stats import pearsonr
@@ -283,7 +311,9 @@ def correlate(
         except ValueError:
             acc, per = pope_accuracy(Path(pp), pope_tasks)
             name = _model_name(Path(pp))
-        rows.append({"model": sc["model"], "pope_model": name, "pfram": value, "pope_accuracy": acc, "pope_splits": per})
+        rows.append(
+            {"model": sc["model"], "pope_model": name, "pfram": value, "pope_accuracy": acc, "pope_splits": per}
+        )
     x = [r["pfram"] for r in rows]
     y = [r["pope_accuracy"] for r in rows]
     if len(set(x)) == 1 or len(set(y)) == 1:
@@ -295,7 +325,7 @@ def correlate(
         "phi": phi,
         "k": k,
         "ties": ties,
-        "pope_tasks": pope_tasks,
+        "pope_tasks": list(pope_tasks),
         "n_models": len(rows),
         "pearson_r": float(res.statistic),
         "p_value": float(res.pvalue),
@@ -324,6 +354,8 @@ def main(argv: list[str]) -> int:
                 bootstrap=a.bootstrap,
                 block_bytes=a.block_bytes,
                 device=a.device,
+                descriptions_path=a.descriptions,
+                sentence_model=a.sentence_model,
             )
         else:
             out = correlate(

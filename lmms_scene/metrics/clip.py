@@ -163,6 +163,13 @@ def encoder(model: str | os.PathLike | None = None, device: str | None = None) -
     return cached(("clip", name, dev), lambda: _load(name, dev))
 
 
+def use_loaded(name: str, model, tokenizer, image_processor, device: str = "cpu") -> ClipEncoder:
+    """Register an already loaded CLIP under ``name`` (e.g. a model built in memory),
+    so later calls with ``model=name`` use it instead of loading from disk. If ``name``
+    is already loaded, the loaded one is kept and returned."""
+    return cached(("clip", name, device), lambda: ClipEncoder(name, model.to(device).eval(), tokenizer, image_processor, device))
+
+
 def _check_lengths(**named: Sequence) -> int:
     lengths = {k: len(v) for k, v in named.items()}
     if len(set(lengths.values())) > 1:
