@@ -167,3 +167,19 @@ def test_inputs_are_validated_at_the_door(tiny_clip):
     with pytest.raises(ValueError, match="at least one reference"):
         clip.ref_clip_score(images(1), ["one"], [[]], model=str(tiny_clip))
     assert clip.clip_score([], [], model=str(tiny_clip)) == []
+
+
+def test_named_images_are_encoded_once(tiny_clip, monkeypatch):
+    enc = clip.encoder(str(tiny_clip))
+    imgs = images(2)
+    keys = [("test-crop", 1), ("test-crop", 2)]
+    first = clip.clip_score(imgs, CANDIDATES[:2], model=str(tiny_clip), image_keys=keys)
+    calls = []
+    original = enc.model.get_image_features
+    monkeypatch.setattr(enc.model, "get_image_features", lambda **kw: calls.append(kw) or original(**kw))
+    again = clip.clip_score(imgs[::-1], CANDIDATES[:2][::-1], model=str(tiny_clip), image_keys=keys[::-1])
+    assert calls == [] and again == pytest.approx(first[::-1], abs=1e-6)
+    unnamed = clip.clip_score(imgs, CANDIDATES[:2], model=str(tiny_clip))
+    assert len(calls) == 1 and unnamed == pytest.approx(first, abs=1e-5)
+    with pytest.raises(ValueError, match="keys"):
+        enc.embed_images(imgs, keys=keys[:1])

@@ -52,6 +52,12 @@ def test_cooco_sample_through_scene_blind(run_lmms_eval, tiny_clip):
     for r in rows:
         by_scene.setdefault(r["cooco_breakdown"]["scene"], set()).add(r["cooco_breakdown"]["prediction"])
     assert all(len(v) == 1 for v in by_scene.values())
+    # the samples file alone re-creates the breakdown (rows carry their ids)
+    from lmms_scene.metrics import naming
+
+    (samples_file,) = out.rglob("*_samples_cooco_sample.jsonl")
+    (again,) = naming.reports_in(str(samples_file))
+    assert again["by_condition_noise"] == report["by_condition_noise"]
 
 
 def test_cooco_noise_sample_through_scene_blind(run_lmms_eval, tiny_clip):

@@ -159,4 +159,16 @@ def test_report_names_its_scorer_and_checkpoint():
     assert scorer["scorer"] == "cooco_naming" and scorer["clip_model"] == "tiny"
     assert scorer["accuracy_threshold"] == 0.9 and scorer["levenshtein_threshold"] == 0.55
     assert scorer["normaliser"] == naming.NORMALISER_VERSION and "lmms_scene_version" in scorer
-    assert str(report).startswith("1 rows")
+    assert report["clip_models"] == ["tiny"] and report["n_rows"] == 1
+
+
+def test_figure_tables_merge_level0_and_noise_reports():
+    level0 = naming.breakdown([fake_row("a", "original", "none", 0.0, refclipscore=0.8)])
+    noise = naming.breakdown([fake_row("a", "original", "target", 1.0, refclipscore=0.2, accuracy=0.0)])
+    grid = naming.merge_reports([level0, noise])
+    fig3 = naming.figure3_table({"m1": grid, "m2": naming.merge_reports([noise])})
+    assert "| original | 0.800 |  |" in fig3
+    fig4 = naming.figure4_table(grid, "refclipscore")
+    assert fig4.splitlines()[0].startswith("| condition | no noise | context 0.5")
+    assert "| original | 0.800 |  |  |  | 0.200 |  |  |" in fig4
+    assert "| original | 1.000 |  |  |  | 0.000 |  |  |" in naming.figure4_table(grid, "accuracy")

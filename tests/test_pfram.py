@@ -369,3 +369,26 @@ def test_similarity_on_cuda_matches_loop():
     want = loop_similarity(list(feats.astype(np.float64)))
     got = P.image_similarity(torch.from_numpy(feats), device="cuda", block_bytes=200_000)
     np.testing.assert_allclose(got.numpy(), want, atol=1e-5)
+
+
+def test_imports_load_no_model_library():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, lmms_scene.analysis.pfram, lmms_scene.analysis.labels, lmms_scene.analysis.extract, "
+        "lmms_scene.analysis.attention, lmms_scene.analysis.pfram_cli; "
+        "print(sorted(m for m in ('transformers', 'sentence_transformers', 'scipy') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_undefined_zero_matches_reference_convention():
+    feats, labels = planted(n=10)
+    labels = [s | {"common"} for s in labels]
+    labels[2] = {"lonely"}
+    per = P.pfram_per_anchor(feats, labels, k=3, on_undefined="zero")
+    skip = P.pfram_per_anchor(feats, labels, k=3, on_undefined="skip")
+    assert per[2] == 0.0
+    np.testing.assert_allclose(np.delete(per, 2), np.delete(skip, 2))

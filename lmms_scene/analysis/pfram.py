@@ -210,6 +210,9 @@ def image_similarity(
         return blk.reshape(-1, d), pad, c
 
     starts = list(range(0, n, b))
+    # one product buffer for all block pairs: a fixed working set, no allocator churn
+    bmax = min(b, n) * n_patch
+    buf = torch.empty(bmax * bmax, dtype=torch.float32, device=dev)
     with torch.no_grad():
         for bi, s_i in enumerate(starts):
             e_i = min(s_i + b, n)
@@ -222,7 +225,9 @@ def image_similarity(
                     b_flat, b_pad, b_cnt = a_flat, a_pad, a_cnt
                 else:
                     b_flat, b_pad, b_cnt = load(s_j, e_j)
-                prod = (a_flat @ b_flat.T).view(ba, n_patch, bb, n_patch)
+                prod = buf[: ba * n_patch * bb * n_patch].view(ba * n_patch, bb * n_patch)
+                torch.mm(a_flat, b_flat.T, out=prod)
+                prod = prod.view(ba, n_patch, bb, n_patch)
                 if a_pad is None:
                     # sim(a, b): max over b's patches, mean over a's patches
                     ab = prod.amax(dim=3).mean(dim=1)
@@ -506,7 +511,8 @@ def pfram_per_anchor(
             argument is when its shape is ambiguous.
         on_undefined: NDCG is undefined for an anchor whose ideal DCG is 0 (it shares
             nothing with any candidate). ``"raise"`` (default) or ``"skip"``
-            (that anchor's entry is NaN and :func:`pfram` averages the others).
+            (that anchor's entry is NaN and :func:`pfram` averages the others) or
+            ``"zero"`` (scored 0, as the reference code does; it lowers the mean).
 
     Returns:
         float64 array ``[n]`` with values in [0, 1].
@@ -515,8 +521,8 @@ def pfram_per_anchor(
         raise ValueError(f"phi: expected one of {PHIS}, got {phi!r}")
     if ties not in TIES:
         raise ValueError(f"ties: expected one of {TIES}, got {ties!r}")
-    if on_undefined not in ("raise", "skip"):
-        raise ValueError(f"on_undefined: expected 'raise' or 'skip', got {on_undefined!r}")
+    if on_undefined not in ("raise", "skip", "zero"):
+        raise ValueError(f"on_undefined: expected 'raise', 'skip' or 'zero', got {on_undefined!r}")
     if isinstance(features_or_similarity, (torch.Tensor, np.ndarray)) and features_or_similarity.ndim == 2:
         sim = _as_square(features_or_similarity, "similarity")
     else:
@@ -540,7 +546,7 @@ def pfram_per_anchor(
                 f"NDCG undefined for {len(idx)} anchor(s) {idx[:10].tolist()}: no candidate has positive relevance;"
                 " drop them or pass on_undefined='skip'"
             )
-        out = np.full(n, np.nan)
+        out = np.full(n, 0.0 if on_undefined == "zero" else np.nan)
         out[~undefined] = dcg[~undefined] / idcg[~undefined]
         return out
     return dcg / idcg

@@ -56,8 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--ties", default="index", help="index, expected or index,expected")
     s.add_argument("--layers", default=None, help="subset of the stored layers (comma-separated names)")
     s.add_argument("--input-layer", default="llm.0", help="layer reported as Pfram_input")
-    s.add_argument("--on-undefined", default="raise", choices=["raise", "skip"],
-                   help="NDCG anchors sharing no label with any image: error, or leave them out of the mean")  # fmt: skip
+    s.add_argument("--on-undefined", default="raise", choices=["raise", "skip", "zero"],
+                   help="NDCG anchors sharing no label with any image: error, leave out of the mean,"
+                        " or score 0 (the reference code's choice)")  # fmt: skip
     s.add_argument("--drop-unlabelled", action="store_true", help="score only the images the labels file keeps")
     s.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for 95%% intervals (0: none)")
     s.add_argument("--block-bytes", type=int, default=None)
@@ -244,6 +245,7 @@ def score_features(
         "n_images": len(ids),
         "dropped_unlabelled": dropped,
         "input_layer": input_layer,
+        "on_undefined": on_undefined,
         "tie_policy": {
             "index": "stable sort, lower image index first",
             "expected": "expectation under random tie-breaks",

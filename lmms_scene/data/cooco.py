@@ -26,7 +26,7 @@ import math
 import random
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from lmms_scene import imaging
 
@@ -315,6 +315,10 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
 def folder_rows(folder: Path, metadata: Path | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """Raw rows from a folder of images (plus optional metadata) and their columns."""
     folder = Path(folder)
+    if not folder.is_dir():
+        raise CoocoBuildError(f"{folder}: not a folder")
+    if metadata is not None and not Path(metadata).is_file():
+        raise CoocoBuildError(f"{metadata}: metadata file not found")
     if metadata is None:
         for candidate in ("metadata.jsonl", "metadata.csv", "metadata.json"):
             if (folder / candidate).is_file():
@@ -385,7 +389,10 @@ def load_hub_rows(repo: str = HUB_REPO, split: str | None = None):
     """The released rows from the hub, images left encoded (no decode/re-encode)."""
     from datasets import Image, load_dataset
 
-    data = load_dataset(repo, split=split) if split else load_dataset(repo)
+    try:
+        data = load_dataset(repo, split=split) if split else load_dataset(repo)
+    except Exception as exc:  # noqa: BLE001 - network, auth, missing repo: say which
+        raise CoocoBuildError(f"could not load {repo!r} from the hub ({type(exc).__name__}: {exc})") from exc
     if hasattr(data, "keys"):  # a DatasetDict: concatenate its splits
         from datasets import concatenate_datasets
 
@@ -551,6 +558,8 @@ def naming_item(doc: Mapping[str, Any], output: str | None) -> dict[str, Any]:
         "gold": doc["gold_label"],
         "output": output,
         "crop": target_crop(doc),
+        # the noise-free crop is the same under every noise setting: encode it once
+        "crop_key": ("cooco-crop", doc["image_id"], tuple(float(v) for v in doc["target_bbox"]), int(doc["width"]), int(doc["height"])),
     }
 
 
@@ -605,55 +614,41 @@ def prompt_context(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 NOISE_AREAS: tuple[str, ...] = imaging.NOISE_AREAS
 NOISE_LEVELS: tuple[float, ...] = (0.5, 1.0)
+NO_NOISE_AREA = "none"
 
 
-def _without_image_decoding(dataset, fn: Callable):
-    """Run ``fn`` on ``dataset`` with the image column left encoded (no PIL round trip)."""
-    from datasets import Image
+def _with_setting(dataset, area: str, level: float):
+    """``dataset`` with constant ``noise_area``/``noise_level`` columns. ``add_column``
+    on a dataset without an indices mapping concatenates Arrow columns: the image
+    bytes are shared, not copied or decoded."""
+    from datasets import Value
 
-    if "image" not in dataset.column_names:
-        return fn(dataset)
-    out = fn(dataset.cast_column("image", Image(decode=False)))
-    return out.cast_column("image", Image(decode=True))
+    n = len(dataset)
+    dataset = dataset.add_column("noise_area", [area] * n, feature=Value("string"))
+    return dataset.add_column("noise_level", [float(level)] * n, feature=Value("float32"))
+
+
+def _naming_filter(dataset):
+    # input_columns keeps the images encoded; the result is an indices mapping (no copy)
+    return dataset.filter(lambda c, e: c in NAMING_CONDITIONS and not e, input_columns=["condition", "excluded"])
 
 
 def naming_docs(dataset):
     """Rows that are naming items (not ``clean``, not ``excluded``) at noise level 0."""
-
-    def run(ds):
-        keep = ds.filter(lambda c, e: c in NAMING_CONDITIONS and not e, input_columns=["condition", "excluded"])
-        return keep.map(
-            lambda batch: {"noise_area": ["none"] * len(batch["condition"]), "noise_level": [0.0] * len(batch["condition"])},
-            batched=True,
-            input_columns=None,
-        )
-
-    return _without_image_decoding(dataset, run)
+    return _naming_filter(_with_setting(dataset.flatten_indices() if dataset._indices else dataset, NO_NOISE_AREA, 0.0))
 
 
 def noise_grid_docs(dataset, areas: Sequence[str] = NOISE_AREAS, levels: Sequence[float] = NOISE_LEVELS):
     """Every naming item once per (noise area, noise level): ``len(areas) * len(levels)``
-    rows per item, each carrying its setting."""
+    rows per item, each carrying its setting, ordered setting by setting.
 
-    def expand(batch: dict[str, list]) -> dict[str, list]:
-        n = len(batch["image_id"])
-        out: dict[str, list] = {k: [] for k in batch}
-        out["noise_area"], out["noise_level"] = [], []
-        for i in range(n):
-            for area in areas:
-                for level in levels:
-                    for k in batch:
-                        if k not in ("noise_area", "noise_level"):
-                            out[k].append(batch[k][i])
-                    out["noise_area"].append(area)
-                    out["noise_level"].append(float(level))
-        return out
+    Built by concatenating per-setting views of the same Arrow data, so the full
+    release is not copied six times on disk (a batched ``map`` would write every image
+    once per setting)."""
+    from datasets import concatenate_datasets
 
-    def run(ds):
-        keep = ds.filter(lambda c, e: c in NAMING_CONDITIONS and not e, input_columns=["condition", "excluded"])
-        return keep.map(expand, batched=True, batch_size=64)
-
-    return _without_image_decoding(dataset, run)
+    base = dataset.flatten_indices() if dataset._indices else dataset
+    return concatenate_datasets([_naming_filter(_with_setting(base, a, lv)) for a in areas for lv in levels])
 
 
 # -- embedded sample ------------------------------------------------------------------

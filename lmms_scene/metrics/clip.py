@@ -24,7 +24,7 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Hashable, Sequence
 
 from lmms_scene.cache import cached, torch_device
 
@@ -40,6 +40,9 @@ CLIP_S_WEIGHT = 2.5
 MAX_TEXT_TOKENS = 77
 #: Text embeddings kept per checkpoint (a 512-d float32 embedding is 2 KB).
 TEXT_CACHE_SIZE = 50_000
+#: Image embeddings kept per checkpoint, for callers that name their images (COOCO
+#: scores the same noise-free crop once per noise setting: 6 times).
+IMAGE_CACHE_SIZE = 20_000
 
 
 class ClipModelUnavailable(RuntimeError):
@@ -66,6 +69,7 @@ class ClipEncoder:
         self.eos_token_id = tokenizer.eos_token_id
         self._lock = threading.RLock()
         self._texts: OrderedDict[str, "torch.Tensor"] = OrderedDict()
+        self._images: OrderedDict[Hashable, "torch.Tensor"] = OrderedDict()
 
     # -- text -------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> dict:
@@ -111,9 +115,33 @@ class ClipEncoder:
         return torch.stack(rows)
 
     # -- images -----------------------------------------------------------------------
-    def embed_images(self, images: Sequence["Image.Image"], batch_size: int = 64) -> "torch.Tensor":
-        """L2-normalised image embeddings, ``(len(images), dim)`` on the CPU."""
+    def embed_images(
+        self, images: Sequence["Image.Image"], batch_size: int = 64, keys: Sequence[Hashable] | None = None
+    ) -> "torch.Tensor":
+        """L2-normalised image embeddings, ``(len(images), dim)`` on the CPU.
+
+        With ``keys`` (one hashable per image, naming its pixels), embeddings are
+        cached under them and images whose key was seen are not encoded again.
+        """
         import torch
+
+        if keys is not None:
+            if len(keys) != len(images):
+                raise ValueError(f"keys: {len(keys)} keys for {len(images)} images")
+            with self._lock:
+                todo = {k: im for k, im in zip(keys, images) if k not in self._images}
+            if todo:
+                fresh = self.embed_images(list(todo.values()), batch_size)
+                with self._lock:
+                    for key, row in zip(todo, fresh):
+                        self._images[key] = row
+            with self._lock:
+                for key in keys:
+                    self._images.move_to_end(key)
+                rows = [self._images[k] for k in keys]
+                while len(self._images) > IMAGE_CACHE_SIZE:
+                    self._images.popitem(last=False)
+            return torch.stack(rows) if rows else torch.empty(0, self.model.config.projection_dim)
 
         chunks = []
         for start in range(0, len(images), batch_size):
@@ -197,18 +225,22 @@ def _harmonic(a: float, b: float) -> float:
 
 
 def clip_score(
-    images: Sequence["Image.Image"], candidates: Sequence[str], model: str | None = None
+    images: Sequence["Image.Image"],
+    candidates: Sequence[str],
+    model: str | None = None,
+    image_keys: Sequence[Hashable] | None = None,
 ) -> list[float]:
     """CLIP-S = 2.5 * max(cos(E_image, E_text), 0) for each (image, candidate) pair.
 
     Candidates are scored as given: COOCO passes the long form
     ``"A photo depicts a/an {name}"`` (Hessel et al. prefix "A photo depicts").
+    ``image_keys`` (optional) name the images' pixels so repeated images are encoded once.
     """
     n = _check_lengths(images=images, candidates=candidates)
     if n == 0:
         return []
     enc = encoder(model)
-    cos = (enc.embed_images(images) * enc.embed_texts(candidates)).sum(-1)
+    cos = (enc.embed_images(images, keys=image_keys) * enc.embed_texts(candidates)).sum(-1)
     return [_clip_s(float(c)) for c in cos]
 
 
@@ -217,8 +249,10 @@ def ref_clip_components(
     candidates: Sequence[str],
     references: Sequence[Sequence[str]],
     model: str | None = None,
+    image_keys: Sequence[Hashable] | None = None,
 ) -> RefClipParts:
-    """CLIP-S, the best reference cosine and RefCLIP-S for each item."""
+    """CLIP-S, the best reference cosine and RefCLIP-S for each item (``image_keys``
+    as in :func:`clip_score`)."""
     n = _check_lengths(images=images, candidates=candidates, references=references)
     if any(len(r) == 0 for r in references):
         raise ValueError("references: every item needs at least one reference text")
@@ -226,7 +260,7 @@ def ref_clip_components(
         return RefClipParts([], [], [])
     enc = encoder(model)
     cand = enc.embed_texts(candidates)
-    image_cos = (enc.embed_images(images) * cand).sum(-1)
+    image_cos = (enc.embed_images(images, keys=image_keys) * cand).sum(-1)
     flat = [r for refs in references for r in refs]
     ref_emb = enc.embed_texts(flat)
     clip_s, ref_sim, ref_clip = [], [], []
@@ -246,10 +280,11 @@ def ref_clip_score(
     candidates: Sequence[str],
     references: Sequence[Sequence[str]],
     model: str | None = None,
+    image_keys: Sequence[Hashable] | None = None,
 ) -> list[float]:
     """RefCLIP-S: harmonic mean of CLIP-S and ``max(max_r cos(candidate, r), 0)``;
     0 when either is <= 0 (Hessel et al. 2021, Eq. 2)."""
-    return ref_clip_components(images, candidates, references, model).ref_clip_score
+    return ref_clip_components(images, candidates, references, model, image_keys).ref_clip_score
 
 
 def text_similarity(a: Sequence[str], b: Sequence[str], model: str | None = None) -> list[float]:

@@ -116,8 +116,9 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
 
     Each item needs ``image_id, condition, noise_area, noise_level, scene, target, gold,
     output`` (the raw model answer) and ``crop`` (PIL image of the target box on the
-    padded image before noise). Returns one JSON-ready row per item with the ids, the
-    normalised prediction and every per-item score.
+    padded image before noise), optionally ``crop_key`` (a hashable naming the crop's
+    pixels, so a crop scored under several noise settings is encoded once). Returns one
+    JSON-ready row per item with the ids, the normalised prediction and every score.
     """
     model_name = clip_metrics.resolve_model(model)
     rows: list[dict[str, Any]] = []
@@ -157,8 +158,10 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
         return rows
     preds = [long_form(r["prediction"]) for _, r in scored]
     golds = [long_form(r["gold"]) for _, r in scored]
+    keys = [items[i].get("crop_key") for i, _ in scored]
     parts = clip_metrics.ref_clip_components(
-        [items[i]["crop"] for i, _ in scored], preds, [[g] for g in golds], model=model_name
+        [items[i]["crop"] for i, _ in scored], preds, [[g] for g in golds], model=model_name,
+        image_keys=keys if all(k is not None for k in keys) else None,
     )
     # One text_similarity call for the three comparisons keeps the batch together.
     n = len(scored)
@@ -316,19 +319,107 @@ def mean_score(entries: Iterable[Mapping[str, Any]]) -> float | None:
     return _mean(e.get("score") for e in unique_rows(entries))
 
 
-class Report(dict):
-    """The breakdown as lmms-eval stores it: a plain dict in the results JSON, but a
-    one-line summary where the harness prints its results table (a dict-valued metric
-    would otherwise print as one enormous cell)."""
+def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """:func:`breakdown` with the provenance of the checkpoint the rows were scored with.
 
-    def __str__(self) -> str:
-        return f"{self.get('n_rows', 0)} rows by condition x noise (see results JSON)"
-
-    __repr__ = __str__
-
-
-def report(rows: Iterable[Mapping[str, Any]]) -> Report:
-    """:func:`breakdown` with the provenance of the checkpoint the rows were scored with."""
+    lmms-eval 0.7.3 writes this dict into the results JSON as it is; its printed table
+    shows it in one wide cell (pytablewriter formats dicts itself, so no summary string
+    can replace it there without changing what the JSON holds)."""
     rows = list(rows)
     models = sorted({str(r.get("clip_model")) for r in rows if r.get("clip_model")})
-    return Report(breakdown(rows, provenance(models[0] if len(models) == 1 else None)))
+    return breakdown(rows, provenance(models[0] if len(models) == 1 else None))
+
+
+# -- Figures 3-4 from results files -------------------------------------------------------
+
+#: Column order of Figure 4: no noise, then each area at 0.5 and 1.0.
+FIGURE4_SETTINGS: tuple[tuple[str, str], ...] = (("none", "0"),) + tuple(
+    (area, level) for area in ("context", "target", "all") for level in ("0.5", "1")
+)
+
+
+def reports_in(path: str) -> list[dict[str, Any]]:
+    """The COOCO breakdowns in a results JSON (every task that has one), or one
+    breakdown recomputed from a samples JSONL (its rows carry their ids)."""
+    import json
+    from pathlib import Path
+
+    text = Path(path).read_text(encoding="utf-8")
+    if path.endswith(".jsonl"):
+        rows = [json.loads(line)[BREAKDOWN_KEY] for line in text.splitlines() if line.strip()]
+        return [report(rows)]
+    results = json.loads(text)["results"]
+    return [v[f"{BREAKDOWN_KEY},none"] for v in results.values() if f"{BREAKDOWN_KEY},none" in v]
+
+
+def merge_reports(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One ``by_condition_noise`` grid from several breakdowns (e.g. ``cooco`` at level 0
+    and ``cooco_noise``); later reports fill cells the earlier ones lack."""
+    grid: dict[str, Any] = {}
+    for rep in reports:
+        for condition, areas in rep["by_condition_noise"].items():
+            for area, levels in areas.items():
+                for level, cell in levels.items():
+                    grid.setdefault(condition, {}).setdefault(area, {}).setdefault(level, cell)
+    return grid
+
+
+def _fmt(value: Any) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def figure3_table(models: Mapping[str, Mapping[str, Any]], metric: str = "refclipscore") -> str:
+    """Figure 3: ``metric`` per model (columns) and condition (rows) at noise level 0.
+    ``models`` maps a model name to its merged grid (:func:`merge_reports`)."""
+    names = list(models)
+    lines = ["| condition | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for condition in CONDITIONS:
+        cells = [models[m].get(condition, {}).get("none", {}).get("0", {}).get(metric) for m in names]
+        lines.append(f"| {condition} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def figure4_table(grid: Mapping[str, Any], metric: str = "refclipscore") -> str:
+    """Figure 4: ``metric`` by condition (rows) x noise area and level (columns)."""
+    header = [f"{a} {lv}" if a != "none" else "no noise" for a, lv in FIGURE4_SETTINGS]
+    lines = ["| condition | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
+    for condition in CONDITIONS:
+        cells = [grid.get(condition, {}).get(a, {}).get(lv, {}).get(metric) for a, lv in FIGURE4_SETTINGS]
+        lines.append(f"| {condition} | " + " | ".join(_fmt(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print Figures 3-4 as Markdown tables from lmms-eval results or samples files.
+
+    ``python -m lmms_scene.metrics.naming RESULTS.json [MORE.json ...] [--name MODEL ...]``;
+    Figure 3 gets one column per file (model); Figure 4 averages nothing: it shows the
+    first file's grid, or every file's in turn.
+    """
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m lmms_scene.metrics.naming", description=main.__doc__)
+    parser.add_argument("files", nargs="+", help="*_results.json (cooco and/or cooco_noise) or *_samples_*.jsonl")
+    parser.add_argument("--name", action="append", default=[], help="model name per file (default: file name)")
+    args = parser.parse_args(argv)
+    models: dict[str, dict[str, Any]] = {}
+    for k, path in enumerate(args.files):
+        name = args.name[k] if k < len(args.name) else Path(path).stem
+        reports = reports_in(path)
+        if not reports:
+            parser.error(f"{path}: no {BREAKDOWN_KEY} in this file")
+        models[name] = merge_reports(reports)
+    print("Figure 3: RefCLIPScore at noise level 0\n")
+    print(figure3_table(models))
+    for name, grid in models.items():
+        for metric, title in (("refclipscore", "4a: RefCLIPScore"), ("accuracy", "4b: accuracy")):
+            print(f"\nFigure {title} by relatedness x noise area x level ({name})\n")
+            print(figure4_table(grid, metric))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    sys.exit(main())
