@@ -44,10 +44,15 @@ def build_clip(path: Path):
     """A random CLIP of ViT-B/32 size with the test kit's offline tokenizer, built in
     memory (saving 600 MB only to load it back would dominate the run)."""
     sys.path.insert(0, str(REPO / "tests"))
-    from kit import build_tiny_clip
-    from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor, CLIPTokenizerFast
-
     import torch
+    from kit import build_tiny_clip
+    from transformers import (
+        CLIPConfig,
+        CLIPImageProcessor,
+        CLIPModel,
+        CLIPProcessor,
+        CLIPTokenizerFast,
+    )
 
     build_tiny_clip(path / "tok")  # only for its offline tokenizer files
     tokenizer = CLIPTokenizerFast.from_pretrained(path / "tok")
@@ -190,7 +195,7 @@ def bench_imaging(repeats: int) -> dict:
     out["pad_ms"] = 1000 * pad
     padded, pbox = imaging.pad_to_square(image, box)
     for area in imaging.NOISE_AREAS:
-        t = best_of(lambda: imaging.add_gaussian_noise(padded, pbox, area, 0.5, seed=1), repeats)
+        t = best_of(lambda area=area: imaging.add_gaussian_noise(padded, pbox, area, 0.5, seed=1), repeats)
         out[f"noise_{area}_ms"] = 1000 * t
         out[f"pad_plus_noise_{area}_ms"] = 1000 * (t + pad)
     return out

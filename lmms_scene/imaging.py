@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Literal, Sequence
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 from PIL import Image

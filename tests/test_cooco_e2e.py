@@ -4,7 +4,6 @@ classes, and the results JSON holds the breakdown, the capture rate and provenan
 from __future__ import annotations
 
 import pytest
-
 from conftest import find_samples
 
 pytestmark = pytest.mark.e2e
@@ -61,7 +60,7 @@ def test_cooco_sample_through_scene_blind(run_lmms_eval, tiny_clip):
 
 
 def test_cooco_noise_sample_through_scene_blind(run_lmms_eval, tiny_clip):
-    code, results, out, log = run_lmms_eval(
+    code, results, _out, log = run_lmms_eval(
         ["--model", "scene_blind", "--tasks", "cooco_noise_sample"], env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}
     )
     assert code == 0, log[-3000:]
@@ -77,7 +76,7 @@ def test_cooco_sample_through_qwen2_5_vl(run_lmms_eval, tiny_clip, tiny_qwen_vl)
             "--model_args", f"pretrained={tiny_qwen_vl},device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176",
             "--gen_kwargs", "max_new_tokens=8",
             "--tasks", "cooco_sample",
-        ],  # fmt: skip
+        ],
         env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)},
     )
     assert code == 0, log[-3000:]
@@ -87,3 +86,16 @@ def test_cooco_sample_through_qwen2_5_vl(run_lmms_eval, tiny_clip, tiny_qwen_vl)
     prompts = [str(r.get("input", r.get("arguments", ""))) for r in rows]
     assert any("What is the object in this part of the image [" in p for p in prompts), rows[0].keys()
     assert not any("[0." in p for p in prompts)
+
+
+def test_harness_indexes_every_cooco_task_and_the_group():
+    from lmms_eval.tasks import TaskManager
+
+    from lmms_scene.registration import tasks_path
+
+    manager = TaskManager(include_path=str(tasks_path()))
+    for name in ("cooco", "cooco_noise", "cooco_sample", "cooco_noise_sample"):
+        assert name in manager.all_tasks, name
+    assert "cooco_full" in manager.all_groups
+    group = manager._get_config("cooco_full")
+    assert group["task"] == ["cooco", "cooco_noise"]

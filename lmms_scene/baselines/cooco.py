@@ -12,7 +12,8 @@ each relatedness condition.
 from __future__ import annotations
 
 import threading
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from lmms_scene.cache import cached
 

@@ -25,8 +25,9 @@ import json
 import math
 import random
 import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from lmms_scene import imaging
 
@@ -90,7 +91,8 @@ REQUIRED_FIELDS = ("scene", "target", "target_bbox")
 
 def features():
     """The COOCO schema as ``datasets.Features`` (import deferred: no work at import)."""
-    from datasets import Features, Image, Sequence as Seq, Value
+    from datasets import Features, Image, Value
+    from datasets import Sequence as Seq
 
     return Features(
         {
@@ -231,8 +233,19 @@ def convert_row(raw: Mapping[str, Any], index: int, base: Path | None = None) ->
     name = raw.get("file_name") or (image_value.get("path") if isinstance(image_value, Mapping) else None)
     where = f"row {index}" + (f" ({Path(str(name)).name})" if name else "")
     try:
-        parsed = parse_filename(Path(str(name)).name) if name else {}
-        fields = {**parsed, **{k: v for k, v in raw.items() if v is not None and v != ""}}
+        given = {k: v for k, v in raw.items() if v is not None and v != ""}
+        try:
+            parsed = parse_filename(Path(str(name)).name) if name else {}
+        except ValueError:
+            # a name outside the authors' scheme is fine when the metadata says it all
+            if not all(f in given for f in (*REQUIRED_FIELDS, "rel_level")):
+                raise
+            parsed = {}
+        if parsed and "rel_level" in given and canonical_condition(given["rel_level"]) != parsed["condition"]:
+            raise ValueError(
+                f"condition {given['rel_level']!r} in the metadata contradicts the file name's {parsed['rel_level']!r}"
+            )
+        fields = {**parsed, **given}
         missing = [f for f in REQUIRED_FIELDS if f not in fields]
         if missing:
             raise ValueError(f"missing fields {missing}")
@@ -391,7 +404,7 @@ def load_hub_rows(repo: str = HUB_REPO, split: str | None = None):
 
     try:
         data = load_dataset(repo, split=split) if split else load_dataset(repo)
-    except Exception as exc:  # noqa: BLE001 - network, auth, missing repo: say which
+    except Exception as exc:
         raise CoocoBuildError(f"could not load {repo!r} from the hub ({type(exc).__name__}: {exc})") from exc
     if hasattr(data, "keys"):  # a DatasetDict: concatenate its splits
         from datasets import concatenate_datasets
@@ -579,7 +592,7 @@ def kosmos_patch_indices(norm_box: Sequence[float], grid: int = KOSMOS_GRID) -> 
     x1, y1, x2, y2 = norm_box
     col0, row0 = math.floor(x1 * grid), math.floor(y1 * grid)
     col1, row1 = math.ceil(x2 * grid) - 1, math.ceil(y2 * grid) - 1
-    clamp = lambda v: min(max(v, 0), grid - 1)  # noqa: E731
+    clamp = lambda v: min(max(v, 0), grid - 1)
     col0, row0, col1, row1 = clamp(col0), clamp(row0), clamp(max(col1, col0)), clamp(max(row1, row0))
     return row0 * grid + col0, row1 * grid + col1
 
@@ -640,15 +653,19 @@ def naming_docs(dataset):
 
 def noise_grid_docs(dataset, areas: Sequence[str] = NOISE_AREAS, levels: Sequence[float] = NOISE_LEVELS):
     """Every naming item once per (noise area, noise level): ``len(areas) * len(levels)``
-    rows per item, each carrying its setting, ordered setting by setting.
+    rows per item, each carrying its setting, item by item (so ``--limit`` still
+    covers every setting).
 
-    Built by concatenating per-setting views of the same Arrow data, so the full
-    release is not copied six times on disk (a batched ``map`` would write every image
-    once per setting)."""
+    Built by concatenating per-setting views of the same Arrow data and reordering
+    through an indices mapping, so the full release is not copied six times on disk
+    (a batched ``map`` would write every image once per setting)."""
     from datasets import concatenate_datasets
 
     base = dataset.flatten_indices() if dataset._indices else dataset
-    return concatenate_datasets([_naming_filter(_with_setting(base, a, lv)) for a in areas for lv in levels])
+    views = [_naming_filter(_with_setting(base, a, lv)) for a in areas for lv in levels]
+    n = len(views[0])
+    grid = concatenate_datasets(views)
+    return grid.select([k * n + i for i in range(n) for k in range(len(views))])
 
 
 # -- embedded sample ------------------------------------------------------------------

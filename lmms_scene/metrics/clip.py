@@ -23,8 +23,9 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Hashable, Sequence
+from typing import TYPE_CHECKING
 
 from lmms_scene.cache import cached, torch_device
 
@@ -68,8 +69,8 @@ class ClipEncoder:
         self.max_tokens = min(MAX_TEXT_TOKENS, int(model.config.text_config.max_position_embeddings))
         self.eos_token_id = tokenizer.eos_token_id
         self._lock = threading.RLock()
-        self._texts: OrderedDict[str, "torch.Tensor"] = OrderedDict()
-        self._images: OrderedDict[Hashable, "torch.Tensor"] = OrderedDict()
+        self._texts: OrderedDict[str, torch.Tensor] = OrderedDict()
+        self._images: OrderedDict[Hashable, torch.Tensor] = OrderedDict()
 
     # -- text -------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> dict:
@@ -79,15 +80,14 @@ class ClipEncoder:
             list(texts), padding=True, truncation=True, max_length=self.max_tokens, return_tensors="pt"
         )
         ids = batch["input_ids"]
-        if self.eos_token_id is not None:
+        if self.eos_token_id is not None and ids.shape[1] == self.max_tokens:
             # Tokenizers add the special tokens after truncating, but a slow or custom
-            # tokenizer may not: force the last real token of a full row to be EOT.
-            if ids.shape[1] == self.max_tokens:
-                full = batch["attention_mask"].sum(dim=1) == self.max_tokens
-                ids[full, -1] = self.eos_token_id
+            # tokenizer may not: force the last token of a full row to be EOT.
+            full = batch["attention_mask"].sum(dim=1) == self.max_tokens
+            ids[full, -1] = self.eos_token_id
         return batch
 
-    def embed_texts(self, texts: Sequence[str], batch_size: int = 256) -> "torch.Tensor":
+    def embed_texts(self, texts: Sequence[str], batch_size: int = 256) -> torch.Tensor:
         """L2-normalised text embeddings, ``(len(texts), dim)`` on the CPU."""
         import torch
 
@@ -116,8 +116,8 @@ class ClipEncoder:
 
     # -- images -----------------------------------------------------------------------
     def embed_images(
-        self, images: Sequence["Image.Image"], batch_size: int = 64, keys: Sequence[Hashable] | None = None
-    ) -> "torch.Tensor":
+        self, images: Sequence[Image.Image], batch_size: int = 64, keys: Sequence[Hashable] | None = None
+    ) -> torch.Tensor:
         """L2-normalised image embeddings, ``(len(images), dim)`` on the CPU.
 
         With ``keys`` (one hashable per image, naming its pixels), embeddings are
@@ -155,13 +155,13 @@ class ClipEncoder:
         return torch.cat(chunks)
 
 
-def _features(out) -> "torch.Tensor":
+def _features(out) -> torch.Tensor:
     # transformers < 5 returns the projected tensor; 5.x returns an output object
     # whose pooler_output holds the projection.
     return out if hasattr(out, "norm") else out.pooler_output
 
 
-def _normalise(x: "torch.Tensor") -> "torch.Tensor":
+def _normalise(x: torch.Tensor) -> torch.Tensor:
     return x / x.norm(dim=-1, keepdim=True).clamp_min(1e-12)
 
 
@@ -172,7 +172,7 @@ def _load(name: str, device: str) -> ClipEncoder:
         model = CLIPModel.from_pretrained(name).to(device).eval()
         tokenizer = AutoTokenizer.from_pretrained(name)
         image_processor = AutoImageProcessor.from_pretrained(name)
-    except Exception as exc:  # noqa: BLE001 - re-raised with instructions
+    except Exception as exc:
         raise ClipModelUnavailable(
             f"Could not load the CLIP checkpoint {name!r} used by the lmms-scene metrics "
             f"({type(exc).__name__}: {exc}). Download it once while online "
@@ -225,7 +225,7 @@ def _harmonic(a: float, b: float) -> float:
 
 
 def clip_score(
-    images: Sequence["Image.Image"],
+    images: Sequence[Image.Image],
     candidates: Sequence[str],
     model: str | None = None,
     image_keys: Sequence[Hashable] | None = None,
@@ -245,7 +245,7 @@ def clip_score(
 
 
 def ref_clip_components(
-    images: Sequence["Image.Image"],
+    images: Sequence[Image.Image],
     candidates: Sequence[str],
     references: Sequence[Sequence[str]],
     model: str | None = None,
@@ -276,7 +276,7 @@ def ref_clip_components(
 
 
 def ref_clip_score(
-    images: Sequence["Image.Image"],
+    images: Sequence[Image.Image],
     candidates: Sequence[str],
     references: Sequence[Sequence[str]],
     model: str | None = None,

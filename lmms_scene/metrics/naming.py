@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from lmms_scene.metrics import clip as clip_metrics
 
