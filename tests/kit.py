@@ -27,8 +27,8 @@ def _training_text(n_lines: int = 400, seed: int = 0) -> list[str]:
 
 def build_tiny_clip(path: Path) -> Path:
     """A random-weight CLIP (ViT image size 32, patch 8, hidden 32) with a real
-    ``CLIPProcessor``; its tokenizer is a byte-level CLIP BPE trained on the fly."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+    ``CLIPProcessor``; its tokenizer is a byte-level CLIP tokenizer built on the fly."""
+    from tokenizers import pre_tokenizers
     from transformers import (
         CLIPConfig,
         CLIPImageProcessor,
@@ -40,23 +40,12 @@ def build_tiny_clip(path: Path) -> Path:
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    specials = ["<|startoftext|>", "<|endoftext|>"]
-    tok = Tokenizer(models.BPE(unk_token="<|endoftext|>", end_of_word_suffix="</w>"))
-    tok.normalizer = normalizers.Sequence([normalizers.NFC(), normalizers.Lowercase()])
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=600,
-        special_tokens=specials,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        end_of_word_suffix="</w>",
-        show_progress=False,
-    )
-    tok.train_from_iterator(_training_text(), trainer)
-    raw = json.loads(tok.to_str())
-    merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in raw["model"]["merges"]]
-    tokenizer = CLIPTokenizerFast(vocab=raw["model"]["vocab"], merges=merges)
-
+    # A fixed byte-level vocabulary with no merges (CLIP's own first 512 entries are
+    # the same kind): deterministic across processes, unlike a trained BPE whose ties
+    # the trainer breaks in hash order.
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    tokens = alphabet + [a + "</w>" for a in alphabet] + ["<|startoftext|>", "<|endoftext|>"]
+    tokenizer = CLIPTokenizerFast(vocab={t: i for i, t in enumerate(tokens)}, merges=[])
     image_processor = CLIPImageProcessor(
         size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
     )

@@ -11,6 +11,8 @@ thousands of times in a run); image embeddings are not (every crop differs).
 The checkpoint is, in order: the ``model`` argument, the environment variable
 ``LMMS_SCENE_CLIP_MODEL``, ``openai/clip-vit-base-patch32`` (the checkpoint the COOCO
 authors used). :func:`resolve_model` is the one place that reads this configuration.
+The value ``none`` switches the CLIP metrics off: they are then recorded as not
+computed (``null``), never replaced by another model's scores.
 
 >>> from PIL import Image  # doctest: +SKIP
 >>> ref_clip_score([Image.new("RGB", (64, 64))], ["A photo depicts a cup"],
@@ -35,6 +37,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
 CLIP_MODEL_ENV = "LMMS_SCENE_CLIP_MODEL"
+#: the value of ``model`` / ``$LMMS_SCENE_CLIP_MODEL`` that switches CLIP metrics off
+CLIP_DISABLED = "none"
 #: Hessel et al. (2021), Section 3: CLIP-S = w * max(cos(c, v), 0) with w = 2.5.
 CLIP_S_WEIGHT = 2.5
 #: CLIP's text context; longer texts are cut to this many tokens, end-of-text kept.
@@ -55,6 +59,19 @@ def resolve_model(model: str | os.PathLike | None = None) -> str:
     if model:
         return str(model)
     return os.environ.get(CLIP_MODEL_ENV) or DEFAULT_CLIP_MODEL
+
+
+def clip_enabled(model: str | os.PathLike | None = None) -> bool:
+    """False when the resolved checkpoint is ``none`` (CLIP metrics switched off)."""
+    return resolve_model(model).strip().lower() != CLIP_DISABLED
+
+
+def default_model_cached() -> bool:
+    """Whether the default checkpoint is in the local Hugging Face cache (no network)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(DEFAULT_CLIP_MODEL, "config.json")
+    return isinstance(found, str)
 
 
 class ClipEncoder:
@@ -187,6 +204,8 @@ def _load(name: str, device: str) -> ClipEncoder:
 def encoder(model: str | os.PathLike | None = None, device: str | None = None) -> ClipEncoder:
     """The process-wide :class:`ClipEncoder` for ``model`` (see :func:`resolve_model`)."""
     name = resolve_model(model)
+    if not clip_enabled(name):
+        raise ClipModelUnavailable(f"CLIP metrics are switched off ({CLIP_MODEL_ENV}={CLIP_DISABLED}); no CLIP model to use")
     dev = torch_device(device)
     return cached(("clip", name, dev), lambda: _load(name, dev))
 

@@ -122,6 +122,7 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
     JSON-ready row per item with the ids, the normalised prediction and every score.
     """
     model_name = clip_metrics.resolve_model(model)
+    use_clip = clip_metrics.clip_enabled(model_name)
     rows: list[dict[str, Any]] = []
     for item in items:
         condition = str(item["condition"])
@@ -143,7 +144,7 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
                 "empty": prediction == "",
                 "output_words": len(prediction.split()),
                 "non_ascii": any(ord(ch) > 127 for ch in prediction),
-                "clip_model": model_name,
+                "clip_model": model_name if use_clip else None,
             }
         )
     scored = [(i, r) for i, r in enumerate(rows) if not r["empty"]]
@@ -155,6 +156,13 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
                 output_scene_similarity=None, output_target_similarity=None,
                 context_captured=False if row["condition"] in INCONGRUENT else None,
             )
+    if not use_clip:
+        # CLIP switched off: its metrics are recorded as not computed, never as zeros.
+        for row in rows:
+            lev = levenshtein_similarity(row["prediction"], row["gold"]) if not row["empty"] else 0.0
+            row.update({name: None for name in CLIP_FIELDS})
+            row.update(levenshtein_similarity=lev, levenshtein_accuracy=float(lev >= LEVENSHTEIN_THRESHOLD))
+        return rows
     if not scored:
         return rows
     preds = [long_form(r["prediction"]) for _, r in scored]
@@ -189,6 +197,13 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
             context_captured=(to_target > to_gold) if row["condition"] in INCONGRUENT else None,
         )
     return rows
+
+
+#: row fields computed with CLIP (``None`` when CLIP metrics are switched off)
+CLIP_FIELDS = (
+    "clip_score", "reference_similarity", "refclipscore", "text_similarity", "accuracy",
+    "output_scene_similarity", "output_target_similarity", "context_captured",
+)  # fmt: skip
 
 
 # -- aggregation --------------------------------------------------------------------
@@ -261,7 +276,7 @@ def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] |
     incongruent = [r for r in unique if r["condition"] in INCONGRUENT]
     return {
         "scorer": dict(provenance or {}),
-        "clip_models": sorted({str(r.get("clip_model")) for r in unique}),
+        "clip_models": sorted({str(m) for r in unique if (m := r.get("clip_model"))}),
         "n_rows": len(unique),
         "overall": _cell(unique),
         "by_condition": {c: _cell([r for r in unique if r["condition"] == c]) for c in conditions},
@@ -275,9 +290,14 @@ def provenance(model: str | None = None) -> dict[str, Any]:
     """What computed the COOCO scores (checkpoint, thresholds, normaliser)."""
     from lmms_scene.provenance import scorer
 
+    name = clip_metrics.resolve_model(model)
+    clip = {"clip_model": name} if clip_metrics.clip_enabled(name) else {
+        "clip_model": None,
+        "clip_metrics": f"not computed ({clip_metrics.CLIP_MODEL_ENV}={clip_metrics.CLIP_DISABLED})",
+    }
     return scorer(
         "cooco_naming",
-        clip_model=clip_metrics.resolve_model(model),
+        **clip,
         clip_s_weight=clip_metrics.CLIP_S_WEIGHT,
         accuracy_threshold=ACCURACY_THRESHOLD,
         levenshtein_threshold=LEVENSHTEIN_THRESHOLD,
@@ -328,6 +348,8 @@ def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     can replace it there without changing what the JSON holds)."""
     rows = list(rows)
     models = sorted({str(r.get("clip_model")) for r in rows if r.get("clip_model")})
+    if rows and not models:  # every row was scored with CLIP switched off
+        models = [clip_metrics.CLIP_DISABLED]
     return breakdown(rows, provenance(models[0] if len(models) == 1 else None))
 
 

@@ -1,0 +1,55 @@
+"""`make demo` runs offline; with no CLIP at hand COOCO's CLIP metrics are recorded
+as not computed (null), never as zeros or from another model."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from PIL import Image
+
+from conftest import find_results, harness_env
+from lmms_scene.metrics import clip, naming
+
+
+def _item(output: str, condition: str = "low", image_id: str = "1") -> dict:
+    return {
+        "image_id": image_id, "condition": condition, "noise_area": "none", "noise_level": 0.0,
+        "scene": "kitchen", "target": "oven", "gold": "ham", "output": output, "crop": Image.new("RGB", (8, 8)),
+    }  # fmt: skip
+
+
+def test_clip_off_records_clip_metrics_as_not_computed():
+    rows = naming.score_rows([_item("ham"), _item("", image_id="2"), _item("teapot", "original")], model="none")
+    for row in rows:
+        assert all(row[name] is None for name in naming.CLIP_FIELDS), row
+        assert row["clip_model"] is None
+    assert [r["levenshtein_accuracy"] for r in rows] == [1.0, 0.0, 0.0]
+    report = naming.report(rows)
+    assert report["scorer"]["clip_model"] is None
+    assert "not computed" in report["scorer"]["clip_metrics"]
+    assert report["clip_models"] == []
+    assert "refclipscore" not in report["overall"] and report["overall"]["levenshtein_accuracy"] == pytest.approx(1 / 3)
+    assert naming.mean_score([naming.metric_entries(r)["refclipscore"] for r in rows]) is None
+    with pytest.raises(clip.ClipModelUnavailable, match="switched off"):
+        clip.encoder("none")
+
+
+@pytest.mark.e2e
+def test_demo_runs_offline_and_says_what_it_did_not_compute(tmp_path):
+    env = harness_env({"HF_HOME": str(tmp_path / "empty_hf_home")})
+    env.pop(clip.CLIP_MODEL_ENV, None)
+    out = tmp_path / "results"
+    proc = subprocess.run(
+        [sys.executable, "-m", "lmms_scene.cli", "demo", "--output_path", str(out)],
+        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    assert "recorded as not computed" in proc.stdout
+    assert "SNUS is not built yet" in proc.stdout and "Layered-VQA is not built yet" in proc.stdout
+    assert f"results: {out}" in proc.stdout
+    cooco = find_results(out)["results"]["cooco_sample"]
+    assert cooco["refclipscore,none"] is None
+    assert 0.0 <= cooco["levenshtein_accuracy,none"] <= 1.0
+    assert cooco["cooco_breakdown,none"]["scorer"]["clip_model"] is None
