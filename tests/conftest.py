@@ -39,10 +39,10 @@ def _hf_home(tmp_path_factory):
         os.environ["HF_HOME"] = old
 
 
-def fixture_dir(name: str) -> Path:
-    """A folder of ../shared/fixtures, or skip with the reason when it is absent."""
-    path = FIXTURES / name
-    if not path.is_dir():
+def fixture_dir(*parts: str) -> Path:
+    """A file or folder of ../shared/fixtures, or skip with the reason when it is absent."""
+    path = FIXTURES.joinpath(*parts)
+    if not path.exists():
         pytest.skip(f"shared fixture {path} is absent (only the project's own checkouts have ../shared)")
     return path
 
@@ -59,6 +59,20 @@ def tiny_qwen_vl(tmp_path_factory) -> Path:
     from kit import build_tiny_qwen2_5_vl
 
     return build_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny_qwen_vl"))
+
+
+@pytest.fixture(scope="session")
+def tiny_llava(tmp_path_factory) -> Path:
+    from kit import build_tiny_llava
+
+    return build_tiny_llava(tmp_path_factory.mktemp("tiny_llava"))
+
+
+@pytest.fixture(scope="session")
+def tiny_llava_onevision(tmp_path_factory) -> Path:
+    from kit import build_tiny_llava_onevision
+
+    return build_tiny_llava_onevision(tmp_path_factory.mktemp("tiny_llava_onevision"))
 
 
 def harness_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+from conftest import fixture_dir
 from lmms_scene.analysis import attention as A
 
 torch.set_num_threads(1)
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
 
 
 def random_attention(layers: int, heads: int, n: int, seed: int = 0, causal: bool = True) -> torch.Tensor:
@@ -111,19 +111,10 @@ def test_padding_is_not_context():
         A.box_masks((0, 0, 50, 50), (400, 200), canvas="crop", resolution=40)
 
 
-@pytest.fixture(scope="module")
-def tiny_llava(tmp_path_factory) -> Path:
-    from pfram_kit import build_tiny_llava
-
-    return build_tiny_llava(tmp_path_factory.mktemp("tiny_llava_attn"))
-
-
 def test_tiny_llava_end_to_end(tiny_llava):
     from PIL import Image
 
-    paths = sorted((FIXTURES / "tiny_coco" / "val2017").glob("*.jpg"))[:3]
-    if len(paths) < 3:
-        pytest.skip(f"shared fixture {FIXTURES / 'tiny_coco'} is absent")
+    paths = sorted(fixture_dir("tiny_coco", "val2017").glob("*.jpg"))[:3]
     images = [Image.open(p).convert("RGB") for p in paths]
     records = A.collect_attention(str(tiny_llava), images, "What is the object in the box?", max_new_tokens=3)
     assert len(records) == 3
@@ -145,14 +136,11 @@ def test_tiny_llava_end_to_end(tiny_llava):
         A.allocation_ratios(records[:1], boxes[:1], [images[0].size], canvas="crop")
 
 
-def test_tiny_llava_onevision_uses_base_image_tokens(tmp_path):
-    from pfram_kit import build_tiny_llava_onevision
+def test_tiny_llava_onevision_uses_base_image_tokens(tiny_llava_onevision):
     from PIL import Image
 
-    paths = sorted((FIXTURES / "tiny_coco" / "val2017").glob("*.jpg"))[:2]
-    if len(paths) < 2:
-        pytest.skip(f"shared fixture {FIXTURES / 'tiny_coco'} is absent")
-    model = build_tiny_llava_onevision(tmp_path / "ov")
+    paths = sorted(fixture_dir("tiny_coco", "val2017").glob("*.jpg"))[:2]
+    model = tiny_llava_onevision
     images = [Image.open(p).convert("RGB") for p in paths]
     records = A.collect_attention(str(model), images, "Name the object.", max_new_tokens=2)
     for rec in records:

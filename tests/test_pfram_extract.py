@@ -17,21 +17,7 @@ from lmms_scene.analysis.extract import FeatureStore, _write_shard, extract_feat
 
 torch.set_num_threads(1)
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-
-
-def fixture(*parts: str) -> Path:
-    path = FIXTURES.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared fixture {path} is absent (only the project's own checkouts have ../shared)")
-    return path
-
-
-@pytest.fixture(scope="session")
-def tiny_llava(tmp_path_factory) -> Path:
-    from pfram_kit import build_tiny_llava
-
-    return build_tiny_llava(tmp_path_factory.mktemp("tiny_llava"))
+from conftest import fixture_dir as fixture
 
 
 @pytest.fixture(scope="module")
@@ -323,13 +309,6 @@ def test_cli_correlate(tmp_path, capsys):
     assert "at least 3 models" in capsys.readouterr().err
     assert pfram_cli.main(["correlate", "--scores", *scores, "--pope", *pope, "--pope-tasks", "a,b,c"]) == 2
     assert "task 'a' missing" in capsys.readouterr().err
-
-
-@pytest.fixture(scope="session")
-def tiny_llava_onevision(tmp_path_factory) -> Path:
-    from pfram_kit import build_tiny_llava_onevision
-
-    return build_tiny_llava_onevision(tmp_path_factory.mktemp("tiny_llava_ov"))
 
 
 def test_llava_onevision_base_image_tokens_come_first(tiny_llava_onevision, coco_images, tmp_path):

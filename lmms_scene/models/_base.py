@@ -142,50 +142,44 @@ class SceneModel(lmms):
             context, _gen, doc_to_visual, doc_to_text, doc_id, task, split = args
         else:
             context, _gen, doc_to_visual, doc_id, task, split = args
-            doc_to_text = None
         info = RequestInfo(task, split, doc_id, self._doc(task, split, doc_id))
         visuals = doc_to_visual(info.doc) if (self.looks_at_images and info.doc is not None) else []
-        turns = [_turn_from_visuals(context, visuals)]
-        outputs = [self.respond(info, turns)]
-        if not multi_round:
-            self._record(info, turns, outputs)
-            return outputs[0]
-        round_info = None
-        while True:
-            round_idx = len(outputs)
-            self._check_rounds(info, round_idx)
-            payload = doc_to_text(
-                info.doc, previous_output=list(outputs), round_idx=round_idx, previous_round_info=round_info
+
+        def next_round(round_idx, previous, round_info):
+            visuals, text, terminal, _prev, round_info = doc_to_text(
+                info.doc, previous_output=previous, round_idx=round_idx, previous_round_info=round_info
             )
-            visuals, text, terminal, _prev, round_info = payload
-            if terminal:
-                break
-            turns.append(_turn_from_visuals(text, visuals if self.looks_at_images else []))
-            outputs.append(self.respond(info, turns))
-        self._record(info, turns, outputs)
-        return outputs
+            turn = None if terminal else _turn_from_visuals(text, visuals if self.looks_at_images else [])
+            return turn, round_info
+
+        return self._converse(info, _turn_from_visuals(context, visuals), next_round if multi_round else None)
 
     def _answer_chat(self, args: tuple, multi_round: bool):
         _context, doc_to_messages, _gen, doc_id, task, split = args
         info = RequestInfo(task, split, doc_id, self._doc(task, split, doc_id))
-        turns = [_turn_from_messages(doc_to_messages(info.doc))]
-        outputs = [self.respond(info, turns)]
-        if not multi_round:
-            self._record(info, turns, outputs)
-            return outputs[0]
-        round_info = None
-        while True:
-            round_idx = len(outputs)
-            self._check_rounds(info, round_idx)
+
+        def next_round(round_idx, previous, round_info):
             messages, terminal, _prev, round_info = doc_to_messages(
-                info.doc, round_idx=round_idx, previous_output=list(outputs), previous_round_info=round_info
+                info.doc, round_idx=round_idx, previous_output=previous, previous_round_info=round_info
             )
-            if terminal:
+            return (None if terminal else _turn_from_messages(messages)), round_info
+
+        return self._converse(info, _turn_from_messages(doc_to_messages(info.doc)), next_round if multi_round else None)
+
+    def _converse(self, info: RequestInfo, first: Turn, next_round):
+        """Answer ``first``; with ``next_round`` (multi-round), keep asking it for the next
+        turn (None when the task says the conversation is over) and answering."""
+        turns, outputs = [first], [self.respond(info, [first])]
+        round_info = None
+        while next_round is not None:
+            self._check_rounds(info, len(outputs))
+            turn, round_info = next_round(len(outputs), list(outputs), round_info)
+            if turn is None:
                 break
-            turns.append(_turn_from_messages(messages))
+            turns.append(turn)
             outputs.append(self.respond(info, turns))
         self._record(info, turns, outputs)
-        return outputs
+        return outputs if next_round is not None else outputs[0]
 
     @staticmethod
     def _check_rounds(info: RequestInfo, round_idx: int) -> None:
