@@ -166,8 +166,13 @@ def bench_scores(model, processor, n: int, batch: int, repeats: int) -> dict:
 
     tm = best_of(torchmetrics_run, repeats)
 
-    # same model, same data: torchmetrics' score is 100 * max(cos, 0); ours 2.5 * max(cos, 0)
+    # Same model, same data. Ours follows Hessel et al. Eq. 1: 2.5 * max(cos, 0) per pair.
+    # torchmetrics' CLIPScore.compute() clamps the *mean* instead: max(100 * mean(cos), 0),
+    # so with negative pairs its figure is lower; computed its way, ours must match it.
     ours_mean = float(np.mean(clip.clip_score(images, candidates, model=model_name))) / 2.5 * 100
+    enc = clip.encoder(model_name)
+    raw_cos = (enc.embed_images(images) * enc.embed_texts(candidates)).sum(-1)
+    ours_torchmetrics_way = max(100 * float(raw_cos.mean()), 0.0)
     return {
         "n": n,
         "batch": batch,
@@ -181,6 +186,8 @@ def bench_scores(model, processor, n: int, batch: int, repeats: int) -> dict:
         "speedup_clip_score_vs_torchmetrics": tm / clip_only,
         "mean_clip_score_ours_rescaled_to_100": ours_mean,
         "mean_clip_score_torchmetrics": float(torchmetrics_run()),
+        "ours_clamping_the_mean_like_torchmetrics": ours_torchmetrics_way,
+        "share_of_pairs_with_negative_cosine": float((raw_cos < 0).float().mean()),
     }
 
 
