@@ -129,6 +129,22 @@ def test_extraction_resumes_and_refuses_other_runs(tiny_clip, coco_images, tmp_p
         extract_features(str(tiny_clip), coco_images[:5], out, layers="vision.0", shard_size=2)
 
 
+def test_processes_split_the_shards_and_together_equal_one_process(tiny_clip, coco_images, tmp_path):
+    single = extract_features(str(tiny_clip), coco_images[:5], tmp_path / "one", layers="vision.-1", shard_size=2)
+    split = tmp_path / "two"
+    extract_features(str(tiny_clip), coco_images[:5], split, layers="vision.-1", shard_size=2, process_index=1, num_processes=2)
+    # process 1 of 2 wrote shard 1 only: the store is not complete yet
+    assert sorted(p.name for p in split.glob("shard_*.safetensors")) == ["shard_00001.safetensors"]
+    with pytest.raises(RuntimeError, match="incomplete"):
+        FeatureStore(split).load("vision.2")
+    extract_features(str(tiny_clip), coco_images[:5], split, layers="vision.-1", shard_size=2, process_index=0, num_processes=2)
+    (ids_a, a), (ids_b, b) = FeatureStore(single).load("vision.2"), FeatureStore(split).load("vision.2")
+    assert ids_a == ids_b and len(a) == 5
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    with pytest.raises(ValueError, match="process_index"):
+        extract_features(str(tiny_clip), coco_images[:5], split, layers="vision.-1", shard_size=2, process_index=2, num_processes=2)
+
+
 def test_qwen_llm_layer0_is_the_projector_output(tiny_qwen_vl, coco_images, tmp_path):
     from PIL import Image
     from transformers import AutoModelForImageTextToText, AutoProcessor

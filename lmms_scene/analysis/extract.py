@@ -395,6 +395,8 @@ def extract_features(
     device_map: Any = None,
     processor_kwargs: dict[str, Any] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    process_index: int = 0,
+    num_processes: int = 1,
 ) -> Path:
     """Extract the chosen layers' image representations into ``out_dir`` (resumable).
 
@@ -411,6 +413,9 @@ def extract_features(
         processor_kwargs: passed to the processor's ``from_pretrained`` (for example
             ``{"max_pixels": 50176}`` for Qwen2-VL); recorded in ``meta.json``.
         progress: called with (images done, total) after each shard.
+        process_index / num_processes: data parallelism (``accelerate launch``): this
+            process writes shards ``k`` with ``k % num_processes == process_index``
+            into the same directory; together the processes write every shard.
 
     A second call with the same arguments skips the shards already written; a call
     whose model, layers, instruction, images or shard size differ from the
@@ -436,6 +441,8 @@ def extract_features(
         raise ValueError(f"dtype: expected float32, float16 or bfloat16, got {dtype!r}")
     if batch_size < 1 or shard_size < 1:
         raise ValueError("batch_size and shard_size must be >= 1")
+    if not 0 <= process_index < num_processes:
+        raise ValueError(f"process_index: expected 0 <= process_index < num_processes={num_processes}, got {process_index}")
 
     processor_kwargs = dict(processor_kwargs or {})
     adapter = _load_adapter(model, device, torch_dtype, device_map, instruction, processor_kwargs)
@@ -474,13 +481,17 @@ def extract_features(
         if diff:
             raise ValueError(f"{out} holds features from a different run (differs in {diff}); use a new directory")
     else:
-        tmp = meta_path.with_name("meta.json.tmp")
+        # every process writes the same meta; a per-process temporary name keeps
+        # concurrent writers from clobbering each other's half-written file
+        tmp = meta_path.with_name(f"meta.json.{process_index}.tmp")
         tmp.write_text(json.dumps(meta, indent=1))
         os.replace(tmp, meta_path)
 
     n_shards = (len(ids) + shard_size - 1) // shard_size
     done = 0
-    for k in range(n_shards):
+    mine = [k for k in range(n_shards) if k % num_processes == process_index]
+    total = sum(len(images[k * shard_size : (k + 1) * shard_size]) for k in mine)
+    for k in mine:
         shard_imgs = images[k * shard_size : (k + 1) * shard_size]
         path = _shard_path(out, k)
         if not path.is_file():
@@ -497,5 +508,5 @@ def extract_features(
             _write_shard(path, ids[k * shard_size : (k + 1) * shard_size], feats)
         done += len(shard_imgs)
         if progress is not None:
-            progress(done, len(ids))
+            progress(done, total)
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -115,8 +116,14 @@ def _cmd_extract(a: argparse.Namespace) -> dict[str, Any]:
         )
     names = [n for n in names if n not in set(missing)]
 
+    # Under `accelerate launch` each process extracts its share of the shards.
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    device = a.device
+    if world > 1 and device.startswith("cuda") and ":" not in device:
+        device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
+
     def progress(done: int, total: int) -> None:
-        print(f"pfram extract: {done}/{total} images", file=sys.stderr)
+        print(f"pfram extract [process {rank}/{world}]: {done}/{total} images", file=sys.stderr)
 
     out = extract_features(
         a.model,
@@ -127,11 +134,13 @@ def _cmd_extract(a: argparse.Namespace) -> dict[str, Any]:
         instruction=a.instruction,
         batch_size=a.batch_size,
         shard_size=a.shard_size,
-        device=a.device,
+        device=device,
         dtype=a.dtype,
         device_map=a.device_map,
         processor_kwargs=_processor_kwargs(a.processor_arg),
         progress=progress,
+        process_index=rank,
+        num_processes=world,
     )
     store = FeatureStore(out)
     return {"features": str(out), "n_images": len(names), "skipped_missing": len(missing), "layers": store.layers}
