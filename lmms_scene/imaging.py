@@ -149,7 +149,9 @@ def add_gaussian_noise(
     pixel value, per channel, becomes ``clip(x + e, 0, 255)`` cast to uint8 with
     ``e ~ N(0, (255 * level)^2)``, as in the authors' code. Pixels outside the area are
     untouched. The noise field is drawn for the whole image from ``seed`` and then
-    masked, so a pixel gets the same draw whatever the area. ``level == 0`` returns an
+    masked: for one seed the three areas share one noise field (``all`` equals
+    ``target`` inside the box and ``context`` outside; COOCO seeds per image and level,
+    not per area, see :func:`lmms_scene.data.cooco.noise_seed`). ``level == 0`` returns an
     unchanged copy. Returns a new RGB image; ``image`` is not modified.
 
     >>> from PIL import Image

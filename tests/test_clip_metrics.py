@@ -43,11 +43,19 @@ def independent_embeddings(reference_model, imgs, texts):
 
 def test_clip_score_matches_formula(tiny_clip, reference_model):
     imgs = images()
-    ours = clip.clip_score(imgs, CANDIDATES, model=str(tiny_clip))
-    img, txt = independent_embeddings(reference_model, imgs, CANDIDATES)
+    # Random weights: give each image the pool text it matches best (as the RefCLIP test
+    # does), plus the fixed candidates, so both branches of max(cos, 0) are exercised.
+    img, pool = independent_embeddings(reference_model, imgs, POOL)
+    best = [POOL[int(j)] for j in (img @ pool.T).argmax(dim=1)]
+    candidates = best + CANDIDATES
+    pairs = imgs + imgs
+    ours = clip.clip_score(pairs, candidates, model=str(tiny_clip))
+    img, txt = independent_embeddings(reference_model, pairs, candidates)
     cos = (img * txt).sum(-1)
     expected = [2.5 * max(float(c), 0.0) for c in cos]
     assert ours == pytest.approx(expected, abs=1e-5)
+    # the non-zero branch is really tested: at least two distinct positive cosines
+    assert len({round(float(c), 6) for c in cos if c > 0}) >= 2
 
 
 POOL = ["A photo depicts a cup", "A photo depicts a laptop", "blue", "A photo depicts a ham", "kitchen", "a red car", "the dog", "A photo depicts an oven"]

@@ -280,3 +280,89 @@ def test_metadata_condition_must_agree_with_the_file_name(tmp_path):
 def test_names_outside_the_scheme_are_fine_with_full_metadata(tmp_path):
     ds = build(make_folder(tmp_path, rows=[("photo_17.jpg", "ham", "relscore_low", [5, 5, 10, 8])]))
     assert ds[0]["image_id"] == "photo_17" and ds[0]["condition"] == "low" and ds[0]["coco_id"] == ""
+
+
+# -- EXIF orientation, duplicate ids, one noise field per (image, level) ---------------------
+
+
+def write_oriented_jpeg(path: Path) -> np.ndarray:
+    """A 60 x 30 JPEG tagged EXIF Orientation=6 (viewers rotate it to 30 x 60); returns
+    its raw decoded pixels."""
+    arr = np.zeros((30, 60, 3), dtype=np.uint8)
+    arr[:, :30] = (220, 30, 30)
+    arr[:, 30:] = (30, 30, 220)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(arr).save(path, format="JPEG", quality=95, exif=exif.tobytes())
+    with Image.open(path) as raw:
+        assert raw.size == (60, 30) and raw.getexif().get(0x0112) == 6
+        return np.asarray(raw.convert("RGB"))
+
+
+def test_exif_rotated_jpeg_is_stored_as_its_raw_pixels(tmp_path):
+    folder = make_folder(tmp_path, rows=[GOOD[1]])
+    raw = write_oriented_jpeg(folder / GOOD[1][0])
+    ds = build(folder)
+    row = ds[0]
+    # the decoded image is the one width/height and the box refer to, pixel for pixel
+    assert (row["width"], row["height"]) == (60, 30)
+    assert row["image"].size == (60, 30)
+    assert np.array_equal(np.asarray(row["image"].convert("RGB")), raw)
+    from datasets import Image as HFImage
+
+    stored = ds.cast_column("image", HFImage(decode=False))[0]["image"]["bytes"]
+    with Image.open(io.BytesIO(stored)) as again:
+        assert again.format == "PNG" and again.getexif().get(0x0112) in (None, 1)
+    doc = {**row, "noise_area": "none", "noise_level": 0.0}
+    image, box = cooco.padded(doc)
+    assert image.size == (60, 60) and box == pytest.approx((5.0, 20.0, 10.0, 8.0))
+
+
+def test_padded_rejects_an_image_whose_size_is_not_the_rows(tmp_path):
+    doc = {"image_id": "000000000011_kitchen_cup_original", "image": Image.new("RGB", (30, 60)),
+           "width": 60, "height": 30, "target_bbox": [5.0, 5.0, 10.0, 8.0]}
+    with pytest.raises(ValueError, match=r"000000000011_kitchen_cup_original: decoded image is 30x60 but the row says 60x30"):
+        cooco.padded(doc)
+
+
+def test_ensure_schema_rejects_duplicate_image_ids(sample, tmp_path):
+    from datasets import concatenate_datasets
+
+    twice = concatenate_datasets([sample, sample.select([3])])
+    first = sample[3]["image_id"]
+    with pytest.raises(cooco.CoocoBuildError, match=rf"duplicate image_id .*{first} \(rows 3, {len(sample)}\)"):
+        cooco.ensure_schema(twice)
+    assert cooco.ensure_schema(sample) is sample
+
+
+def test_ensure_schema_rejects_duplicates_among_hub_rows():
+    from datasets import Dataset
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 30), (1, 2, 3)).save(buffer, format="JPEG")
+    record = {"image": {"bytes": buffer.getvalue(), "path": GOOD[1][0]}, "scene": "kitchen", "target": "cup",
+              "swapped_object": "ham", "target_bbox": [5.0, 5.0, 10.0, 8.0], "rel_level": "relscore_low"}
+    hub = Dataset.from_list([record, record])
+    with pytest.raises(cooco.CoocoBuildError, match=rf"duplicate image_id .*{Path(GOOD[1][0]).stem} \(rows 0, 1\)"):
+        cooco.ensure_schema(hub)
+
+
+@pytest.mark.parametrize("level", [0.5, 1.0])
+def test_all_noise_is_target_noise_inside_and_context_noise_outside(sample, level):
+    import importlib
+
+    utils = importlib.import_module("lmms_scene.tasks.cooco.utils")
+    grid = cooco.noise_grid_docs(sample)
+    first = grid[0]["image_id"]
+    docs = {d["noise_area"]: d for d in grid.select(range(6)) if d["noise_level"] == level and d["image_id"] == first}
+    assert set(docs) == {"target", "context", "all"}
+    views = {a: np.asarray(utils.doc_to_visual(d)[0]) for a, d in docs.items()}
+    clean, box = cooco.padded(docs["all"])
+    x0, y0, x1, y1 = imaging.box_pixels(box, clean.size)
+    inside = np.zeros(views["all"].shape[:2], dtype=bool)
+    inside[y0:y1, x0:x1] = True
+    assert np.array_equal(views["all"][inside], views["target"][inside])
+    assert np.array_equal(views["all"][~inside], views["context"][~inside])
+    # and it is noise, deterministic per (image, level)
+    assert not np.array_equal(views["all"], np.asarray(clean))
+    assert np.array_equal(views["all"], np.asarray(cooco.visual(dict(docs["all"]))))

@@ -25,6 +25,16 @@ def _tiny_clip_env(tiny_clip, monkeypatch):
         ("ham.", "ham"),
         ("<|im_start|>", "<|im_start|>"),  # only end-of-turn markers are dropped
         ("Notebook</s>", "notebook"),
+        # the answer ends at the first end-of-turn marker; what follows is not kept
+        ("laptop<|im_end|>assistant: mug", "laptop"),
+        ("cup</s>\nkitchen", "cup"),
+        ("Stop sign<|eot_id|>", "stop sign"),
+        ("fork<end_of_turn>\nmodel", "fork"),
+        ("[/INST] Laptop</s>", "laptop"),  # a turn-opening marker is dropped, not cut at
+        # every full stop is dropped, not only those at the edges
+        ("a t.v.", "tv"),
+        ("Laptop. Mug.", "laptop mug"),
+        ("...ham...", "ham"),
         ("Potted   plant \n", "potted plant"),
         ("", ""),
         (None, ""),
@@ -90,6 +100,8 @@ def test_empty_very_long_and_non_english_outputs_are_scored_and_counted():
     for r in rows[:2]:
         assert r["accuracy"] == r["refclipscore"] == r["levenshtein_accuracy"] == 0.0
         assert r["output_scene_similarity"] is None and r["context_captured"] is False
+        # similarities are not computed for an empty answer: None, not 0
+        assert r["text_similarity"] is None and r["reference_similarity"] is None and r["clip_score"] is None
     for r in rows[2:]:
         assert 0.0 <= r["refclipscore"] <= 2.5 and -1.0 <= r["output_scene_similarity"] <= 1.0
     assert rows[2]["output_words"] == 3000 and rows[3]["non_ascii"] is True
@@ -100,6 +112,9 @@ def test_empty_very_long_and_non_english_outputs_are_scored_and_counted():
     # empties are counted as wrong, not dropped
     assert report["overall"]["accuracy"] <= 3 / 5
     assert report["overall"]["n"] == 5
+    # ... while the similarity means leave them out
+    assert report["overall"]["text_similarity"] == pytest.approx(sum(r["text_similarity"] for r in rows[2:]) / 3)
+    assert report["overall"]["clip_score"] == pytest.approx(sum(r["clip_score"] for r in rows[2:]) / 3)
 
 
 def test_unknown_condition_is_rejected_naming_the_row():
@@ -130,7 +145,10 @@ def test_breakdown_is_keyed_by_ids_not_positions():
     expected = naming.breakdown(rows)
     shuffled = rows[::-1] + rows[:2]  # out of order, with duplicates (multi-process gathers)
     random.Random(0).shuffle(shuffled)
-    assert naming.breakdown(shuffled) == expected
+    got = naming.breakdown(shuffled)
+    # the duplicates are dropped, and said to be
+    assert expected["n_duplicate_rows_dropped"] == 0 and got["n_duplicate_rows_dropped"] == 2
+    assert {**got, "n_duplicate_rows_dropped": 0} == expected
     cells = expected["by_condition_noise"]
     assert set(cells) == {"original", "low"}
     assert set(cells["original"]) == {"none", "target"} and set(cells["original"]["target"]) == {"0.5", "1"}
@@ -172,3 +190,34 @@ def test_figure_tables_merge_level0_and_noise_reports():
     assert fig4.splitlines()[0].startswith("| condition | no noise | context 0.5")
     assert "| original | 0.800 |  |  |  | 0.200 |  |  |" in fig4
     assert "| original | 1.000 |  |  |  | 0.000 |  |  |" in naming.figure4_table(grid, "accuracy")
+
+
+def test_duplicate_rows_with_different_outputs_are_an_error():
+    same = [fake_row("a", "low", "none", 0.0, output="ham"), fake_row("a", "low", "none", 0.0, output="ham")]
+    assert naming.breakdown(same)["n_duplicate_rows_dropped"] == 1
+    clash = [fake_row("a", "low", "none", 0.0, output="ham"), fake_row("a", "low", "none", 0.0, output="laptop")]
+    with pytest.raises(naming.DuplicateRowError, match="'a'.*'ham'.*'laptop'"):
+        naming.breakdown(clash)
+
+
+def test_capture_among_wrong_answers_is_reported_apart():
+    rows = [
+        # accurate and captured at once (possible in ``high``: replacement close to the target)
+        fake_row("a", "high", "none", 0.0, accuracy=1.0, context_captured=True),
+        fake_row("b", "high", "none", 0.0, accuracy=0.0, context_captured=True),
+        fake_row("c", "low", "none", 0.0, accuracy=0.0, context_captured=False),
+        fake_row("d", "low", "none", 0.0, accuracy=1.0, context_captured=False),
+        fake_row("e", "original", "none", 0.0, accuracy=0.0),
+    ]
+    report = naming.breakdown(rows)
+    assert report["context_capture_rate"] == pytest.approx(2 / 4)
+    assert report["context_capture_rate_among_wrong"] == pytest.approx(1 / 2)
+
+
+def test_report_with_several_clip_models_names_none_of_them(monkeypatch):
+    monkeypatch.setenv("LMMS_SCENE_CLIP_MODEL", "env-clip")
+    rows = [fake_row("a", "original", "none", 0.0, clip_model="clip-1"), fake_row("b", "original", "none", 0.0, clip_model="clip-2")]
+    report = naming.report(rows)
+    assert report["scorer"]["clip_model"] == "mixed"
+    assert report["scorer"]["clip_models"] == ["clip-1", "clip-2"] == report["clip_models"]
+    assert "env-clip" not in str(report["scorer"])

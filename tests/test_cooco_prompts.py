@@ -16,19 +16,56 @@ REPO = Path(__file__).resolve().parents[1]
 TASK_DIR = REPO / "tasks" / "cooco"
 SUFFIX = "Answer with the object's name only. No extra text."
 
-# A 100 x 50 image padded to 100 x 100 (25 grey rows above); the box (10, 5, 20, 10)
-# moves to (10, 30, 20, 10): pixels x 10..29, y 30..39.
-DOC = {"width": 100, "height": 50, "target_bbox": [10.0, 5.0, 20.0, 10.0]}
+# A 100 x 50 image padded to 100 x 100 (25 grey rows above); the fractional box
+# (10.4, 5.7, 20.4, 9.6) moves to (10.4, 30.7, 20.4, 9.6), i.e. xyxy (10.4, 30.7, 30.8, 40.3).
+# It covers pixels x 10..30, y 30..40 (Qwen's integer coordinates, x2/y2 exclusive), but the
+# normalised coordinates, the centre and the Kosmos-2 patches come from the float box.
+DOC = {"width": 100, "height": 50, "target_bbox": [10.4, 5.7, 20.4, 9.6]}
+
+
+def independent_context():
+    """The prompt values computed here from the float box, without lmms_scene."""
+    import math
+
+    from transformers.models.kosmos2.processing_kosmos2 import coordinate_to_patch_index
+
+    side = 100
+    dy = (100 - 50) // 2
+    x, y, w, h = DOC["target_bbox"]
+    xyxy = (x, y + dy, x + w, y + dy + h)
+    norm = tuple(v / side for v in xyxy)
+    pixels = (math.floor(xyxy[0]), math.floor(xyxy[1]), math.ceil(xyxy[2]), math.ceil(xyxy[3]))
+    cx, cy = 100 * (norm[0] + norm[2]) / 2, 100 * (norm[1] + norm[3]) / 2
+    return norm, pixels, (cx, cy), coordinate_to_patch_index(norm, 32)
+
+
+_NORM, _PIXELS, _CENTRE, _PATCHES = independent_context()
+_TWO = [f"{v:.2f}" for v in _NORM]
+_N2 = ", ".join(_TWO)
+_N4 = ", ".join(f"{v:.4f}" for v in _NORM)
 
 EXPECTED = {
-    "default": f"What is the object in this part of the image [0.10, 0.30, 0.30, 0.40]? {SUFFIX}",
-    "llava_onevision": f"What is the object in this part of the image [0.1000, 0.3000, 0.3000, 0.4000]? {SUFFIX}",
-    "qwen2_5_vl": f"What is the object in this part of the image [10, 30, 30, 40]? {SUFFIX}",
-    # 32 x 32 grid: upper-left patch row 9 col 3 -> 291; lower-right row 12 col 9 -> 393
-    "kosmos2": f"<grounding>What is the object in <phrase>this part</phrase><object><patch_index_0291><patch_index_0393></object> of the image? {SUFFIX}",
-    "molmo": f"What is the object at point x = 20.0, y = 35.0 of the image? {SUFFIX}",
-    "xgen_mm": f"What is the object in this part of the image <bbox>[0.10, 0.30][0.30, 0.40]</bbox>? {SUFFIX}",
+    "default": f"What is the object in this part of the image [{_N2}]? {SUFFIX}",
+    "llava_onevision": f"What is the object in this part of the image [{_N4}]? {SUFFIX}",
+    "qwen2_5_vl": f"What is the object in this part of the image [{', '.join(map(str, _PIXELS))}]? {SUFFIX}",
+    "kosmos2": f"<grounding>What is the object in <phrase>this part</phrase><object><patch_index_{_PATCHES[0]:04d}><patch_index_{_PATCHES[1]:04d}></object> of the image? {SUFFIX}",
+    "molmo": f"What is the object at point x = {_CENTRE[0]:.1f}, y = {_CENTRE[1]:.1f} of the image? {SUFFIX}",
+    "xgen_mm": f"What is the object in this part of the image <bbox>[{_TWO[0]}, {_TWO[1]}][{_TWO[2]}, {_TWO[3]}]</bbox>? {SUFFIX}",
 }
+
+
+def test_expected_values_are_those_of_the_float_box_not_the_pixel_box():
+    # written out once, so a change in the independent computation is seen too
+    assert _N2 == "0.10, 0.31, 0.31, 0.40" and _N4 == "0.1040, 0.3070, 0.3080, 0.4030"
+    assert _PIXELS == (10, 30, 31, 41)
+    assert (f"{_CENTRE[0]:.1f}", f"{_CENTRE[1]:.1f}") == ("20.6", "35.5")
+    # 32 x 32 grid: upper-left row 9 col 3 -> 291; lower-right row 12 col 9 -> 393
+    # (the rounded pixel box would give row 13 -> 425)
+    assert _PATCHES == (291, 393)
+    ctx = cooco.prompt_context(DOC)
+    assert (ctx["nx1"], ctx["ny1"], ctx["nx2"], ctx["ny2"]) == pytest.approx(_NORM)
+    assert (ctx["cx"], ctx["cy"]) == pytest.approx(_CENTRE)
+    assert (ctx["x1"], ctx["y1"], ctx["x2"], ctx["y2"]) == _PIXELS
 
 
 def task_utils():

@@ -7,7 +7,8 @@ images named ``{id12}_{scene}_{target}[_{replacement}]_{condition}.jpg`` with op
 metadata. :func:`build_dataset` converts either into one ``datasets.Dataset`` with the
 explicit :data:`FEATURES`; every row is validated and a bad row raises
 :class:`CoocoBuildError` naming it. Noise is never stored: the task applies it at
-evaluation time, deterministically per (image, noise area, noise level).
+evaluation time, deterministically per (image, noise level); the three noise areas
+share one noise field.
 
 Command line (through ``lmms-scene build cooco``)::
 
@@ -195,7 +196,12 @@ def _image_bytes(image: Any, base: Path | None) -> tuple[bytes, tuple[int, int],
     """Load an image given as PIL, ``{"bytes", "path"}`` or a path; return bytes to
     store, the size and a note. RGB JPEG/PNG bytes are kept as they are; any other
     mode is converted to RGB (transparency composited onto the padding grey) and
-    stored as PNG."""
+    stored as PNG.
+
+    An EXIF Orientation tag other than 1 would make ``datasets``' ``Image`` feature
+    rotate the image when decoding it, while the size and the target box refer to the
+    raw pixels. Such an image is stored as its raw (unrotated) pixels, re-encoded
+    losslessly as PNG without the tag, so decoding gives the pixels the box refers to."""
     from PIL import Image
 
     data: bytes | None = None
@@ -217,14 +223,22 @@ def _image_bytes(image: Any, base: Path | None) -> tuple[bytes, tuple[int, int],
                 raise FileNotFoundError(f"image file not found: {file}")
             data = file.read_bytes()
         pil = Image.open(io.BytesIO(data))
-    # Image.open reads only the header: size and mode come without decoding pixels.
-    if data is not None and pil.mode == "RGB" and pil.format in ("JPEG", "PNG"):
+    # Image.open reads only the header: size, mode and EXIF come without decoding pixels.
+    orientation = pil.getexif().get(_EXIF_ORIENTATION)
+    oriented = orientation is not None and orientation != 1
+    if data is not None and pil.mode == "RGB" and pil.format in ("JPEG", "PNG") and not oriented:
         return data, pil.size, "kept"
     pil.load()
     rgb = imaging.to_rgb(pil)
     buffer = io.BytesIO()
+    # PNG is written without EXIF unless asked for: the Orientation tag is dropped.
     rgb.save(buffer, format="PNG")
-    return buffer.getvalue(), rgb.size, f"converted from {pil.mode}"
+    note = f"EXIF orientation {orientation} dropped, raw pixels kept" if oriented else f"converted from {pil.mode}"
+    return buffer.getvalue(), rgb.size, note
+
+
+#: EXIF tag 0x0112 (Orientation).
+_EXIF_ORIENTATION = 0x0112
 
 
 def convert_row(raw: Mapping[str, Any], index: int, base: Path | None = None) -> dict[str, Any]:
@@ -386,16 +400,35 @@ def ensure_schema(dataset):
 
     ours = set(features())
     if ours <= set(dataset.column_names):
+        _check_unique_ids(dataset)
         return dataset
     mapping = map_columns(dataset.column_names)
     if "image" in dataset.column_names:
         dataset = dataset.cast_column("image", Image(decode=False))
-    return dataset.map(
+    converted = dataset.map(
         lambda row, index: convert_row(_rename(row, mapping), index),
         with_indices=True,
         remove_columns=dataset.column_names,
         features=features(),
     )
+    _check_unique_ids(converted)
+    return converted
+
+
+def _check_unique_ids(dataset) -> None:
+    """Raise :class:`CoocoBuildError` naming every ``image_id`` that occurs more than once
+    (the builder rejects them too: rows are keyed by image id when scores are gathered)."""
+    seen: dict[str, int] = {}
+    duplicates: dict[str, list[int]] = {}
+    for index, image_id in enumerate(dataset["image_id"]):
+        if image_id in seen:
+            duplicates.setdefault(image_id, [seen[image_id]]).append(index)
+        else:
+            seen[image_id] = index
+    if duplicates:
+        listed = "; ".join(f"{k} (rows {', '.join(map(str, v))})" for k, v in list(duplicates.items())[:10])
+        more = f" and {len(duplicates) - 10} more" if len(duplicates) > 10 else ""
+        raise CoocoBuildError(f"duplicate image_id in {len(duplicates)} cases: {listed}{more}")
 
 
 def load_hub_rows(repo: str = HUB_REPO, split: str | None = None):
@@ -542,12 +575,27 @@ def main(argv: list[str]) -> int:
 
 
 def padded(doc: Mapping[str, Any]):
-    """The doc's image padded onto the grey square, and its target box shifted onto it."""
-    return imaging.pad_to_square(doc["image"], doc["target_bbox"])
+    """The doc's image padded onto the grey square, and its target box shifted onto it.
+
+    Raises ``ValueError`` naming the row when the decoded image's size is not the doc's
+    ``width`` x ``height`` (the box and the prompt coordinates refer to that size; a
+    mismatch means the image was transformed on decoding, e.g. by an EXIF rotation)."""
+    image = doc["image"]
+    if "width" in doc and "height" in doc:
+        expected = (int(doc["width"]), int(doc["height"]))
+        if tuple(image.size) != expected:
+            raise ValueError(
+                f"{doc.get('image_id', '?')}: decoded image is {image.size[0]}x{image.size[1]} but the row "
+                f"says {expected[0]}x{expected[1]}; its target box and prompt coordinates would not match "
+                f"the pixels (an EXIF-rotated image? rebuild the data with `lmms-scene build cooco`)"
+            )
+    return imaging.pad_to_square(image, doc["target_bbox"])
 
 
 def noise_seed(doc: Mapping[str, Any]) -> int:
-    return imaging.noise_seed("cooco", doc["image_id"], doc["noise_area"], float(doc["noise_level"]))
+    """Seed of the doc's noise field: per (image, level), not per area, so the three
+    areas share one field (``all`` = ``target`` inside the box, ``context`` outside)."""
+    return imaging.noise_seed("cooco", doc["image_id"], float(doc["noise_level"]))
 
 
 def visual(doc: Mapping[str, Any]):
@@ -610,17 +658,20 @@ def padded_geometry(doc: Mapping[str, Any]) -> tuple[int, imaging.Box]:
 
 def prompt_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Box coordinates on the padded square in every form a prompt template uses:
-    ``x1..y2`` absolute integer pixels (the covered pixel rectangle, x2/y2 exclusive),
-    ``nx1..ny2`` normalised to [0, 1], ``cx, cy`` the box centre on a 0-100 grid,
-    ``side`` the square's side, ``patch_ul, patch_lr`` Kosmos-2 patch indices."""
+    ``x1..y2`` absolute integer pixels (the covered pixel rectangle, x2/y2 exclusive;
+    Qwen's format), ``nx1..ny2`` the float box (xyxy) normalised by the side to [0, 1],
+    ``cx, cy`` the float box's centre on a 0-100 grid, ``side`` the square's side,
+    ``patch_ul, patch_lr`` Kosmos-2 patch indices of the normalised float box. Only the
+    integer pixels are rounded (as the crop and the noise mask are)."""
     side, box = padded_geometry(doc)
     x1, y1, x2, y2 = imaging.box_pixels(box, (side, side))
-    norm = (x1 / side, y1 / side, x2 / side, y2 / side)
+    clip01 = lambda v: min(max(v, 0.0), 1.0)
+    norm = tuple(clip01(v / side) for v in imaging.xywh_to_xyxy(box))
     ul, lr = kosmos_patch_indices(norm)
     return {
         "x1": x1, "y1": y1, "x2": x2, "y2": y2,
         "nx1": norm[0], "ny1": norm[1], "nx2": norm[2], "ny2": norm[3],
-        "cx": 100.0 * (x1 + x2) / 2 / side, "cy": 100.0 * (y1 + y2) / 2 / side,
+        "cx": 100.0 * (norm[0] + norm[2]) / 2, "cy": 100.0 * (norm[1] + norm[3]) / 2,
         "side": side, "patch_ul": ul, "patch_lr": lr,
     }
 

@@ -17,9 +17,11 @@ Metrics (all on CLIP ViT-B/32 unless configured otherwise, see
 * ``context_captured`` (incongruent items only): the output is closer in CLIP text
   space to the original, scene-typical target than to the gold replacement.
 
-Empty outputs are kept: they score 0 on every correctness metric, are never
-"captured", have no scene similarity (``None``, left out of that mean) and are counted
-in ``empty_output_rate``.
+Empty outputs are kept: they score 0 on ``refclipscore``, ``accuracy`` and
+``levenshtein_accuracy`` (counted wrong), are never "captured", have no similarity
+(``clip_score``, ``reference_similarity``, ``text_similarity`` and
+``output_scene_similarity`` are ``None``: not computed, left out of those means) and are
+counted in ``empty_output_rate``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 from lmms_scene.metrics import clip as clip_metrics
 
-NORMALISER_VERSION = "cooco-normalise-1"
+NORMALISER_VERSION = "cooco-normalise-2"
 #: Merlo et al. (2025), Section 4.3: accuracy is CLIP text cosine >= 0.9.
 ACCURACY_THRESHOLD = 0.9
 #: Authors' code: normalised edit similarity >= 0.55 counts as a correct name.
@@ -57,11 +59,13 @@ CELL_METRICS: tuple[str, ...] = (
     "empty",
 )
 
-# End-of-turn markers that leak into decoded outputs of the model families COOCO uses.
+# End-of-turn markers that leak into decoded outputs of the model families COOCO uses:
+# the answer ends at the first one.
 _END_OF_TURN = re.compile(
-    r"<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>|<\|end\|>|<end_of_turn>|</s>|<\|end_of_text\|>"
-    r"|<\|assistant\|>|<eos>|\[/INST\]"
+    r"<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>|<\|end\|>|<end_of_turn>|</s>|<\|end_of_text\|>|<eos>"
 )
+# Markers that open the model's turn (an echoed prompt tail): dropped, the answer follows.
+_START_OF_TURN = re.compile(r"<\|assistant\|>|\[/INST\]")
 _ARTICLE = re.compile(r"^(?:a|an)\s+")
 
 
@@ -73,9 +77,10 @@ def normalise_label(label: str) -> str:
 def normalise_output(text: str | None) -> str:
     """A model answer as a bare name (authors' normalisation, made explicit).
 
-    Drops end-of-turn tokens, strips, lower-cases, removes a leading "a "/"an " and
-    leading/trailing full stops, and collapses white space. Unicode is NFKC-normalised
-    and otherwise kept: a non-English answer is scored as it is.
+    Cuts the text at the first end-of-turn marker (whatever follows it is not part of
+    the answer), drops every full stop, lower-cases, removes a leading "a "/"an " and
+    collapses white space. Unicode is NFKC-normalised and otherwise kept: a
+    non-English answer is scored as it is.
 
     >>> normalise_output("  A Laptop.<|im_end|>")
     'laptop'
@@ -83,11 +88,15 @@ def normalise_output(text: str | None) -> str:
     if text is None:
         return ""
     text = unicodedata.normalize("NFKC", str(text))
-    text = _END_OF_TURN.sub(" ", text)
+    marker = _END_OF_TURN.search(text)
+    if marker is not None:
+        text = text[: marker.start()]
+    text = _START_OF_TURN.sub(" ", text)
+    # Merlo et al. (2025), Section 4.3: full stops are dropped (all of them).
+    text = text.replace(".", "")
     text = " ".join(text.split()).lower()
-    text = text.strip(" .")
     text = _ARTICLE.sub("", text)
-    return text.strip(" .")
+    return text.strip()
 
 
 def article(name: str) -> str:
@@ -151,8 +160,10 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
     for row in rows:
         if row["empty"]:
             row.update(
-                clip_score=0.0, reference_similarity=0.0, refclipscore=0.0, text_similarity=0.0,
-                accuracy=0.0, levenshtein_similarity=0.0, levenshtein_accuracy=0.0,
+                # counted wrong (per the spec) ...
+                refclipscore=0.0, accuracy=0.0, levenshtein_accuracy=0.0, levenshtein_similarity=0.0,
+                # ... but no similarity is computed for an empty answer
+                clip_score=None, reference_similarity=None, text_similarity=None,
                 output_scene_similarity=None, output_target_similarity=None,
                 context_captured=False if row["condition"] in INCONGRUENT else None,
             )
@@ -209,12 +220,36 @@ CLIP_FIELDS = (
 # -- aggregation --------------------------------------------------------------------
 
 
-def unique_rows(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Rows deduplicated by :func:`row_key` (first wins), sorted by key."""
+class DuplicateRowError(ValueError):
+    """Two rows share an id (:func:`row_key`) but disagree on the model output."""
+
+
+def dedupe_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], int]:
+    """Rows deduplicated by :func:`row_key` (first wins), sorted by key, and how many
+    duplicates were dropped. Raises :class:`DuplicateRowError` naming the key when two
+    rows with one key carry different outputs (a duplicate must be a re-gathered copy,
+    not a second answer)."""
     seen: dict[tuple, Mapping[str, Any]] = {}
+    dropped = 0
     for row in rows:
-        seen.setdefault(row_key(row), row)
-    return [seen[k] for k in sorted(seen, key=lambda k: tuple(map(str, k)))]
+        key = row_key(row)
+        first = seen.get(key)
+        if first is None:
+            seen[key] = row
+            continue
+        dropped += 1
+        if "output" in first or "output" in row:
+            if first.get("output") != row.get("output"):
+                raise DuplicateRowError(
+                    f"rows with the same id {key} have different outputs: "
+                    f"{first.get('output')!r} vs {row.get('output')!r}"
+                )
+    return [seen[k] for k in sorted(seen, key=lambda k: tuple(map(str, k)))], dropped
+
+
+def unique_rows(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Rows deduplicated by :func:`row_key` (see :func:`dedupe_rows`), sorted by key."""
+    return dedupe_rows(rows)[0]
 
 
 def _mean(values: Iterable[Any]) -> float | None:
@@ -262,7 +297,7 @@ def output_statistics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The full COOCO report: overall means, means per condition x noise area x noise
     level (Figures 3-4), context-capture rates, output statistics and provenance."""
-    unique = unique_rows(rows)
+    unique, dropped = dedupe_rows(rows)
     grid: dict[str, dict[str, dict[str, list]]] = {}
     for row in unique:
         grid.setdefault(row["condition"], {}).setdefault(row["noise_area"], {}).setdefault(
@@ -274,14 +309,20 @@ def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] |
         for c in conditions
     }
     incongruent = [r for r in unique if r["condition"] in INCONGRUENT]
+    # An item can be both accurate (cos >= 0.9 to gold) and captured (closer to the
+    # original target than to the gold), e.g. in ``high``; this rate counts capture
+    # only among the incongruent answers that are not accurate.
+    wrong = [r for r in incongruent if r.get("accuracy") is not None and not r["accuracy"]]
     return {
         "scorer": dict(provenance or {}),
         "clip_models": sorted({str(m) for r in unique if (m := r.get("clip_model"))}),
         "n_rows": len(unique),
+        "n_duplicate_rows_dropped": dropped,
         "overall": _cell(unique),
         "by_condition": {c: _cell([r for r in unique if r["condition"] == c]) for c in conditions},
         "by_condition_noise": by_cell,
         "context_capture_rate": _mean(r["context_captured"] for r in incongruent),
+        "context_capture_rate_among_wrong": _mean(r["context_captured"] for r in wrong),
         "output_statistics": output_statistics(unique),
     }
 
@@ -320,6 +361,8 @@ HEADLINE: dict[str, str] = {
     "empty_output_rate": "empty",
 }
 BREAKDOWN_KEY = "cooco_breakdown"
+#: ``scorer.clip_model`` when the rows were scored with more than one CLIP checkpoint.
+MIXED_CLIP_MODELS = "mixed"
 
 
 def metric_entries(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -350,7 +393,14 @@ def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     models = sorted({str(r.get("clip_model")) for r in rows if r.get("clip_model")})
     if rows and not models:  # every row was scored with CLIP switched off
         models = [clip_metrics.CLIP_DISABLED]
-    return breakdown(rows, provenance(models[0] if len(models) == 1 else None))
+    if len(models) > 1:
+        # Rows scored with several checkpoints: name none of them (least of all the
+        # env/default one); ``clip_models`` in the breakdown lists them.
+        record = provenance(models[0])
+        record.pop("clip_metrics", None)
+        record.update(clip_model=MIXED_CLIP_MODELS, clip_models=models)
+        return breakdown(rows, record)
+    return breakdown(rows, provenance(models[0] if models else None))
 
 
 # -- Figures 3-4 from results files -------------------------------------------------------
