@@ -136,6 +136,57 @@ def test_tiny_llava_end_to_end(tiny_llava):
         A.allocation_ratios(records[:1], boxes[:1], [images[0].size], canvas="crop")
 
 
+def test_query_rows_are_the_output_tokens_own_positions(tiny_llava, monkeypatch):
+    """App. C.1: output token o_i's row is at o_i's own position in prompt + outputs."""
+    from PIL import Image
+
+    seen = {}
+    real = A.llm_image_weights
+
+    def spy(attentions, image_positions, query_positions, **kw):
+        seen["n"] = attentions[0].shape[-1]
+        seen["rows"] = torch.as_tensor(query_positions).tolist()
+        seen["image"] = torch.as_tensor(image_positions).tolist()
+        return real(attentions, image_positions, query_positions, **kw)
+
+    monkeypatch.setattr(A, "llm_image_weights", spy)
+    path = min(fixture_dir("tiny_coco", "val2017").glob("*.jpg"))
+    image = Image.open(path).convert("RGB")
+    rec = A.collect_attention(str(tiny_llava), [image], "What is it?", output_ids=[[40, 41, 42, 2]])[0]
+    assert rec.output_ids == [40, 41, 42]
+    n = seen["n"]  # the single forward pass covers prompt + the 3 kept outputs
+    assert seen["rows"] == [n - 3, n - 2, n - 1]  # not the rows of the tokens before them
+    assert max(seen["image"]) < n - 3
+    # the weights are those rows of the full pass, computed independently here
+    from transformers import AutoProcessor, LlavaForConditionalGeneration
+
+    model = LlavaForConditionalGeneration.from_pretrained(tiny_llava, attn_implementation="eager").eval()
+    proc = AutoProcessor.from_pretrained(tiny_llava)
+    msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
+    enc = proc(text=[proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)], images=[image],
+               return_tensors="pt")
+    ids = torch.cat([enc["input_ids"], torch.tensor([[40, 41, 42]])], dim=1)
+    assert ids.shape[1] == n
+    with torch.no_grad():
+        att = model(input_ids=ids, pixel_values=enc["pixel_values"], output_attentions=True).attentions
+    full = torch.stack([t[0] for t in att]).double().mean(1)  # [L, N, N]
+    full[:, :, 0] = 0
+    rows = full[:, n - 3 :]
+    want = (rows / rows.sum(-1, keepdim=True)).mean(0)[:, seen["image"]]
+    torch.testing.assert_close(rec.llm_weights, want / want.sum(1, keepdim=True), atol=1e-6, rtol=1e-5)
+
+
+def test_llm_weights_half_precision_per_layer_list():
+    a = random_attention(3, 2, 10, seed=3)
+    rows, img = [7, 8, 9], [2, 3, 4, 5]
+    want = A.llm_image_weights(a.double(), img, rows)
+    got = A.llm_image_weights([t[None].half() for t in a], img, rows)  # HF layout [1, H, N, N]
+    assert got.dtype == torch.float64 and got.shape == (3, 4)
+    torch.testing.assert_close(got, want, atol=2e-3, rtol=2e-3)
+    with pytest.raises(ValueError, match="positions must lie"):
+        A.llm_image_weights(a, img, [10])
+
+
 def test_tiny_llava_onevision_uses_base_image_tokens(tiny_llava_onevision):
     from PIL import Image
 

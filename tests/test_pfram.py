@@ -313,7 +313,8 @@ def test_duplicates_are_reported_and_scored():
     feats, labels = planted(n=12)
     feats[5] = feats[2]
     with pytest.warns(UserWarning, match="identical features"):
-        score = P.pfram(feats, labels, phi="knn", k=3)
+        # planted(n=12) has an anchor sharing no label (undefined for k-NN too): leave it out
+        score = P.pfram(feats, labels, phi="knn", k=3, on_undefined="skip")
     assert 0.0 <= score <= 1.0
     assert P.find_duplicates(P.image_similarity(feats)) == [(2, 5)]
 
@@ -392,3 +393,48 @@ def test_undefined_zero_matches_reference_convention():
     skip = P.pfram_per_anchor(feats, labels, k=3, on_undefined="skip")
     assert per[2] == 0.0
     np.testing.assert_allclose(np.delete(per, 2), np.delete(skip, 2))
+
+
+def test_undefined_knn_anchor_raises_skips_or_zeroes():
+    feats, labels = planted(n=10)
+    labels = [s | {"common"} for s in labels]
+    labels[2] = {"lonely"}  # shares nothing: its gold top-k would be an arbitrary all-tied pick
+    for ties in ("index", "expected"):
+        with pytest.raises(ValueError, match=r"mutual k-NN undefined for 1 anchor\(s\) \[2\]"):
+            P.pfram_per_anchor(feats, labels, phi="knn", k=3, ties=ties)
+        skip = P.pfram_per_anchor(feats, labels, phi="knn", k=3, ties=ties, on_undefined="skip")
+        zero = P.pfram_per_anchor(feats, labels, phi="knn", k=3, ties=ties, on_undefined="zero")
+        assert np.isnan(skip[2]) and np.isfinite(np.delete(skip, 2)).all() and zero[2] == 0.0
+        np.testing.assert_allclose(np.delete(zero, 2), np.delete(skip, 2))
+        assert P.pfram(feats, labels, phi="knn", k=3, ties=ties, on_undefined="skip") == pytest.approx(
+            np.nanmean(skip)
+        )
+    # the other anchors keep the reference scores
+    sim = P.image_similarity(feats).double().numpy()
+    want = ref_knn(sim, shared_counts(labels), 3)
+    got = P.pfram_per_anchor(sim, labels, phi="knn", k=3, on_undefined="skip")
+    np.testing.assert_allclose(np.delete(got, 2), np.delete(want, 2))
+
+
+def test_two_d_input_is_a_similarity_and_must_be_square():
+    rng = np.random.default_rng(0)
+    vecs = rng.normal(size=(8, 5)).astype(np.float32)  # one vector per image, [n, d]
+    labels = [{f"l{i % 3}"} for i in range(8)]
+    with pytest.raises(ValueError, match=r"a 2-D input is a precomputed \[n, n\] similarity, got shape \(8, 5\)"
+                       r".*\[n, 1, d\]"):
+        P.pfram(vecs, labels, k=2)
+    with pytest.raises(ValueError, match=r"\[n, 1, d\]"):
+        P.pfram(torch.from_numpy(vecs), labels, k=2, first="similarity")
+    # [n, 1, d] and first="features" are the same thing
+    a = P.pfram_per_anchor(vecs[:, None, :], labels, k=2)
+    b = P.pfram_per_anchor(vecs, labels, k=2, first="features")
+    np.testing.assert_allclose(a, b)
+    # n == d: read as a similarity by default, as features only when asked
+    sq = rng.normal(size=(8, 8)).astype(np.float32)
+    as_sim = P.pfram_per_anchor(sq, labels, k=2)
+    np.testing.assert_allclose(as_sim, P.pfram_per_anchor(sq, labels, k=2, first="similarity"))
+    np.testing.assert_allclose(
+        P.pfram_per_anchor(sq, labels, k=2, first="features"), P.pfram_per_anchor(sq[:, None, :], labels, k=2)
+    )
+    with pytest.raises(ValueError, match="first"):
+        P.pfram(sq, labels, k=2, first="vectors")

@@ -92,7 +92,7 @@ def test_clip_extraction_matches_direct_forward(tiny_clip, coco_images, tmp_path
         str(tiny_clip), coco_images[:5], tmp_path / "f", layers="vision.all", batch_size=2, shard_size=3
     )
     store = FeatureStore(out)
-    assert store.layers == ["vision.0", "vision.1", "vision.2"] or store.layers[0] == "vision.0"
+    assert store.layers == ["vision.0", "vision.1", "vision.2"]
     ids, feats = store.load("vision.1")
     assert ids == [p.name for p in coco_images[:5]]
     assert all(f.dtype == torch.float16 and f.shape == (16, 32) for f in feats)  # 4 x 4 patches, CLS dropped
@@ -195,15 +195,21 @@ def test_llava_llm_layer0_is_the_projector_output(tiny_llava, coco_images, tmp_p
         proj = model.model.get_image_features(pixel_values=pix).pooler_output
     proj = proj[0] if isinstance(proj, (list, tuple)) else proj.reshape(-1, 16, 48)[0]
     torch.testing.assert_close(llm0[2].float(), proj.reshape(16, 48), atol=2e-3, rtol=2e-3)
-    # an instruction changes LLM states but not the projector output (the image comes first)
-    out2 = extract_features(
-        str(tiny_llava), coco_images[:4], tmp_path / "l2", layers="llm.0,llm.2", instruction="What is this?"
-    )
-    _, llm0b = FeatureStore(out2).load("llm.0")
-    _, llm2b = FeatureStore(out2).load("llm.2")
-    _, llm2 = store.load("llm.2")
-    torch.testing.assert_close(llm0b[2], llm0[2])
-    assert not torch.allclose(llm2b[2].float(), llm2[2].float(), atol=1e-3)
+    # the instruction comes before the image (Pfram paper, Sec. 5): the projector output
+    # (llm.0) is the same with or without it, while two different instructions give
+    # different LLM states at the image positions (impossible if the text came after
+    # the image, since the LLM is causal)
+    def with_instruction(name, text):
+        d = extract_features(str(tiny_llava), coco_images[:3], tmp_path / name, layers="llm.0,llm.2", instruction=text)
+        return FeatureStore(d).load("llm.0")[1], FeatureStore(d).load("llm.2")[1]
+
+    llm0_a, llm2_a = with_instruction("ia", "What is this?")
+    llm0_b, llm2_b = with_instruction("ib", "Describe every object in the picture in detail.")
+    for b in range(3):
+        assert llm2_a[b].shape == llm2_b[b].shape == (16, 48)
+        torch.testing.assert_close(llm0_a[b], llm0[b], atol=0, rtol=0)
+        torch.testing.assert_close(llm0_b[b], llm0[b], atol=0, rtol=0)
+        assert not torch.allclose(llm2_a[b].float(), llm2_b[b].float(), atol=1e-3)
 
 
 # ---------------------------------------------------------------------------
@@ -239,7 +245,7 @@ def test_cli_extract_and_score_on_coco(tiny_llava, tmp_path, capsys):
     # the same number straight from the library
     ids, f = FeatureStore(feats).load("llm.1")
     labs = L.labels_for(ids, L.read_coco(ann))
-    want = P.pfram(f, labs, phi="knn", k=2)
+    want = P.pfram(f, labs, phi="knn", k=2, on_undefined="skip")  # as --on-undefined skip
     got = next(r for r in table["rows"] if (r["phi"], r["k"], r["ties"]) == ("knn", 2, "index"))["layers"]["llm.1"]
     assert got == pytest.approx(want)
 
@@ -325,6 +331,34 @@ def test_cli_correlate(tmp_path, capsys):
     assert "at least 3 models" in capsys.readouterr().err
     assert pfram_cli.main(["correlate", "--scores", *scores, "--pope", *pope, "--pope-tasks", "a,b,c"]) == 2
     assert "task 'a' missing" in capsys.readouterr().err
+
+
+def test_cli_correlate_warns_on_model_mismatch_and_rejects_percentages(tmp_path, capsys):
+    accs = [(0.80, 0.78, 0.75), (0.86, 0.84, 0.80), (0.79, 0.74, 0.70)]
+    scores, pope = [], []
+    for m, (pf, acc) in enumerate(zip([0.61, 0.70, 0.55], accs)):
+        row = {"phi": "ndcg", "k": 100, "ties": "index", "input": pf, "mean": pf, "max": pf}
+        s = tmp_path / f"s{m}.json"
+        s.write_text(json.dumps({"model": f"/ckpt/m{m}/", "input_layer": "llm.0", "rows": [row]}))
+        scores.append(str(s))
+        pope.append(str(_results_file(tmp_path / f"r{m}.json", f"org/m{m}", acc)))
+    # same basenames: no warning
+    assert pfram_cli.main(["correlate", "--scores", *scores, "--pope", *pope]) == 0
+    assert "warning" not in capsys.readouterr().err
+    # pairs swapped: the models recorded on both sides disagree
+    assert pfram_cli.main(["correlate", "--scores", *scores, "--pope", pope[1], pope[0], pope[2]]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "'/ckpt/m0/'" in err and "pretrained='org/m1'" in err and "m2" not in err
+    # percentages mixed with lmms-eval's fractions
+    assert pfram_cli.main(["correlate", "--scores", *scores, "--pope", "85.2", pope[1], pope[2]]) == 2
+    err = capsys.readouterr().err
+    assert "outside [0, 1]" in err and "85.2" in err
+    pct = _results_file(tmp_path / "pct.json", "org/m0", (80.0, 78.0, 75.0))
+    assert pfram_cli.main(["correlate", "--scores", *scores, "--pope", str(pct), pope[1], pope[2]]) == 2
+    assert "outside [0, 1]" in capsys.readouterr().err
+    # literal fractions are accepted
+    assert pfram_cli.main(["correlate", "--scores", *scores, "--pope", "0.8", "0.85", "0.7"]) == 0
+    capsys.readouterr()
 
 
 def test_llava_onevision_base_image_tokens_come_first(tiny_llava_onevision, coco_images, tmp_path):

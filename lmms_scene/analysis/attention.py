@@ -22,8 +22,9 @@ them into r_l per instance and layer (the baseline needs the whole dataset).
 
 Generated tokens' attention rows are read from one teacher-forced forward pass
 over prompt + generated tokens: with causal attention those rows equal the ones
-seen during generation. The row of output token o_t is the row of the position
-that predicted it (the token before it).
+seen during generation. As in Appendix C.1, the row of output token o_i is the
+row at o_i's own position in that full sequence: with a prompt of P tokens and
+T kept output tokens the query rows are positions P, P + 1, ..., P + T - 1.
 """
 
 from __future__ import annotations
@@ -50,22 +51,45 @@ __all__ = [
 ]
 
 
-def _stack_layers(attentions: Sequence[torch.Tensor] | torch.Tensor, name: str) -> torch.Tensor:
-    """[L, H, N, N] float64 from a per-layer list of [H, N, N] or [1, H, N, N]."""
+def _layers(attentions: Sequence[torch.Tensor] | torch.Tensor, name: str) -> list[torch.Tensor]:
+    """The per-layer ``[H, N, N]`` tensors (views, on their own device and dtype)."""
     if isinstance(attentions, torch.Tensor):
         a = attentions
+        if a.ndim == 5 and a.shape[1] == 1:
+            a = a[:, 0]
+        if a.ndim != 4:
+            raise ValueError(f"{name}: expected [layers, heads, N, N], got {tuple(a.shape)}")
+        layers = list(a.unbind(0))
     else:
-        if len(attentions) == 0:
-            raise ValueError(f"{name}: no layers")
-        a = torch.stack([t[0] if t.ndim == 4 else t for t in attentions])
-    if a.ndim == 5 and a.shape[1] == 1:
-        a = a[:, 0]
-    if a.ndim != 4 or a.shape[-1] != a.shape[-2]:
-        raise ValueError(f"{name}: expected [layers, heads, N, N], got {tuple(a.shape)}")
-    a = a.detach().double().cpu()
-    if not torch.isfinite(a).all():
-        raise ValueError(f"{name}: NaN or inf attention")
-    return a
+        layers = [t[0] if t.ndim == 4 and t.shape[0] == 1 else t for t in attentions]
+    if len(layers) == 0:
+        raise ValueError(f"{name}: no layers")
+    shapes = {tuple(t.shape) for t in layers}
+    if len(shapes) != 1:
+        raise ValueError(f"{name}: layers differ in shape {sorted(shapes)}")
+    shape = shapes.pop()
+    if len(shape) != 3 or shape[-1] != shape[-2]:
+        raise ValueError(f"{name}: expected [layers, heads, N, N], got {(len(layers), *shape)}")
+    return layers
+
+
+def _head_mean(layers: list[torch.Tensor], name: str, rows: torch.Tensor | None = None) -> torch.Tensor:
+    """``[L, R, N]`` float64 on the CPU: per layer, the kept rows averaged over heads.
+
+    The row selection and the head mean run layer by layer on the attention's own
+    device (in float64, so the result does not depend on where it ran); only the
+    ``[R, N]`` result of each layer is moved to the CPU.
+    """
+    out = []
+    for t in layers:
+        x = t.detach()
+        if rows is not None:
+            x = x[:, rows.to(x.device), :]
+        m = x.double().mean(dim=0)
+        if not torch.isfinite(m).all():
+            raise ValueError(f"{name}: NaN or inf attention")
+        out.append(m.cpu())
+    return torch.stack(out)
 
 
 def _renormalise_rows(a: torch.Tensor, name: str) -> torch.Tensor:
@@ -85,25 +109,31 @@ def llm_image_weights(
     """A-hat: attention of each output token over the image tokens (COOCO App. C.1, C.3).
 
     Args:
-        attentions: the LLM's attentions for one sequence, per layer ``[H, N, N]``.
+        attentions: the LLM's attentions for one sequence, per layer ``[H, N, N]``
+            (or ``[1, H, N, N]``), on any device and in any dtype; the head mean is
+            taken layer by layer there, on the kept rows only.
         image_positions: sequence positions of the image tokens, in patch order.
-        query_positions: the rows to keep (one per output token).
+        query_positions: the rows to keep, one per output token: output token o_i's
+            own position in the full (prompt + outputs) sequence (App. C.1).
         sink_index: the column zeroed before renormalising (the BOS token).
 
     Returns:
         ``[len(query_positions), len(image_positions)]``, rows summing to 1.
     """
-    a = _stack_layers(attentions, "attentions")
-    mean_heads = a.mean(dim=1)  # [L, N, N]
-    mean_heads[:, :, sink_index] = 0.0
-    # rows of the causal matrix before the sink's own row may be empty only at row 0
-    rows = torch.as_tensor(query_positions, dtype=torch.long)
-    cols = torch.as_tensor(image_positions, dtype=torch.long)
+    layers = _layers(attentions, "attentions")
+    n = layers[0].shape[-1]
+    rows = torch.as_tensor(query_positions, dtype=torch.long).flatten().cpu()
+    cols = torch.as_tensor(image_positions, dtype=torch.long).flatten().cpu()
     if rows.numel() == 0 or cols.numel() == 0:
         raise ValueError("llm_image_weights: no output tokens or no image tokens")
+    for what, idx in (("query_positions", rows), ("image_positions", cols)):
+        if (idx < 0).any() or (idx >= n).any():
+            raise ValueError(f"{what}: positions must lie in [0, {n - 1}] (the sequence has {n} tokens)")
     if (rows == sink_index).any():
         raise ValueError("query_positions: the sink token's own row has nothing left after zeroing it")
-    sel = mean_heads[:, rows, :]
+    # head mean per layer on the model's device, keeping only the query rows: [L, T, N]
+    sel = _head_mean(layers, "attentions", rows)
+    sel[:, :, sink_index] = 0.0
     a_llm = _renormalise_rows(sel, "attentions").mean(dim=0)  # A_LLM rows, [T, N]
     img = a_llm[:, cols]
     return _renormalise_rows(img, "image attention")
@@ -114,7 +144,7 @@ def vit_normalised(attentions: Sequence[torch.Tensor] | torch.Tensor) -> torch.T
 
     Returns ``[L, S, S]`` (float64).
     """
-    a = _stack_layers(attentions, "vit attentions").mean(dim=1)
+    a = _head_mean(_layers(attentions, "vit attentions"), "vit attentions")
     return _renormalise_rows(a, "vit attentions")
 
 
@@ -285,6 +315,7 @@ def collect_attention(
     *,
     max_new_tokens: int = 8,
     device: str = "cpu",
+    dtype: str | torch.dtype = "auto",
     output_ids: Sequence[Sequence[int]] | None = None,
 ) -> list[AttentionRecord]:
     """Attention pieces for each image from a LLaVA-style checkpoint (eager attention).
@@ -294,6 +325,10 @@ def collect_attention(
         images: PIL images (one instance each).
         prompt: the user text; it goes through the chat template after the image.
         max_new_tokens: greedy generation length.
+        device / dtype: where and in which precision the model runs (``dtype`` goes
+            to ``from_pretrained``; ``"auto"`` keeps the checkpoint's dtype, e.g.
+            float16 / bfloat16 for released LLaVA weights). The attention maps are
+            reduced to float64 after the head mean.
         output_ids: skip generation and use these output token ids (for tests and
             for reusing the outputs of an lmms-eval run).
     """
@@ -306,10 +341,10 @@ def collect_attention(
         raise ValueError(f"collect_attention: {cfg.model_type!r} is not a LLaVA-style model (llava, llava_onevision)")
 
     def load() -> tuple[Any, Any]:
-        m = AutoModelForImageTextToText.from_pretrained(model, attn_implementation="eager").to(device).eval()
-        return m, AutoProcessor.from_pretrained(model)
+        m = AutoModelForImageTextToText.from_pretrained(model, dtype=dtype, attn_implementation="eager")
+        return m.to(device).eval(), AutoProcessor.from_pretrained(model)
 
-    vlm, processor = cached(("cooco-attention", model, device), load)
+    vlm, processor = cached(("cooco-attention", model, device, str(dtype)), load)
     image_token_id = int(vlm.config.image_token_id)
     eos = (
         {int(vlm.generation_config.eos_token_id)}
@@ -321,6 +356,7 @@ def collect_attention(
     records = []
     for n, image in enumerate(images):
         enc = processor(text=[text], images=[image], return_tensors="pt").to(device)
+        enc["pixel_values"] = enc["pixel_values"].to(vlm.dtype)
         prompt_len = enc["input_ids"].shape[1]
         with torch.no_grad():
             if output_ids is None:
@@ -345,7 +381,14 @@ def collect_attention(
             pix.shape[-1] // vlm.config.vision_config.patch_size
         )
         positions = positions[:n_grid]  # base-image tokens come first
-        queries = torch.arange(prompt_len - 1, prompt_len - 1 + len(new))
+        # App. C.1: output token o_i's row is at its own position in the full sequence
+        # (prompt + outputs), i.e. positions prompt_len .. prompt_len + len(new) - 1
+        queries = torch.arange(prompt_len, prompt_len + len(new))
+        if out.attentions[0].shape[-1] != prompt_len + len(new):
+            raise RuntimeError(
+                f"image {n}: the forward pass covers {out.attentions[0].shape[-1]} positions,"
+                f" expected prompt ({prompt_len}) + outputs ({len(new)})"
+            )
         weights = llm_image_weights(out.attentions, positions, queries)
         vit = vit_normalised(vo.attentions)
         records.append(AttentionRecord(weights, vit, n_prefix=vit.shape[-1] - n_grid, output_ids=new))

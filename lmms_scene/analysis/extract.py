@@ -16,7 +16,11 @@ image encoders with a patch grid), LLaVA-1.5 style (``llava``), LLaVA-NeXT /
 LLaVA-OneVision (``llava_next``, ``llava_onevision``; vision layers use the base
 image, LLM layers every image token) and Qwen2-VL / Qwen2.5-VL. By default the
 model sees the image alone (no instruction), as in the paper; ``instruction``
-puts one user turn (image, then the text) through the chat template.
+puts one user turn (the text, then the image) through the chat template. The
+instruction comes BEFORE the image, as in the Pfram paper (Sec. 5) and its
+reference code: with a causal LLM only earlier tokens can change the hidden
+states at the image positions, so an instruction after the image could not
+affect ``llm.i`` at all. ``llm.0`` (the projector output) never depends on it.
 
 On-disk format (a directory, ``FORMAT`` / ``FORMAT_VERSION`` in ``meta.json``):
 
@@ -173,7 +177,9 @@ def _plain_adapter(
 def _prompt(processor: Any, image_text: str, instruction: str | None) -> str:
     if instruction is None:
         return image_text
-    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": instruction}]}]
+    # instruction first, then the image (Pfram paper, Sec. 5): with causal attention
+    # only tokens before the image can change the hidden states at image positions
+    messages = [{"role": "user", "content": [{"type": "text", "text": instruction}, {"type": "image"}]}]
     return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
 
@@ -405,7 +411,9 @@ def extract_features(
         images: image file paths, in the order to store them.
         image_ids: the ids to store (default: the file names); they key the labels.
         layers: a selection for :func:`parse_layers`.
-        instruction: text after the image (default: the image alone, as in the paper).
+        instruction: text put before the image in one user turn (Pfram paper,
+            Sec. 5), so that it can change the LLM's states at the image positions;
+            default: the image alone, as in the paper's main results.
         batch_size: images per forward pass; shard_size: images per shard file.
         device / dtype: where and in which precision the model runs; the
             stored vectors are float16 either way.

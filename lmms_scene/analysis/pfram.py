@@ -492,6 +492,7 @@ def pfram_per_anchor(
     ties: str = "index",
     gold: str = "auto",
     on_undefined: str = "raise",
+    first: str = "auto",
     block_bytes: int = DEFAULT_BLOCK_BYTES,
     device: str | torch.device | None = None,
 ) -> np.ndarray:
@@ -500,7 +501,14 @@ def pfram_per_anchor(
     Args:
         features_or_similarity: patch features (``[n, N, d]`` or a list of
             ``[N_i, d]``, see :func:`image_similarity`) or a precomputed ``[n, n]``
-            similarity (rows are anchors).
+            similarity (rows are anchors). A 2-D array or tensor is ALWAYS read as
+            a precomputed ``[n, n]`` similarity (unless ``first="features"``): one
+            feature vector per image must be given as ``[n, 1, d]``, otherwise an
+            ``[n, d]`` input with n == d would be silently taken for a similarity.
+        first: what the first argument is: ``"auto"`` (2-D = similarity, 3-D or a
+            list = patch features), ``"similarity"`` (must be ``[n, n]``) or
+            ``"features"`` (a 2-D ``[n, d]`` is then one vector per image, i.e.
+            ``[n, 1, d]``).
         labels_or_relevance: a list of label collections, a multi-hot ``[n, m]``
             matrix (G_obj), or an ``[n, n]`` gold relevance (e.g. G_des).
         phi: ``"ndcg"`` (NDCG@k, linear gains) or ``"knn"`` (mutual k-NN).
@@ -509,10 +517,13 @@ def pfram_per_anchor(
             ``"expected"`` gives the expectation under uniform random tie-breaking.
         gold: ``"auto"``, ``"labels"`` or ``"relevance"`` to say what the second
             argument is when its shape is ambiguous.
-        on_undefined: NDCG is undefined for an anchor whose ideal DCG is 0 (it shares
-            nothing with any candidate). ``"raise"`` (default) or ``"skip"``
-            (that anchor's entry is NaN and :func:`pfram` averages the others) or
-            ``"zero"`` (scored 0, as the reference code does; it lowers the mean).
+        on_undefined: an anchor that shares nothing with any candidate (no
+            candidate has positive gold relevance, e.g. no shared label) has no
+            meaningful score: NDCG's ideal DCG is 0, and mutual k-NN's gold top-k
+            would be an arbitrary pick among all-tied candidates. For both phis:
+            ``"raise"`` (default) or ``"skip"`` (that anchor's entry is NaN and
+            :func:`pfram` averages the others) or ``"zero"`` (scored 0, as the
+            reference code does for NDCG; it lowers the mean).
 
     Returns:
         float64 array ``[n]`` with values in [0, 1].
@@ -523,10 +534,22 @@ def pfram_per_anchor(
         raise ValueError(f"ties: expected one of {TIES}, got {ties!r}")
     if on_undefined not in ("raise", "skip", "zero"):
         raise ValueError(f"on_undefined: expected 'raise', 'skip' or 'zero', got {on_undefined!r}")
-    if isinstance(features_or_similarity, (torch.Tensor, np.ndarray)) and features_or_similarity.ndim == 2:
-        sim = _as_square(features_or_similarity, "similarity")
+    if first not in ("auto", "features", "similarity"):
+        raise ValueError(f"first: expected 'auto', 'features' or 'similarity', got {first!r}")
+    x = features_or_similarity
+    is_2d = isinstance(x, (torch.Tensor, np.ndarray)) and x.ndim == 2
+    if first == "similarity" or (first == "auto" and is_2d):
+        if not isinstance(x, (torch.Tensor, np.ndarray)) or x.ndim != 2 or x.shape[0] != x.shape[1]:
+            shape = tuple(x.shape) if isinstance(x, (torch.Tensor, np.ndarray)) else type(x).__name__
+            raise ValueError(
+                f"features_or_similarity: a 2-D input is a precomputed [n, n] similarity, got shape {shape};"
+                " give one feature vector per image as [n, 1, d] (or pass first='features')"
+            )
+        sim = _as_square(x, "similarity")
     else:
-        sim = image_similarity(features_or_similarity, block_bytes=block_bytes, device=device).double().numpy()
+        if is_2d:
+            x = x[:, None, :]  # first="features": one vector per image
+        sim = image_similarity(x, block_bytes=block_bytes, device=device).double().numpy()
         warn_duplicates(sim)
     n = sim.shape[0]
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n - 1:
@@ -534,22 +557,35 @@ def pfram_per_anchor(
     rel = _gold_relevance(labels_or_relevance, n, gold)
     k = int(k)
     if phi == "knn":
-        return _knn_index(sim, rel, k) if ties == "index" else _knn_expected(sim, rel, k)
+        off = rel.astype(np.float64, copy=True)
+        np.fill_diagonal(off, -np.inf)
+        undefined = off.max(axis=1) <= 0  # no candidate with positive relevance: gold top-k all tied
+        if undefined.any():
+            _check_undefined(undefined, on_undefined, "mutual k-NN")
+        score = _knn_index(sim, rel, k) if ties == "index" else _knn_expected(sim, rel, k)
+        if undefined.any():
+            score = score.astype(np.float64, copy=True)
+            score[undefined] = 0.0 if on_undefined == "zero" else np.nan
+        return score
     if (rel < 0).any():
         raise ValueError("relevance: NDCG needs non-negative gains (clip negative cosines, see description_relevance)")
     dcg, idcg = _ndcg(sim, rel, k, ties)
     undefined = idcg <= 0
     if undefined.any():
-        if on_undefined == "raise":
-            idx = np.nonzero(undefined)[0]
-            raise ValueError(
-                f"NDCG undefined for {len(idx)} anchor(s) {idx[:10].tolist()}: no candidate has positive relevance;"
-                " drop them or pass on_undefined='skip'"
-            )
+        _check_undefined(undefined, on_undefined, "NDCG")
         out = np.full(n, 0.0 if on_undefined == "zero" else np.nan)
         out[~undefined] = dcg[~undefined] / idcg[~undefined]
         return out
     return dcg / idcg
+
+
+def _check_undefined(undefined: np.ndarray, on_undefined: str, what: str) -> None:
+    if on_undefined == "raise":
+        idx = np.nonzero(undefined)[0]
+        raise ValueError(
+            f"{what} undefined for {len(idx)} anchor(s) {idx[:10].tolist()}: no candidate has positive relevance;"
+            " drop them or pass on_undefined='skip'"
+        )
 
 
 def pfram(features_or_similarity: Any, labels_or_relevance: Any, **kwargs: Any) -> float:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -36,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--image-list", type=Path, help="text file of image names (one per line) instead of --labels")
     e.add_argument("--out", required=True, type=Path, help="features directory (resumable)")
     e.add_argument("--layers", default="llm.every4", help="e.g. vision.-1,llm.every4 or llm.0,llm.8")
-    e.add_argument("--instruction", default=None, help="text after the image (default: image only)")
+    e.add_argument("--instruction", default=None, help="user text put before the image (default: image only)")
     e.add_argument("--batch-size", type=int, default=8)
     e.add_argument("--shard-size", type=int, default=64)
     e.add_argument("--device", default="cpu")
@@ -58,7 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--layers", default=None, help="subset of the stored layers (comma-separated names)")
     s.add_argument("--input-layer", default="llm.0", help="layer reported as Pfram_input")
     s.add_argument("--on-undefined", default="raise", choices=["raise", "skip", "zero"],
-                   help="NDCG anchors sharing no label with any image: error, leave out of the mean,"
+                   help="anchors sharing no label with any image (NDCG and knn): error, leave out of the mean,"
                         " or score 0 (the reference code's choice)")  # fmt: skip
     s.add_argument("--drop-unlabelled", action="store_true", help="score only the images the labels file keeps")
     s.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for 95%% intervals (0: none)")
@@ -224,7 +225,9 @@ def score_features(
         for phi in phis:
             for k in ks:
                 for t in ties:
-                    per = P.pfram_per_anchor(sim, gold, phi=phi, k=k, ties=t, gold=gold_kind, on_undefined=on_undefined)
+                    per = P.pfram_per_anchor(
+                        sim, gold, phi=phi, k=k, ties=t, gold=gold_kind, on_undefined=on_undefined, first="similarity"
+                    )
                     undefined = int(np.isnan(per).sum())
                     if undefined == len(per):
                         raise ValueError(f"layer {layer}: no anchor has a defined {phi} score")
@@ -289,6 +292,22 @@ def _model_name(results_path: Path) -> str:
     return str(cfg.get("model", results_path))
 
 
+def _basename(model: str) -> str:
+    """``org/llava-1.5-7b-hf``, ``/ckpt/llava-1.5-7b-hf/`` -> ``llava-1.5-7b-hf``."""
+    return model.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _check_accuracy(acc: float, source: str, per: dict[str, float]) -> None:
+    """POPE accuracy must be a fraction in [0, 1], as lmms-eval reports it."""
+    bad = {t: v for t, v in per.items() if not 0.0 <= v <= 1.0}
+    if bad or not (math.isfinite(acc) and 0.0 <= acc <= 1.0):
+        detail = f" (splits {bad})" if bad else ""
+        raise ValueError(
+            f"--pope {source}: POPE accuracy {acc:g}{detail} is outside [0, 1]; give accuracies as fractions"
+            " like lmms-eval's (e.g. 0.85, not 85 percent), and do not mix percentages with results files"
+        )
+
+
 def correlate(
     score_files: list[Path],
     pope: list[str],
@@ -322,6 +341,13 @@ def correlate(
         except ValueError:
             acc, per = pope_accuracy(Path(pp), pope_tasks)
             name = _model_name(Path(pp))
+            if _basename(name) != _basename(str(sc["model"])):
+                print(
+                    f"lmms-scene pfram correlate: warning: {sf} scores model {sc['model']!r} but {pp} was run with"
+                    f" pretrained={name!r}; check that --scores and --pope are paired in the same order",
+                    file=sys.stderr,
+                )
+        _check_accuracy(acc, pp, per)
         rows.append(
             {"model": sc["model"], "pope_model": name, "pfram": value, "pope_accuracy": acc, "pope_splits": per}
         )
