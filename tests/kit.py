@@ -234,6 +234,35 @@ _LLAVA_CHAT = (
 )
 
 
+#: the vision tower both tiny LLaVAs use: image 32, patch 8, so a 4 x 4 grid
+_TINY_TOWER = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2, image_size=32, patch_size=8)
+
+
+def _tiny_llm(tokenizer, max_positions: int) -> dict:
+    """A 2-layer language model config (Llama or Qwen2 shape) over ``tokenizer``."""
+    return dict(
+        vocab_size=len(tokenizer),
+        hidden_size=48,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_positions,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+
+
+def _llava_tokenizer(tok, media_tokens: dict):
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>",
+        extra_special_tokens=media_tokens, chat_template=_LLAVA_CHAT,
+    )  # fmt: skip
+
+
 def build_tiny_llava(path: Path) -> Path:
     """A random-weight LLaVA-1.5: CLIP vision tower (image 32, patch 8: a 4 x 4 grid plus
     CLS), 2-layer Llama text model, and a real ``LlavaProcessor`` that expands
@@ -246,21 +275,12 @@ def build_tiny_llava(path: Path) -> Path:
         LlavaConfig,
         LlavaForConditionalGeneration,
         LlavaProcessor,
-        PreTrainedTokenizerFast,
     )
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     tok = train_byte_bpe(_LLAVA_SPECIALS, vocab_size=300, seed=0)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="<unk>",
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        extra_special_tokens={"image_token": "<image>"},
-        chat_template=_LLAVA_CHAT,
-    )
+    tokenizer = _llava_tokenizer(tok, {"image_token": "<image>"})
     processor = LlavaProcessor(
         image_processor=CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}),
         tokenizer=tokenizer,
@@ -271,27 +291,8 @@ def build_tiny_llava(path: Path) -> Path:
     )
     image_id = tokenizer.convert_tokens_to_ids("<image>")
     config = LlavaConfig(
-        vision_config=CLIPVisionConfig(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=3,
-            num_attention_heads=2,
-            image_size=32,
-            patch_size=8,
-            projection_dim=32,
-        ).to_dict(),
-        text_config=LlamaConfig(
-            vocab_size=len(tokenizer),
-            hidden_size=48,
-            intermediate_size=96,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=256,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-        ).to_dict(),
+        vision_config=CLIPVisionConfig(**_TINY_TOWER, projection_dim=32).to_dict(),
+        text_config=LlamaConfig(**_tiny_llm(tokenizer, max_positions=256)).to_dict(),
         image_token_index=image_id,
         vision_feature_layer=-2,
         vision_feature_select_strategy="default",
@@ -316,7 +317,6 @@ def build_tiny_llava_onevision(path: Path) -> Path:
         LlavaOnevisionImageProcessor,
         LlavaOnevisionProcessor,
         LlavaOnevisionVideoProcessor,
-        PreTrainedTokenizerFast,
         Qwen2Config,
         SiglipVisionConfig,
     )
@@ -324,15 +324,7 @@ def build_tiny_llava_onevision(path: Path) -> Path:
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     tok = train_byte_bpe([*_LLAVA_SPECIALS, "<video>"], vocab_size=300, seed=1)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        unk_token="<unk>",
-        bos_token="<s>",
-        eos_token="</s>",
-        pad_token="<pad>",
-        extra_special_tokens={"image_token": "<image>", "video_token": "<video>"},
-        chat_template=_LLAVA_CHAT,
-    )
+    tokenizer = _llava_tokenizer(tok, {"image_token": "<image>", "video_token": "<video>"})
     pinpoints = [[32, 32], [32, 64], [64, 32], [64, 64]]
     size = {"height": 32, "width": 32}
     processor = LlavaOnevisionProcessor(
@@ -344,26 +336,8 @@ def build_tiny_llava_onevision(path: Path) -> Path:
         chat_template=_LLAVA_CHAT,
     )
     config = LlavaOnevisionConfig(
-        vision_config=SiglipVisionConfig(
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=3,
-            num_attention_heads=2,
-            image_size=32,
-            patch_size=8,
-        ).to_dict(),
-        text_config=Qwen2Config(
-            vocab_size=len(tokenizer),
-            hidden_size=48,
-            intermediate_size=96,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=512,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-            pad_token_id=tokenizer.pad_token_id,
-        ).to_dict(),
+        vision_config=SiglipVisionConfig(**_TINY_TOWER).to_dict(),
+        text_config=Qwen2Config(**_tiny_llm(tokenizer, max_positions=512)).to_dict(),
         image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
         video_token_index=tokenizer.convert_tokens_to_ids("<video>"),
         vision_feature_select_strategy="full",
