@@ -47,8 +47,9 @@ def run_harness(argv: list[str]) -> int:
         harness.cli_evaluate()
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-    except Exception as err:  # raised through with --verbosity DEBUG
-        failures.append(err) if err not in failures else None
+    except Exception as err:  # re-raised by the harness under --verbosity DEBUG
+        if err not in failures:
+            failures.append(err)
     finally:
         harness.cli_evaluate_single = original
         sys.argv = saved_argv
