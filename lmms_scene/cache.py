@@ -1,20 +1,28 @@
-"""The one place that owns model loading and caching.
+"""The one place that owns caching: loaded models, embeddings and corpus-level values.
 
-Every model lmms-scene loads (CLIP for the metrics, sentence encoders, VLM checkpoints
-for analysis) goes through :func:`cached`, so a checkpoint is loaded once per process
-even when lmms-eval calls ``process_results`` from several threads at once.
+* :func:`cached`: process-wide objects that live for the whole run (loaded checkpoints);
+  created once even when lmms-eval calls ``process_results`` from several threads.
+* :func:`memo`: bounded, least-recently-used values in a named namespace (text and image
+  embeddings, blind-prior answers, corpus-level metrics), so memory stays flat on long runs.
+* :func:`load_pretrained`: the one way lmms-scene loads a Hugging Face model
+  (``from_pretrained``, then ``to(device)``, then ``eval()``).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Callable, Hashable, TypeVar
+from collections import OrderedDict
+from typing import Any, Callable, Hashable, TypeVar
 
 T = TypeVar("T")
 
 _values: dict[Hashable, object] = {}
 _locks: dict[Hashable, threading.Lock] = {}
 _guard = threading.Lock()
+
+#: default size of a :func:`memo` namespace (entries)
+MEMO_SIZE = 50_000
+_memos: dict[str, "LRU"] = {}
 
 
 def cached(key: Hashable, loader: Callable[[], T]) -> T:
@@ -39,11 +47,89 @@ def cached(key: Hashable, loader: Callable[[], T]) -> T:
         return _values[key]  # type: ignore[return-value]
 
 
+class LRU:
+    """A thread-safe bounded mapping; the least recently used entry goes first.
+
+    >>> lru = LRU(2); lru.put("a", 1); lru.put("b", 2); lru.put("c", 3); lru.keys()
+    ['b', 'c']
+    """
+
+    def __init__(self, max_entries: int = MEMO_SIZE):
+        if max_entries < 1:
+            raise ValueError(f"max_entries: expected >= 1, got {max_entries}")
+        self.max_entries = max_entries
+        self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._lock = threading.RLock()
+        self._computing: dict[Hashable, threading.Lock] = {}
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._data
+
+    def keys(self) -> list[Hashable]:
+        with self._lock:
+            return list(self._data)
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        with self._lock:
+            if key not in self._data:
+                return default
+            self._data.move_to_end(key)
+            return self._data[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_entries:
+                self._data.popitem(last=False)
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """The value under ``key``, computing it once (concurrent callers wait)."""
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                return self._data[key]
+            lock = self._computing.setdefault(key, threading.Lock())
+        with lock:
+            with self._lock:
+                if key in self._data:
+                    return self._data[key]
+            value = compute()
+            self.put(key, value)
+            with self._lock:
+                self._computing.pop(key, None)
+            return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+def memo_namespace(namespace: str, max_entries: int = MEMO_SIZE) -> LRU:
+    """The bounded cache called ``namespace`` (created on first use)."""
+    with _guard:
+        lru = _memos.get(namespace)
+        if lru is None:
+            lru = _memos[namespace] = LRU(max_entries)
+        return lru
+
+
+def memo(namespace: str, key: Hashable, compute: Callable[[], T], max_entries: int = MEMO_SIZE) -> T:
+    """``compute()`` memoised under ``key`` in the bounded namespace ``namespace``."""
+    return memo_namespace(namespace, max_entries).get_or_compute(key, compute)
+
+
 def clear() -> None:
-    """Drop every cached object (tests use this to check loading behaviour)."""
+    """Drop every cached object and memo (tests use this to check loading behaviour)."""
     with _guard:
         _values.clear()
         _locks.clear()
+        for lru in _memos.values():
+            lru.clear()
 
 
 def loaded_keys() -> list[Hashable]:
@@ -58,3 +144,12 @@ def torch_device(requested: str | None = None) -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def load_pretrained(cls: Any, name: str, device: str | None = None, **kwargs: Any) -> Any:
+    """``cls.from_pretrained(name, **kwargs)`` moved to ``device`` (unless it was placed
+    by ``device_map``) and put in eval mode: the one way lmms-scene loads a model."""
+    model = cls.from_pretrained(name, **kwargs)
+    if device is not None and kwargs.get("device_map") is None:
+        model = model.to(device)
+    return model.eval()

@@ -8,15 +8,6 @@ from pathlib import Path
 
 from lmms_scene.registration import install_task_path_hook, tasks_path
 
-#: the benchmarks lmms-scene defines, with the issue that brings each one
-BENCHMARKS = {"cooco": "COOCO", "snus": "SNUS", "layered_vqa": "Layered-VQA"}
-
-
-def sample_tasks() -> dict[str, str | None]:
-    """Each benchmark's sample task name, or None where the benchmark is not built yet."""
-    root = tasks_path()
-    return {b: (f"{b}_sample" if (root / b / f"{b}_sample.yaml").is_file() else None) for b in BENCHMARKS}
-
 
 def run_harness(argv: list[str]) -> int:
     """Run ``lmms_eval`` in this process with our tasks registered.
@@ -59,45 +50,56 @@ def run_harness(argv: list[str]) -> int:
     return 0
 
 
-def _clip_for_demo() -> None:
-    """The demo runs offline: with no CLIP checkpoint at hand it switches the CLIP
-    metrics off (recorded as not computed in the results) and says so, instead of failing."""
-    import os
-
+def _clip_for_demo() -> str | None:
+    """The demo runs offline: with no CLIP checkpoint at hand it switches the CLIP metrics
+    off (recorded as not computed in the results) and says so, instead of failing.
+    Returns the setting to use (``none``) or None to keep the configured one."""
+    from lmms_scene import settings
     from lmms_scene.metrics import clip
 
-    if os.environ.get(clip.CLIP_MODEL_ENV) or clip.default_model_cached():
-        return
-    os.environ[clip.CLIP_MODEL_ENV] = clip.CLIP_DISABLED
+    if settings.current().clip_model_explicit or clip.default_model_cached():
+        return None
     print(
         f"lmms-scene demo: {clip.DEFAULT_CLIP_MODEL} is not in the local Hugging Face cache, so COOCO's "
         "CLIP metrics (RefCLIPScore, accuracy, output-scene similarity, context capture) are recorded as "
         "not computed. Download it once (`huggingface-cli download "
         f"{clip.DEFAULT_CLIP_MODEL}`) or set {clip.CLIP_MODEL_ENV}=<local CLIP folder> to compute them."
     )
+    return clip.CLIP_DISABLED
 
 
 def demo(output_path: str | Path = "results", extra: list[str] | None = None) -> int:
-    """Every built benchmark's sample split with the ``scene_blind`` baseline."""
-    available = sample_tasks()
-    missing = [BENCHMARKS[b] for b, t in available.items() if t is None]
-    tasks = [t for t in available.values() if t]
-    for name in missing:
-        print(f"lmms-scene demo: {name} is not built yet in this version; skipping it.")
+    """Every built benchmark's sample tasks with the ``scene_blind`` baseline, then the
+    readable tables of the results (``lmms-scene show``)."""
+    import contextlib
+
+    from lmms_scene import benchmarks, settings
+
+    for bench in benchmarks.BENCHMARKS:
+        if not bench.built():
+            print(f"lmms-scene demo: {bench.title} is not built yet in this version; skipping it.")
+    tasks = [t for bench in benchmarks.built() for t in bench.sample_tasks]
     if not tasks:
         print("lmms-scene demo: no benchmark is built yet; nothing to run.", file=sys.stderr)
         return 1
-    _clip_for_demo()
+    clip_setting = _clip_for_demo()
     out = Path(output_path).resolve()
     started = time.time()
-    code = run_harness(
-        ["--model", "scene_blind", "--tasks", ",".join(tasks), "--output_path", str(out), "--log_samples", *(extra or [])]
-    )
+    scope = settings.override(clip_model=clip_setting) if clip_setting else contextlib.nullcontext()
+    with scope:
+        code = run_harness(
+            ["--model", "scene_blind", "--tasks", ",".join(tasks), "--output_path", str(out), "--log_samples", *(extra or [])]
+        )
     if code != 0:
         return code
     written = sorted(p for p in out.rglob("*_results.json") if p.stat().st_mtime >= started - 1)
     if not written:
         print(f"lmms-scene demo: the harness wrote no results under {out}", file=sys.stderr)
         return 1
+    from lmms_scene.results import show_text
+
+    text, _ = show_text([written[-1]])
+    print(f"\n{text}\n")
     print(f"lmms-scene demo: ran {', '.join(tasks)} with scene_blind; results: {written[-1]}")
+    print(f"lmms-scene demo: print these tables again with `lmms-scene show {written[-1].parent}`")
     return 0

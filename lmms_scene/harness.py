@@ -36,3 +36,58 @@ def round_outputs(results: Any) -> list[str]:
         if isinstance(parsed, tuple) and all(isinstance(x, str) for x in parsed):
             return list(parsed)
     return ["" if o is None else str(o) for o in outputs]
+
+
+# -- the printed results table --------------------------------------------------------
+
+_TABLE_MARK = "__lmms_scene_numbers_only__"
+
+
+def numbers_only(result_dict: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a harness results dict whose per-task metrics are numbers (or None):
+    structured values (lmms-scene's breakdowns) are left out of the printed table; they
+    stay in the results JSON under their own key (``lmms-scene show`` prints them).
+
+    >>> numbers_only({"results": {"t": {"a,none": 0.5, "b,none": {"x": 1}, "alias": "t"}}})["results"]
+    {'t': {'a,none': 0.5, 'alias': 't'}}
+    """
+    out = dict(result_dict)
+    for section in ("results", "groups"):
+        if isinstance(out.get(section), dict):
+            out[section] = {
+                task: {k: v for k, v in metrics.items() if not isinstance(v, (dict, list, tuple))}
+                if isinstance(metrics, dict) else metrics
+                for task, metrics in out[section].items()
+            }
+    return out
+
+
+def install_table_filter() -> bool:
+    """Make lmms-eval 0.7.3's ``make_table`` print numbers only (see :func:`numbers_only`).
+
+    0.7.3 formats a dict-valued metric into one cell several kilobytes wide. The wrapper
+    changes only what is printed, never the results JSON. Returns False (and changes
+    nothing) when the harness has no ``lmms_eval.utils.make_table``."""
+    import sys
+
+    try:
+        import lmms_eval.utils as harness_utils
+    except Exception:  # pragma: no cover - the harness itself is broken
+        return False
+    original = getattr(harness_utils, "make_table", None)
+    if original is None:
+        return False
+    if getattr(original, _TABLE_MARK, False):
+        return True
+
+    def make_table(result_dict, column: str = "results", *args, **kwargs):
+        return original(numbers_only(result_dict), column, *args, **kwargs)
+
+    setattr(make_table, _TABLE_MARK, True)
+    harness_utils.make_table = make_table
+    # modules that imported the name before the hook ran hold the original
+    for name in ("lmms_eval.evaluator", "lmms_eval.__main__"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "make_table", None) is original:
+            module.make_table = make_table
+    return True

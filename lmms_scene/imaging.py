@@ -84,6 +84,22 @@ def xywh_to_xyxy(box: Sequence[float]) -> tuple[float, float, float, float]:
     return x, y, x + w, y + h
 
 
+def pad_offsets(width: int, height: int) -> tuple[int, int, int]:
+    """Side of the grey square an image of ``width x height`` is centred on, and the
+    image's offset ``(dx, dy)`` on it: ``((S - W) // 2, (S - H) // 2)``, so with an odd
+    difference the extra grey column/row goes to the right/bottom (the authors' code, and
+    LLaVA's ``expand2square``). The one place this geometry is computed.
+
+    >>> pad_offsets(640, 480)
+    (640, 0, 80)
+    """
+    width, height = int(width), int(height)
+    if width <= 0 or height <= 0:
+        raise ValueError(f"image size must be positive, got {width}x{height}")
+    side = max(width, height)
+    return side, (side - width) // 2, (side - height) // 2
+
+
 def pad_to_square(
     image: Image.Image, box: Sequence[float] | None = None, fill: tuple[int, int, int] = PAD_COLOUR
 ) -> tuple[Image.Image, Box | None]:
@@ -96,8 +112,7 @@ def pad_to_square(
     """
     image = to_rgb(image)
     width, height = image.size
-    side = max(width, height)
-    dx, dy = (side - width) // 2, (side - height) // 2
+    side, dx, dy = pad_offsets(width, height)
     if dx or dy:
         canvas = Image.new("RGB", (side, side), fill)
         canvas.paste(image, (dx, dy))

@@ -10,6 +10,11 @@ Three routes, from most to least explicit:
    folder to every ``TaskManager`` index. It only patches the harness when the
    harness looks exactly as tested (``TaskManager.initialize_tasks(include_path,
    include_defaults)``); otherwise it warns and points to ``--include_path``.
+
+The same hook records where every indexed task's YAML lives, so tools can read what a
+task declares (``metadata.benchmark``) whatever folder it came from
+(:func:`task_config`), and makes the harness's printed results table show numbers only
+(:mod:`lmms_scene.harness`).
 """
 
 from __future__ import annotations
@@ -17,15 +22,16 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import threading
 import warnings
 from importlib import resources
 from pathlib import Path
-
-#: every task and group name lmms-scene defines must avoid the harness's built-ins,
-#: which would silently win (tests check this against the installed harness).
-TASK_PREFIXES = ("cooco", "snus", "layered_vqa", "scene_")
+from typing import Any
 
 _PATCH_MARK = "__lmms_scene_task_path__"
+#: task name -> YAML path, for every task the harness indexed in this process
+_INDEXED: dict[str, str] = {}
+_index_lock = threading.Lock()
 
 
 def tasks_path() -> Path:
@@ -46,7 +52,9 @@ def install_task_path_hook() -> bool:
     Returns True when the hook is (already) installed. Never raises: when the harness
     is not the shape this was tested on, it warns and leaves the harness untouched.
     """
-    if os.environ.get("LMMS_SCENE_NO_TASK_HOOK"):
+    from lmms_scene import settings
+
+    if settings.current().no_task_hook:
         return False
     try:
         from lmms_eval.tasks import TaskManager
@@ -72,8 +80,107 @@ def install_task_path_hook() -> bool:
         paths = [include_path] if isinstance(include_path, (str, os.PathLike)) else list(include_path or [])
         if not any(_same(p, ours) for p in paths):
             paths.append(str(ours))
-        return original(self, include_path=paths, include_defaults=include_defaults)
+        index = original(self, include_path=paths, include_defaults=include_defaults)
+        record_index(index)
+        return index
 
     setattr(initialize_tasks, _PATCH_MARK, True)
     TaskManager.initialize_tasks = initialize_tasks
+    from lmms_scene.harness import install_table_filter
+
+    install_table_filter()
     return True
+
+
+def record_index(index: Any) -> None:
+    """Remember the YAML path of every task in a harness task index (name -> entry)."""
+    if not isinstance(index, dict):
+        return
+    with _index_lock:
+        for name, entry in index.items():
+            path = entry.get("yaml_path") if isinstance(entry, dict) else None
+            if isinstance(path, str) and entry.get("type") == "task":
+                _INDEXED[str(name)] = path
+
+
+# -- reading task YAMLs without the harness -------------------------------------------
+
+
+class FunctionRef(str):
+    """A ``!function module.fn`` reference read from a task YAML (kept as its name:
+    reading what a task declares imports nothing); :func:`dump_task_yaml` writes it back."""
+
+
+def _yaml_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: FunctionRef(loader.construct_scalar(node)))
+    return Loader
+
+
+def dump_task_yaml(config: dict[str, Any]) -> str:
+    """A task config as YAML text the harness reads (``FunctionRef`` as ``!function``)."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    Dumper.add_representer(FunctionRef, lambda dumper, ref: dumper.represent_scalar("!function", str(ref)))
+    return yaml.dump(config, Dumper=Dumper, sort_keys=False, allow_unicode=True)
+
+
+def read_task_yaml(path: str | os.PathLike) -> dict[str, Any]:
+    """A task YAML with its ``include:`` chain merged (later keys win), ``!function``
+    references kept as strings. Raises ``ValueError`` naming the file on bad YAML."""
+    import yaml
+
+    path = Path(path)
+    try:
+        config = yaml.load(path.read_text(encoding="utf-8"), Loader=_yaml_loader()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{path}: not a readable task YAML ({exc})") from exc
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: a task YAML must be a mapping, got {type(config).__name__}")
+    includes = config.pop("include", None)
+    if includes is None:
+        return config
+    merged: dict[str, Any] = {}
+    for inc in [includes] if isinstance(includes, str) else list(includes):
+        target = Path(inc) if Path(inc).is_absolute() else path.parent / inc
+        merged.update(read_task_yaml(target))
+    merged.update(config)
+    return merged
+
+
+@functools.lru_cache(maxsize=1)
+def _our_configs(root: str) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(Path(root).rglob("*.yaml")):
+        config = read_task_yaml(path)
+        if isinstance(config.get("task"), str):
+            found[config["task"]] = config | {"__yaml_path__": str(path)}
+    return found
+
+
+def our_task_configs() -> dict[str, dict[str, Any]]:
+    """Every task lmms-scene ships: name -> merged YAML config (groups excluded)."""
+    return _our_configs(str(tasks_path()))
+
+
+def task_config(task: str) -> dict[str, Any] | None:
+    """The merged YAML config of ``task``: one of ours, or one the harness indexed in
+    this process (a user's ``--include_path`` folder), or None when unknown."""
+    ours = our_task_configs().get(task)
+    if ours is not None:
+        return ours
+    with _index_lock:
+        path = _INDEXED.get(task)
+    if path is None:
+        return None
+    try:
+        return read_task_yaml(path) | {"__yaml_path__": path}
+    except ValueError:
+        return None

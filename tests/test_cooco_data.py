@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from lmms_scene import imaging
+from lmms_scene import cli, imaging
 from lmms_scene.data import cooco
 
 REPO = Path(__file__).resolve().parents[1]
@@ -163,16 +163,21 @@ def test_unknown_columns_fail_loudly_and_can_be_mapped(tmp_path):
 def test_command_line_builds_saves_and_reports_errors(tmp_path, capsys):
     folder = make_folder(tmp_path)
     out = tmp_path / "built"
-    assert cooco.main(["--from-folder", str(folder), "--out", str(out)]) == 0
-    from datasets import load_from_disk
+    assert cli.main(["build", "cooco", "--from-folder", str(folder), "--out", str(out), "--name", "mine"]) == 0
+    printed = capsys.readouterr().out
+    from datasets import load_dataset
 
-    built = load_from_disk(str(out))
+    # the hub layout: data/*.parquet plus a card whose configs point at it
+    built = load_dataset(str(out))
     assert built["test"].features == cooco.features() and len(built["test"]) == 4
     card = (out / "README.md").read_text()
-    assert "license:" in card and "| low | 1 |" in card and "arXiv:2506.22274" in card
+    assert card.startswith("---\nlicense:") and "| low | 1 |" in card and "arXiv:2506.22274" in card
+    # the tasks that evaluate it, and the command that runs them, printed
+    assert sorted(p.name for p in (out / "tasks").iterdir()) == ["cooco_mine.yaml", "cooco_noise_mine.yaml"]
+    assert f"lmms-scene eval --include_path {(out / 'tasks').resolve()} --tasks cooco_mine --model" in printed
     (tmp_path / "bad").mkdir()
     bad = make_folder(tmp_path / "bad", rows=[GOOD[0], (GOOD[1][0], "ham", "relscore_low", [5, 5, 100, 8])])
-    assert cooco.main(["--from-folder", str(bad), "--out", str(tmp_path / "o2")]) == 2
+    assert cli.main(["build", "cooco", "--from-folder", str(bad), "--out", str(tmp_path / "o2")]) == 2
     assert f"row 1 ({GOOD[1][0]}): box" in capsys.readouterr().err
     assert not (tmp_path / "o2").exists()
 

@@ -94,9 +94,9 @@ def test_capture_is_undefined_on_congruent_items():
 
 
 def test_empty_very_long_and_non_english_outputs_are_scored_and_counted():
-    outputs = ["", "   .<|im_end|>", "laptop " * 3000, "ノートパソコン", "jambon"]
+    outputs = ["", "   .<|im_end|>", "laptop " * 3000, "ノートパソコン", "jambon", "ham"]
     rows = naming.score_rows([item(o, image_id=f"i{k}") for k, o in enumerate(outputs)])
-    assert [r["empty"] for r in rows] == [True, True, False, False, False]
+    assert [r["empty"] for r in rows] == [True, True, False, False, False, False]
     for r in rows[:2]:
         assert r["accuracy"] == r["refclipscore"] == r["levenshtein_accuracy"] == 0.0
         assert r["output_scene_similarity"] is None and r["context_captured"] is False
@@ -107,14 +107,18 @@ def test_empty_very_long_and_non_english_outputs_are_scored_and_counted():
     assert rows[2]["output_words"] == 3000 and rows[3]["non_ascii"] is True
     report = naming.breakdown(rows)
     stats = report["output_statistics"]
-    assert stats["n"] == 5 and stats["n_empty"] == 2 and stats["empty_output_rate"] == pytest.approx(0.4)
+    assert stats["n"] == 6 and stats["n_empty"] == 2 and stats["empty_output_rate"] == pytest.approx(2 / 6)
     assert stats["n_verbose"] == 1 and stats["n_non_ascii"] == 1
-    # empties are counted as wrong, not dropped
-    assert report["overall"]["accuracy"] <= 3 / 5
-    assert report["overall"]["n"] == 5
-    # ... while the similarity means leave them out
-    assert report["overall"]["text_similarity"] == pytest.approx(sum(r["text_similarity"] for r in rows[2:]) / 3)
-    assert report["overall"]["clip_score"] == pytest.approx(sum(r["clip_score"] for r in rows[2:]) / 3)
+    # empties are counted as wrong, not dropped: the mean is over all six rows ...
+    assert rows[5]["accuracy"] == 1.0
+    answered = [r["accuracy"] for r in rows[2:]]
+    assert report["overall"]["accuracy"] == pytest.approx(sum(answered) / 6)
+    assert report["overall"]["accuracy"] < sum(answered) / 4
+    assert report["overall"]["n"] == 6
+    # ... while the similarity means leave them out, and count them as not computed
+    assert report["overall"]["text_similarity"] == pytest.approx(sum(r["text_similarity"] for r in rows[2:]) / 4)
+    assert report["overall"]["clip_score"] == pytest.approx(sum(r["clip_score"] for r in rows[2:]) / 4)
+    assert report["overall"]["not_computed"]["text_similarity"] == 2
 
 
 def test_unknown_condition_is_rejected_naming_the_row():
@@ -174,10 +178,24 @@ def test_metric_entries_and_mean_score():
 def test_report_names_its_scorer_and_checkpoint():
     report = naming.report([fake_row("a", "original", "none", 0.0)])
     scorer = report["scorer"]
-    assert scorer["scorer"] == "cooco_naming" and scorer["clip_model"] == "tiny"
-    assert scorer["accuracy_threshold"] == 0.9 and scorer["levenshtein_threshold"] == 0.55
-    assert scorer["normaliser"] == naming.NORMALISER_VERSION and "lmms_scene_version" in scorer
+    assert scorer["scorer"] == "cooco_naming" and scorer["clip_model"] == "tiny" == scorer["checkpoint"]
+    assert scorer["device"] in ("cpu", "cuda")
+    assert set(scorer["versions"]) == {"lmms-scene", "transformers", "torch", "rapidfuzz"}
+    assert all(scorer["versions"].values()), scorer["versions"]
     assert report["clip_models"] == ["tiny"] and report["n_rows"] == 1
+
+
+def test_report_records_the_thresholds_scoring_applied(monkeypatch):
+    # the record reads the thresholds in force, so it cannot drift from what was applied
+    row = naming.score_rows([item("laptop", condition="original")])[0]
+    assert row["text_similarity"] == pytest.approx(1.0, abs=1e-5) and row["accuracy"] == 1.0
+    monkeypatch.setattr(naming, "ACCURACY_THRESHOLD", 1.5)
+    monkeypatch.setattr(naming, "LEVENSHTEIN_THRESHOLD", 1.01)
+    strict = naming.score_rows([item("laptop", condition="original")])[0]
+    assert strict["accuracy"] == 0.0 and strict["levenshtein_accuracy"] == 0.0
+    scorer = naming.report([strict])["scorer"]
+    assert scorer["thresholds"]["accuracy_text_cosine"] == 1.5 == scorer["accuracy_threshold"]
+    assert scorer["thresholds"]["levenshtein_similarity"] == 1.01 == scorer["levenshtein_threshold"]
 
 
 def test_figure_tables_merge_level0_and_noise_reports():
@@ -185,11 +203,20 @@ def test_figure_tables_merge_level0_and_noise_reports():
     noise = naming.breakdown([fake_row("a", "original", "target", 1.0, refclipscore=0.2, accuracy=0.0)])
     grid = naming.merge_reports([level0, noise])
     fig3 = naming.figure3_table({"m1": grid, "m2": naming.merge_reports([noise])})
-    assert "| original | 0.800 |  |" in fig3
+    assert "| original | 0.800 (n=1) |  |" in fig3
     fig4 = naming.figure4_table(grid, "refclipscore")
     assert fig4.splitlines()[0].startswith("| condition | no noise | context 0.5")
-    assert "| original | 0.800 |  |  |  | 0.200 |  |  |" in fig4
-    assert "| original | 1.000 |  |  |  | 0.000 |  |  |" in naming.figure4_table(grid, "accuracy")
+    assert "| original | 0.800 (n=1) |  |  |  | 0.200 (n=1) |  |  |" in fig4
+    assert "| original | 1.000 (n=1) |  |  |  | 0.000 (n=1) |  |  |" in naming.figure4_table(grid, "accuracy")
+
+
+def test_figure_cells_carry_an_interval_over_images():
+    rows = [fake_row(f"i{k}", "low", "none", 0.0, refclipscore=v) for k, v in enumerate([0.1, 0.9, 0.5, 0.7])]
+    grid = naming.merge_reports([naming.breakdown(rows)])
+    cell = grid["low"]["none"]["0"]
+    lo, hi = cell["ci95"]["refclipscore"]
+    assert 0.1 <= lo < cell["refclipscore"] < hi <= 0.9
+    assert f"| low | 0.550 [{lo:.3f}, {hi:.3f}] (n=4) |" in naming.figure3_table({"m": grid})
 
 
 def test_duplicate_rows_with_different_outputs_are_an_error():

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from conftest import SELFTEST_TASKS, find_results, find_samples, harness_env
-from lmms_scene.evaluate import sample_tasks
+from lmms_scene import benchmarks
 
 pytestmark = pytest.mark.e2e
 
@@ -58,11 +58,12 @@ def _task_results(results: dict) -> dict:
 def test_two_cpu_processes_give_the_single_process_results(run_lmms_eval, tmp_path, tiny_clip):
     """Docs are sharded round-robin and gathered rank by rank; aggregations keyed by
     position would differ here."""
-    tasks = ["scene_selftest", "scene_selftest_rounds"] + [t for t in sample_tasks().values() if t]
-    model = ["--model", "scene_blind"] if len(tasks) > 2 else ["--model", "echo"]
-    if model[1] == "scene_blind":
-        tasks = [t for t in tasks if not t.startswith("scene_selftest")]
-    common = [*model, "--tasks", ",".join(tasks)]
+    # echo answers every task, so one run covers the multi-round self-test and every
+    # built benchmark's sample aggregations together
+    samples = [t for bench in benchmarks.built() for t in bench.sample_tasks]
+    assert samples, "no benchmark is built"
+    tasks = ["scene_selftest", "scene_selftest_rounds", *samples]
+    common = ["--model", "echo", "--tasks", ",".join(tasks)]
     env = {"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}  # COOCO's CLIP metrics, offline
     rc, single, _out, log = run_lmms_eval(common, include=SELFTEST_TASKS, env=env)
     assert rc == 0, log[-3000:]
@@ -79,6 +80,8 @@ def test_two_cpu_processes_give_the_single_process_results(run_lmms_eval, tmp_pa
     log = proc.stdout + proc.stderr
     assert "Running on rank 1" in log, "the second process never ran"
     multi = find_results(out)
+    assert set(multi["results"]) >= set(tasks)
+    assert multi["results"]["scene_selftest_rounds"]["selftest_rounds_ok,none"] == 1.0
     # Equal up to float rounding: CLIP embeddings are batched differently per rank and
     # sums run in another order; ids, counts and structure must match exactly.
     assert _task_results(multi) == _approx(_task_results(single))

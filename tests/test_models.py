@@ -103,22 +103,39 @@ def test_blind_never_calls_doc_to_visual(monkeypatch):
     def exploding_visual(doc):
         raise AssertionError("the blind baseline looked at the image")
 
-    for cls in (SceneBlind,):
-        model = cls()
-        model.task_dict = {"cooco_sample": {"test": [DOC]}}
-        req = _inst("generate_until", ("name it", {}, exploding_visual, 0, "cooco_sample", "test"))
-        assert model.generate_until([req]) == ["prior"]
-    assert seen == [(DOC, "name it")]
-    assert SceneBlindChat.is_simple is False
+    simple = SceneBlind()
+    simple.task_dict = {"cooco_sample": {"test": [DOC]}}
+    req = _inst("generate_until", ("name it", {}, exploding_visual, 0, "cooco_sample", "test"))
+    assert simple.generate_until([req]) == ["prior"]
+
+    chat = SceneBlindChat()
+    assert chat.is_simple is False
+    chat.task_dict = {"cooco_sample": {"test": [DOC]}}
+
+    def messages(doc, **_kw):
+        return [{"role": "user", "content": [{"type": "text", "text": "chat: name it"}]}]
+
+    req = _inst("generate_until", ("unused", messages, {}, 0, "cooco_sample", "test"))
+    assert chat.generate_until([req]) == ["prior"]
+    assert seen == [(DOC, "name it"), (DOC, "chat: name it")]
 
 
-def test_blind_benchmark_lookup():
+def test_blind_finds_the_benchmark_a_task_declares(tmp_path):
+    from lmms_scene import registration
+
     assert benchmark_of("cooco_noise") == "cooco"
-    assert benchmark_of("layered_vqa_sample") == "layered_vqa"
-    with pytest.raises(ValueError, match="not an lmms-scene benchmark"):
+    with pytest.raises(ValueError, match="declares no lmms-scene benchmark"):
         benchmark_of("pope")
-    with pytest.raises(NotImplementedError, match="no text prior for benchmark 'snus'"):
-        prior_for("snus_sample")
+    # a user's own task, indexed by the harness from another folder, declaring cooco
+    own = tmp_path / "mine.yaml"
+    own.write_text("task: my_local_run\nmetadata:\n  version: 1.0\n  benchmark: cooco\n")
+    registration.record_index({"my_local_run": {"type": "task", "yaml_path": str(own)}})
+    assert benchmark_of("my_local_run") == "cooco"
+    assert prior_for("my_local_run").__module__ == "lmms_scene.baselines.cooco"
+    # a name that merely looks like ours is not enough: the task must declare it
+    registration.record_index({"cooco_lookalike": {"type": "task", "yaml_path": str(tmp_path / "absent.yaml")}})
+    with pytest.raises(ValueError, match="declares no lmms-scene benchmark"):
+        benchmark_of("cooco_lookalike")
 
 
 @pytest.mark.parametrize(

@@ -378,7 +378,7 @@ def test_imports_load_no_model_library():
 
     code = (
         "import sys, lmms_scene.analysis.pfram, lmms_scene.analysis.labels, lmms_scene.analysis.extract, "
-        "lmms_scene.analysis.attention, lmms_scene.analysis.pfram_cli; "
+        "lmms_scene.analysis.attention, lmms_scene.analysis.pfram_scores, lmms_scene.cli.pfram; "
         "print(sorted(m for m in ('transformers', 'sentence_transformers', 'scipy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

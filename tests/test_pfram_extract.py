@@ -12,8 +12,9 @@ import torch
 
 from lmms_scene.analysis import labels as L
 from lmms_scene.analysis import pfram as P
-from lmms_scene.analysis import pfram_cli
-from lmms_scene.analysis.extract import FeatureStore, _write_shard, extract_features, parse_layers
+from lmms_scene.analysis import pfram_scores
+from lmms_scene.cli import pfram as pfram_cli
+from lmms_scene.analysis.extract import FORMAT_VERSION, FeatureStore, _write_shard, extract_features, parse_layers
 
 torch.set_num_threads(1)
 
@@ -265,7 +266,7 @@ def test_cli_score_errors_are_clear(tiny_clip, tmp_path, capsys):
 def _fake_store(out: Path, ids: list[str], feats: list[torch.Tensor], layer: str = "llm.0") -> Path:
     out.mkdir(parents=True)
     meta = {
-        "format": "lmms-scene-pfram-features", "format_version": 1, "model": "synthetic", "architecture": "test",
+        "format": "lmms-scene-pfram-features", "format_version": FORMAT_VERSION, "model": "synthetic", "architecture": "test",
         "layers": [layer], "instruction": None, "model_dtype": "float32", "processor_kwargs": {},
         "stored_dtype": "float16", "image_ids": ids, "shard_size": 10_000, "lmms_scene_version": "test",
     }  # fmt: skip
@@ -290,8 +291,8 @@ def test_score_on_real_amber_labels(tmp_path):
         noise.append(torch.from_numpy(rng.normal(size=(4, 32))).float())
     good = _fake_store(tmp_path / "good", ids, planted)
     bad = _fake_store(tmp_path / "bad", ids, noise)
-    out_good = pfram_cli.score_features(good, ann, phis=["ndcg", "knn"], ks=[100], ties=["index", "expected"])
-    out_bad = pfram_cli.score_features(bad, ann, phis=["ndcg"], ks=[100], ties=["index"])
+    out_good = pfram_scores.score_features(good, ann, phis=["ndcg", "knn"], ks=[100], ties=["index", "expected"])
+    out_bad = pfram_scores.score_features(bad, ann, phis=["ndcg"], ks=[100], ties=["index"])
     assert out_good["n_images"] == 638
     rows = {(r["phi"], r["ties"]): r["input"] for r in out_good["rows"]}
     assert rows[("ndcg", "index")] > out_bad["rows"][0]["input"] + 0.1
@@ -302,7 +303,7 @@ def test_score_on_real_amber_labels(tmp_path):
 def _results_file(path: Path, name: str, accs: tuple[float, float, float]) -> Path:
     res = {
         task: {"alias": task, "pope_accuracy,none": a, "pope_accuracy_stderr,none": "N/A", "pope_f1_score,none": a}
-        for task, a in zip(pfram_cli.DEFAULT_POPE_TASKS, accs)
+        for task, a in zip(pfram_scores.DEFAULT_POPE_TASKS, accs)
     }
     path.write_text(
         json.dumps({"results": res, "config": {"model": "qwen2_5_vl", "model_args": f"pretrained={name},device=cpu"}})

@@ -14,7 +14,8 @@ import yaml
 
 from conftest import REPO, SELFTEST_TASKS, harness_env
 from lmms_scene import cli
-from lmms_scene.registration import TASK_PREFIXES, install_task_path_hook, tasks_path
+from lmms_scene.benchmarks import TASK_PREFIXES
+from lmms_scene.registration import install_task_path_hook, tasks_path
 
 
 class _YamlLoader(yaml.SafeLoader):
@@ -167,17 +168,33 @@ def test_non_editable_install_ships_tasks_templates_and_samples(tmp_path):
 
 
 def test_scene_sample_group_lists_exactly_the_built_sample_tasks():
-    from lmms_scene.evaluate import sample_tasks
+    from lmms_scene import benchmarks
 
     group = yaml.load((tasks_path() / "scene_sample.yaml").read_text(), Loader=_YamlLoader)
-    built = sorted(t for t in sample_tasks().values() if t)
-    assert sorted(group["task"]) == built
+    built = sorted(t for bench in benchmarks.built() for t in bench.sample_tasks)
+    assert built and sorted(group["task"]) == built
+
+
+def test_every_task_declares_a_registered_benchmark_and_the_registry_names_every_task():
+    from lmms_scene import benchmarks
+    from lmms_scene.registration import our_task_configs
+
+    configs = our_task_configs()
+    for task, config in configs.items():
+        declared = benchmarks.declared_benchmark(config)
+        assert declared in benchmarks.names(), (task, config.get("metadata"))
+        assert benchmarks.benchmark_of_task(task).name == declared
+    for bench in benchmarks.built():
+        listed = set(bench.tasks) | set(bench.sample_tasks)
+        assert listed <= set(configs), sorted(listed - set(configs))
 
 
 def test_demo_says_which_benchmarks_are_not_built(monkeypatch, capsys):
     import lmms_scene.evaluate as evaluate
 
-    monkeypatch.setattr(evaluate, "sample_tasks", lambda: {"cooco": None, "snus": None, "layered_vqa": None})
+    from lmms_scene import benchmarks
+
+    monkeypatch.setattr(benchmarks.Benchmark, "built", lambda self: False)
     assert evaluate.demo("unused") == 1
     out = capsys.readouterr()
     assert "COOCO is not built yet" in out.out and "SNUS is not built yet" in out.out

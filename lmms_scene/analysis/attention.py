@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from lmms_scene.imaging import pad_offsets
+
 __all__ = [
     "AttentionRecord",
     "allocation_ratio",
@@ -233,9 +235,10 @@ def box_masks(
         sx = sy = s
         ox, oy = (resolution - w_img * s) / 2, (resolution - h_img * s) / 2
     elif canvas == "pad":
-        s = resolution / max(w_img, h_img)
-        sx = sy = s
-        ox, oy = (resolution - w_img * s) / 2, (resolution - h_img * s) / 2
+        # padded to a square in image pixels (imaging.pad_offsets), then resized
+        side, dx, dy = pad_offsets(w_img, h_img)
+        sx = sy = s = resolution / side
+        ox, oy = dx * s, dy * s
     else:
         raise ValueError(f"canvas: expected 'stretch', 'crop' or 'pad', got {canvas!r}")
     # pixel centres of the canvas grid
@@ -334,15 +337,15 @@ def collect_attention(
     """
     from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
 
-    from lmms_scene.cache import cached
+    from lmms_scene.cache import cached, load_pretrained
 
     cfg = AutoConfig.from_pretrained(model)
     if cfg.model_type not in ("llava", "llava_onevision"):
         raise ValueError(f"collect_attention: {cfg.model_type!r} is not a LLaVA-style model (llava, llava_onevision)")
 
     def load() -> tuple[Any, Any]:
-        m = AutoModelForImageTextToText.from_pretrained(model, dtype=dtype, attn_implementation="eager")
-        return m.to(device).eval(), AutoProcessor.from_pretrained(model)
+        m = load_pretrained(AutoModelForImageTextToText, model, device, dtype=dtype, attn_implementation="eager")
+        return m, AutoProcessor.from_pretrained(model)
 
     vlm, processor = cached(("cooco-attention", model, device, str(dtype)), load)
     image_token_id = int(vlm.config.image_token_id)

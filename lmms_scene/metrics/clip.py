@@ -6,11 +6,13 @@ loads nothing) and used under one lock, because Hugging Face fast tokenizers are
 safe to call from several threads and lmms-eval calls ``process_results`` from four.
 
 Text embeddings are cached per checkpoint (labels, scene names and long forms repeat
-thousands of times in a run); image embeddings are not (every crop differs).
+thousands of times in a run); image embeddings are cached when the caller names the
+image (COOCO scores one noise-free crop under six noise settings). Both caches are
+bounded :class:`lmms_scene.cache.LRU`.
 
-The checkpoint is, in order: the ``model`` argument, the environment variable
-``LMMS_SCENE_CLIP_MODEL``, ``openai/clip-vit-base-patch32`` (the checkpoint the COOCO
-authors used). :func:`resolve_model` is the one place that reads this configuration.
+The checkpoint is, in order: the ``model`` argument, the configured one
+(``LMMS_SCENE_CLIP_MODEL``, read by :mod:`lmms_scene.settings`, the one place that reads
+configuration), ``openai/clip-vit-base-patch32`` (the checkpoint the COOCO authors used).
 The value ``none`` switches the CLIP metrics off: they are then recorded as not
 computed (``null``), never replaced by another model's scores.
 
@@ -24,21 +26,22 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lmms_scene.cache import cached, torch_device
+from lmms_scene import settings
+from lmms_scene.cache import LRU, cached, load_pretrained, torch_device
+from lmms_scene.validation import reference_lists, same_length, texts
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
     from PIL import Image
 
-DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
-CLIP_MODEL_ENV = "LMMS_SCENE_CLIP_MODEL"
+DEFAULT_CLIP_MODEL = settings.DEFAULT_CLIP_MODEL
+CLIP_MODEL_ENV = settings.CLIP_MODEL_ENV
 #: the value of ``model`` / ``$LMMS_SCENE_CLIP_MODEL`` that switches CLIP metrics off
-CLIP_DISABLED = "none"
+CLIP_DISABLED = settings.CLIP_DISABLED
 #: Hessel et al. (2021), Section 3: CLIP-S = w * max(cos(c, v), 0) with w = 2.5.
 CLIP_S_WEIGHT = 2.5
 #: CLIP's text context; longer texts are cut to this many tokens, end-of-text kept.
@@ -55,10 +58,11 @@ class ClipModelUnavailable(RuntimeError):
 
 
 def resolve_model(model: str | os.PathLike | None = None) -> str:
-    """The CLIP checkpoint to use: ``model``, else ``$LMMS_SCENE_CLIP_MODEL``, else the default."""
+    """The CLIP checkpoint to use: ``model``, else the configured one
+    (:mod:`lmms_scene.settings`: ``$LMMS_SCENE_CLIP_MODEL``), else the default."""
     if model:
         return str(model)
-    return os.environ.get(CLIP_MODEL_ENV) or DEFAULT_CLIP_MODEL
+    return settings.current().clip_model
 
 
 def clip_enabled(model: str | os.PathLike | None = None) -> bool:
@@ -86,8 +90,8 @@ class ClipEncoder:
         self.max_tokens = min(MAX_TEXT_TOKENS, int(model.config.text_config.max_position_embeddings))
         self.eos_token_id = tokenizer.eos_token_id
         self._lock = threading.RLock()
-        self._texts: OrderedDict[str, torch.Tensor] = OrderedDict()
-        self._images: OrderedDict[Hashable, torch.Tensor] = OrderedDict()
+        self._texts = LRU(TEXT_CACHE_SIZE)
+        self._images = LRU(IMAGE_CACHE_SIZE)
 
     # -- text -------------------------------------------------------------------------
     def tokenize(self, texts: Sequence[str]) -> dict:
@@ -111,6 +115,7 @@ class ClipEncoder:
         texts = [str(t) for t in texts]
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._texts))
+            fresh: dict[str, torch.Tensor] = {}
             for start in range(0, len(missing), batch_size):
                 chunk = missing[start : start + batch_size]
                 batch = self.tokenize(chunk)
@@ -121,12 +126,9 @@ class ClipEncoder:
                     )
                 emb = _normalise(_features(out)).float().cpu()
                 for text, row in zip(chunk, emb):
-                    self._texts[text] = row
-            for text in texts:
-                self._texts.move_to_end(text)
-            rows = [self._texts[t] for t in texts]
-            while len(self._texts) > TEXT_CACHE_SIZE:
-                self._texts.popitem(last=False)
+                    self._texts.put(text, row)
+                    fresh[text] = row
+            rows = [fresh[t] if t in fresh else self._texts.get(t) for t in texts]
         if not rows:
             return torch.empty(0, self.model.config.projection_dim)
         return torch.stack(rows)
@@ -145,19 +147,11 @@ class ClipEncoder:
         if keys is not None:
             if len(keys) != len(images):
                 raise ValueError(f"keys: {len(keys)} keys for {len(images)} images")
-            with self._lock:
-                todo = {k: im for k, im in zip(keys, images) if k not in self._images}
-            if todo:
-                fresh = self.embed_images(list(todo.values()), batch_size)
-                with self._lock:
-                    for key, row in zip(todo, fresh):
-                        self._images[key] = row
-            with self._lock:
-                for key in keys:
-                    self._images.move_to_end(key)
-                rows = [self._images[k] for k in keys]
-                while len(self._images) > IMAGE_CACHE_SIZE:
-                    self._images.popitem(last=False)
+            todo = {k: im for k, im in zip(keys, images) if k not in self._images}
+            fresh = dict(zip(todo, self.embed_images(list(todo.values()), batch_size))) if todo else {}
+            for key, row in fresh.items():
+                self._images.put(key, row)
+            rows = [fresh[k] if k in fresh else self._images.get(k) for k in keys]
             return torch.stack(rows) if rows else torch.empty(0, self.model.config.projection_dim)
 
         chunks = []
@@ -186,7 +180,7 @@ def _load(name: str, device: str) -> ClipEncoder:
     try:
         from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel
 
-        model = CLIPModel.from_pretrained(name).to(device).eval()
+        model = load_pretrained(CLIPModel, name, device)
         tokenizer = AutoTokenizer.from_pretrained(name)
         image_processor = AutoImageProcessor.from_pretrained(name)
     except Exception as exc:
@@ -201,27 +195,41 @@ def _load(name: str, device: str) -> ClipEncoder:
     return ClipEncoder(name, model, tokenizer, image_processor, device)
 
 
+def _device(device: str | None) -> str:
+    return torch_device(device or settings.current().device)
+
+
+def default_device() -> str:
+    """The device the CLIP metrics run on when none is given (settings, else CUDA, else CPU)."""
+    return _device(None)
+
+
 def encoder(model: str | os.PathLike | None = None, device: str | None = None) -> ClipEncoder:
-    """The process-wide :class:`ClipEncoder` for ``model`` (see :func:`resolve_model`)."""
+    """The process-wide :class:`ClipEncoder` for ``model`` (see :func:`resolve_model`) on
+    ``device`` (default: the configured device, else CUDA when present, else CPU)."""
     name = resolve_model(model)
     if not clip_enabled(name):
         raise ClipModelUnavailable(f"CLIP metrics are switched off ({CLIP_MODEL_ENV}={CLIP_DISABLED}); no CLIP model to use")
-    dev = torch_device(device)
+    dev = _device(device)
     return cached(("clip", name, dev), lambda: _load(name, dev))
 
 
-def use_loaded(name: str, model, tokenizer, image_processor, device: str = "cpu") -> ClipEncoder:
-    """Register an already loaded CLIP under ``name`` (e.g. a model built in memory),
-    so later calls with ``model=name`` use it instead of loading from disk. If ``name``
-    is already loaded, the loaded one is kept and returned."""
-    return cached(("clip", name, device), lambda: ClipEncoder(name, model.to(device).eval(), tokenizer, image_processor, device))
+def use_loaded(name: str, model, tokenizer, image_processor, device: str | None = None) -> ClipEncoder:
+    """Register an already loaded CLIP under ``name`` (e.g. a model built in memory), so
+    later calls with ``model=name`` use it instead of loading from disk. It is moved to
+    ``device`` (default: the device :func:`encoder` uses, so the two always agree). If
+    ``name`` is already loaded there, the loaded one is kept and returned."""
+    dev = _device(device)
+    return cached(("clip", name, dev), lambda: ClipEncoder(name, model.to(dev).eval(), tokenizer, image_processor, dev))
 
 
-def _check_lengths(**named: Sequence) -> int:
-    lengths = {k: len(v) for k, v in named.items()}
-    if len(set(lengths.values())) > 1:
-        raise ValueError(f"batch lengths differ: {lengths}")
-    return next(iter(lengths.values()))
+def _images(images) -> list:
+    """``images`` as a list; a lone PIL image is one image."""
+    if hasattr(images, "size") and hasattr(images, "convert"):
+        return [images]
+    if isinstance(images, (str, bytes)) or not isinstance(images, Sequence):
+        raise TypeError(f"images: expected a sequence of PIL images, got {type(images).__name__}: {images!r:.100}")
+    return list(images)
 
 
 @dataclass(frozen=True)
@@ -255,7 +263,8 @@ def clip_score(
     ``"A photo depicts a/an {name}"`` (Hessel et al. prefix "A photo depicts").
     ``image_keys`` (optional) name the images' pixels so repeated images are encoded once.
     """
-    n = _check_lengths(images=images, candidates=candidates)
+    candidates = texts(candidates, "candidates")
+    n = same_length(images=_images(images), candidates=candidates)
     if n == 0:
         return []
     enc = encoder(model)
@@ -272,9 +281,10 @@ def ref_clip_components(
 ) -> RefClipParts:
     """CLIP-S, the best reference cosine and RefCLIP-S for each item (``image_keys``
     as in :func:`clip_score`)."""
-    n = _check_lengths(images=images, candidates=candidates, references=references)
-    if any(len(r) == 0 for r in references):
-        raise ValueError("references: every item needs at least one reference text")
+    images = _images(images)
+    candidates = texts(candidates, "candidates")
+    references = reference_lists(references, "references", n=len(candidates))
+    n = same_length(images=images, candidates=candidates, references=references)
     if n == 0:
         return RefClipParts([], [], [])
     enc = encoder(model)
@@ -308,7 +318,8 @@ def ref_clip_score(
 
 def text_similarity(a: Sequence[str], b: Sequence[str], model: str | None = None) -> list[float]:
     """Cosine similarity of CLIP text embeddings for each pair ``(a[i], b[i])``."""
-    n = _check_lengths(a=a, b=b)
+    a, b = texts(a, "a"), texts(b, "b")
+    n = same_length(a=a, b=b)
     if n == 0:
         return []
     enc = encoder(model)

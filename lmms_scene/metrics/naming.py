@@ -26,13 +26,13 @@ counted in ``empty_output_rate``.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from lmms_scene.metrics import clip as clip_metrics
+from lmms_scene.metrics import rows as rows_lib
 
 NORMALISER_VERSION = "cooco-normalise-2"
 #: Merlo et al. (2025), Section 4.3: accuracy is CLIP text cosine >= 0.9.
@@ -219,48 +219,32 @@ CLIP_FIELDS = (
 
 # -- aggregation --------------------------------------------------------------------
 
+#: The fields that identify a scored COOCO row, and the resampling cluster of its intervals.
+ID_FIELDS: tuple[str, ...] = ("image_id", "condition", "noise_area", "noise_level")
+CLUSTER = "image_id"
+DuplicateRowError = rows_lib.DuplicateRowError
 
-class DuplicateRowError(ValueError):
-    """Two rows share an id (:func:`row_key`) but disagree on the model output."""
+
+def row_key(row: Mapping[str, Any]) -> tuple:
+    """The stable id of a scored row."""
+    return rows_lib.row_id(row, ID_FIELDS)
 
 
 def dedupe_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], int]:
-    """Rows deduplicated by :func:`row_key` (first wins), sorted by key, and how many
-    duplicates were dropped. Raises :class:`DuplicateRowError` naming the key when two
-    rows with one key carry different outputs (a duplicate must be a re-gathered copy,
-    not a second answer)."""
-    seen: dict[tuple, Mapping[str, Any]] = {}
-    dropped = 0
-    for row in rows:
-        key = row_key(row)
-        first = seen.get(key)
-        if first is None:
-            seen[key] = row
-            continue
-        dropped += 1
-        if "output" in first or "output" in row:
-            if first.get("output") != row.get("output"):
-                raise DuplicateRowError(
-                    f"rows with the same id {key} have different outputs: "
-                    f"{first.get('output')!r} vs {row.get('output')!r}"
-                )
-    return [seen[k] for k in sorted(seen, key=lambda k: tuple(map(str, k)))], dropped
+    """Rows deduplicated by :data:`ID_FIELDS` (first wins), sorted by id, and how many
+    duplicates were dropped (see :func:`lmms_scene.metrics.rows.dedupe`)."""
+    deduped = rows_lib.dedupe(rows, ID_FIELDS)
+    return deduped.rows, deduped.n_duplicates
 
 
 def unique_rows(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Rows deduplicated by :func:`row_key` (see :func:`dedupe_rows`), sorted by key."""
+    """Rows deduplicated by :data:`ID_FIELDS`, sorted by id."""
     return dedupe_rows(rows)[0]
-
-
-def _mean(values: Iterable[Any]) -> float | None:
-    vals = [float(v) for v in values if v is not None]
-    vals = [v for v in vals if not math.isnan(v)]
-    return sum(vals) / len(vals) if vals else None
 
 
 def mean_of(rows: Iterable[Mapping[str, Any]], field: str) -> float | None:
     """Mean of ``field`` over unique rows, skipping ``None`` (no value for that row)."""
-    return _mean(r.get(field) for r in unique_rows(rows))
+    return rows_lib.mean(r.get(field) for r in unique_rows(rows))
 
 
 def level_key(level: float) -> str:
@@ -268,14 +252,30 @@ def level_key(level: float) -> str:
     return f"{float(level):g}"
 
 
+def _capture(row: Mapping[str, Any]) -> Any:
+    # context capture is defined on incongruent items only: elsewhere it is not applicable,
+    # which is neither a value nor a value that failed to be computed
+    return row.get("context_captured") if row["condition"] in INCONGRUENT else rows_lib.NOT_APPLICABLE
+
+
+#: Breakdown cell entry -> the row field (or getter) it averages, in report order.
+CELL_METRICS: dict[str, Any] = {
+    "refclipscore": "refclipscore",
+    "clip_score": "clip_score",
+    "reference_similarity": "reference_similarity",
+    "accuracy": "accuracy",
+    "levenshtein_accuracy": "levenshtein_accuracy",
+    "text_similarity": "text_similarity",
+    "output_scene_similarity": "output_scene_similarity",
+    "context_capture_rate": _capture,
+    "empty_output_rate": "empty",
+}
+
+
 def _cell(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    cell: dict[str, Any] = {"n": len(rows)}
-    for field in CELL_METRICS:
-        value = _mean(r.get(field) for r in rows)
-        name = {"context_captured": "context_capture_rate", "empty": "empty_output_rate"}.get(field, field)
-        if value is not None:
-            cell[name] = value
-    return cell
+    """Means of :data:`CELL_METRICS` with n, their 95% intervals (images resampled) and
+    not-computed counts."""
+    return rows_lib.cell(rows, CELL_METRICS, cluster=CLUSTER)
 
 
 def output_statistics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -289,7 +289,7 @@ def output_statistics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     stats: dict[str, Any] = {"n": n, **counts}
     for key, count in counts.items():
         stats[key[2:] + "_output_rate"] = count / n if n else None
-    stats["mean_output_words"] = _mean(r.get("output_words") for r in rows)
+    stats["mean_output_words"] = rows_lib.mean(r.get("output_words") for r in rows)
     stats["verbose_threshold_words"] = VERBOSE_WORDS
     return stats
 
@@ -321,23 +321,33 @@ def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] |
         "overall": _cell(unique),
         "by_condition": {c: _cell([r for r in unique if r["condition"] == c]) for c in conditions},
         "by_condition_noise": by_cell,
-        "context_capture_rate": _mean(r["context_captured"] for r in incongruent),
-        "context_capture_rate_among_wrong": _mean(r["context_captured"] for r in wrong),
+        "context_capture_rate": rows_lib.mean(r["context_captured"] for r in incongruent),
+        "context_capture_rate_among_wrong": rows_lib.mean(r["context_captured"] for r in wrong),
         "output_statistics": output_statistics(unique),
     }
 
 
 def provenance(model: str | None = None) -> dict[str, Any]:
-    """What computed the COOCO scores (checkpoint, thresholds, normaliser)."""
+    """What computed the COOCO scores (checkpoint, device, thresholds, normaliser, versions)."""
     from lmms_scene.provenance import scorer
 
     name = clip_metrics.resolve_model(model)
-    clip = {"clip_model": name} if clip_metrics.clip_enabled(name) else {
+    enabled = clip_metrics.clip_enabled(name)
+    clip = {"clip_model": name} if enabled else {
         "clip_model": None,
         "clip_metrics": f"not computed ({clip_metrics.CLIP_MODEL_ENV}={clip_metrics.CLIP_DISABLED})",
     }
     return scorer(
         "cooco_naming",
+        checkpoint=name if enabled else None,
+        device=clip_metrics.default_device() if enabled else None,
+        thresholds={
+            "accuracy_text_cosine": ACCURACY_THRESHOLD,
+            "levenshtein_similarity": LEVENSHTEIN_THRESHOLD,
+            "clip_s_weight": clip_metrics.CLIP_S_WEIGHT,
+            "verbose_words": VERBOSE_WORDS,
+        },
+        libraries=("transformers", "torch", "rapidfuzz"),
         **clip,
         clip_s_weight=clip_metrics.CLIP_S_WEIGHT,
         accuracy_threshold=ACCURACY_THRESHOLD,
@@ -346,6 +356,7 @@ def provenance(model: str | None = None) -> dict[str, Any]:
         normaliser=NORMALISER_VERSION,
         long_form="A photo depicts a/an {name}",
         image="target crop of the grey-padded square image before noise",
+        intervals=f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}",
     )
 
 
@@ -380,7 +391,7 @@ def metric_entries(row: Mapping[str, Any]) -> dict[str, Any]:
 
 def mean_score(entries: Iterable[Mapping[str, Any]]) -> float | None:
     """Mean ``score`` over entries deduplicated by id (an aggregation for lmms-eval)."""
-    return _mean(e.get("score") for e in unique_rows(entries))
+    return rows_lib.mean(e.get("score") for e in unique_rows(entries))
 
 
 def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -403,7 +414,7 @@ def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return breakdown(rows, provenance(models[0] if models else None))
 
 
-# -- Figures 3-4 from results files -------------------------------------------------------
+# -- Figures 3-4 as tables (``lmms-scene show``) -----------------------------------------
 
 #: Column order of Figure 4: no noise, then each area at 0.5 and 1.0.
 FIGURE4_SETTINGS: tuple[tuple[str, str], ...] = (("none", "0"),) + tuple(
@@ -411,18 +422,13 @@ FIGURE4_SETTINGS: tuple[tuple[str, str], ...] = (("none", "0"),) + tuple(
 )
 
 
-def reports_in(path: str) -> list[dict[str, Any]]:
-    """The COOCO breakdowns in a results JSON (every task that has one), or one
-    breakdown recomputed from a samples JSONL (its rows carry their ids)."""
-    import json
-    from pathlib import Path
-
-    text = Path(path).read_text(encoding="utf-8")
-    if path.endswith(".jsonl"):
-        rows = [json.loads(line)[BREAKDOWN_KEY] for line in text.splitlines() if line.strip()]
-        return [report(rows)]
-    results = json.loads(text)["results"]
-    return [v[f"{BREAKDOWN_KEY},none"] for v in results.values() if f"{BREAKDOWN_KEY},none" in v]
+def breakdowns_of(result) -> list[dict[str, Any]]:
+    """The COOCO breakdowns of one :class:`lmms_scene.results.TaskResult`: the one in its
+    metrics (a results JSON), else one recomputed from its logged samples."""
+    if isinstance(result.metrics.get(BREAKDOWN_KEY), Mapping):
+        return [result.metrics[BREAKDOWN_KEY]]
+    rows = result.rows(BREAKDOWN_KEY)
+    return [report(rows)] if rows else []
 
 
 def merge_reports(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -437,62 +443,79 @@ def merge_reports(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return grid
 
 
-def _fmt(value: Any) -> str:
-    return "" if value is None else f"{value:.3f}"
+def _fmt_cell(cell: Mapping[str, Any] | None, metric: str) -> str:
+    from lmms_scene.results import with_interval
+
+    if not cell or cell.get(metric) is None:
+        return ""
+    interval = (cell.get("ci95") or {}).get(metric)
+    return f"{with_interval(cell[metric], interval)} (n={cell['n']})"
 
 
 def figure3_table(models: Mapping[str, Mapping[str, Any]], metric: str = "refclipscore") -> str:
-    """Figure 3: ``metric`` per model (columns) and condition (rows) at noise level 0.
-    ``models`` maps a model name to its merged grid (:func:`merge_reports`)."""
+    """Figure 3: ``metric`` per model (columns) and condition (rows) at noise level 0,
+    each cell ``mean [95% interval] (n)``. ``models`` maps a model to its merged grid."""
+    from lmms_scene.results import markdown_table
+
     names = list(models)
-    lines = ["| condition | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    for condition in CONDITIONS:
-        cells = [models[m].get(condition, {}).get("none", {}).get("0", {}).get(metric) for m in names]
-        lines.append(f"| {condition} | " + " | ".join(_fmt(c) for c in cells) + " |")
-    return "\n".join(lines)
+    rows = [[c] + [_fmt_cell(models[m].get(c, {}).get("none", {}).get("0"), metric) for m in names] for c in CONDITIONS]
+    return markdown_table(["condition", *names], rows)
 
 
 def figure4_table(grid: Mapping[str, Any], metric: str = "refclipscore") -> str:
     """Figure 4: ``metric`` by condition (rows) x noise area and level (columns)."""
+    from lmms_scene.results import markdown_table
+
     header = [f"{a} {lv}" if a != "none" else "no noise" for a, lv in FIGURE4_SETTINGS]
-    lines = ["| condition | " + " | ".join(header) + " |", "|---" * (len(header) + 1) + "|"]
-    for condition in CONDITIONS:
-        cells = [grid.get(condition, {}).get(a, {}).get(lv, {}).get(metric) for a, lv in FIGURE4_SETTINGS]
-        lines.append(f"| {condition} | " + " | ".join(_fmt(c) for c in cells) + " |")
-    return "\n".join(lines)
+    rows = [
+        [c] + [_fmt_cell(grid.get(c, {}).get(a, {}).get(lv), metric) for a, lv in FIGURE4_SETTINGS] for c in CONDITIONS
+    ]
+    return markdown_table(["condition", *header], rows)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print Figures 3-4 as Markdown tables from lmms-eval results or samples files.
+def _scorer_line(reports: Sequence[Mapping[str, Any]]) -> str:
+    """Which checkpoint, thresholds and version computed the reports' scores."""
+    seen: dict[tuple, str] = {}
+    for rep in reports:
+        sc = rep.get("scorer", {})
+        clip = sc.get("clip_model") or sc.get("clip_metrics") or "?"
+        key = (clip, sc.get("accuracy_threshold"), sc.get("levenshtein_threshold"), sc.get("lmms_scene_version"))
+        seen[key] = (
+            f"CLIP {clip}; accuracy: CLIP text cosine >= {key[1]}; Levenshtein similarity >= {key[2]}; "
+            f"lmms-scene {key[3]}"
+        )
+    return " | ".join(seen.values())
 
-    ``python -m lmms_scene.metrics.naming RESULTS.json [MORE.json ...] [--name MODEL ...]``;
-    Figure 3 gets one column per file (model); Figure 4 averages nothing: it shows the
-    first file's grid, or every file's in turn.
-    """
-    import argparse
-    from pathlib import Path
 
-    parser = argparse.ArgumentParser(prog="python -m lmms_scene.metrics.naming", description=main.__doc__)
-    parser.add_argument("files", nargs="+", help="*_results.json (cooco and/or cooco_noise) or *_samples_*.jsonl")
-    parser.add_argument("--name", action="append", default=[], help="model name per file (default: file name)")
-    args = parser.parse_args(argv)
-    models: dict[str, dict[str, Any]] = {}
-    for k, path in enumerate(args.files):
-        name = args.name[k] if k < len(args.name) else Path(path).stem
-        reports = reports_in(path)
-        if not reports:
-            parser.error(f"{path}: no {BREAKDOWN_KEY} in this file")
-        models[name] = merge_reports(reports)
-    print("Figure 3: RefCLIPScore at noise level 0\n")
-    print(figure3_table(models))
-    for name, grid in models.items():
+def tables(results: Sequence[Any]) -> str:
+    """COOCO's readable tables for ``lmms-scene show``: Figure 3 (RefCLIPScore and
+    accuracy at level 0, one column per model) and Figures 4a/4b (by relatedness x noise
+    area x level, per model), every cell with its 95% interval (images resampled) and n,
+    and the scorer that computed them."""
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for result in results:
+        by_model.setdefault(f"{result.label}", []).extend(breakdowns_of(result))
+    by_model = {m: reps for m, reps in by_model.items() if reps}
+    if not by_model:
+        return "no COOCO breakdown found (run with --log_samples, or give the results JSON)"
+    grids = {m: merge_reports(reps) for m, reps in by_model.items()}
+    out = []
+    for metric, title in (("refclipscore", "RefCLIPScore"), ("accuracy", "accuracy (CLIP text cosine >= 0.9)"),
+                          ("levenshtein_accuracy", "Levenshtein accuracy")):  # fmt: skip
+        out.append(f"## Figure 3: {title} at noise level 0 (mean [95% CI] (n))\n\n{figure3_table(grids, metric)}")
+    for model, grid in grids.items():
+        if not any(a != "none" for areas in grid.values() for a in areas):
+            continue
         for metric, title in (("refclipscore", "4a: RefCLIPScore"), ("accuracy", "4b: accuracy")):
-            print(f"\nFigure {title} by relatedness x noise area x level ({name})\n")
-            print(figure4_table(grid, metric))
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    import sys
-
-    sys.exit(main())
+            out.append(f"## Figure {title} by relatedness x noise area x level ({model})\n\n{figure4_table(grid, metric)}")
+    reports = [r for reps in by_model.values() for r in reps]
+    capture = [
+        f"{m}: {r['context_capture_rate']:.3f} of incongruent answers ({r['context_capture_rate_among_wrong']:.3f} of wrong ones)"
+        for m, reps in by_model.items() for r in reps[:1]
+        if r.get("context_capture_rate") is not None and r.get("context_capture_rate_among_wrong") is not None
+    ]  # fmt: skip
+    if capture:
+        out.append("Context capture (output closer to the original target than to the gold): " + "; ".join(capture))
+    out.append(f"Computed by: {_scorer_line(reports)}. Intervals: 95% percentile bootstrap, images resampled, "
+               f"{rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}.")  # fmt: skip
+    return "\n\n".join(out)

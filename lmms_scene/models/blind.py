@@ -1,37 +1,36 @@
 """``scene_blind``: a baseline that never looks at the images.
 
 It answers from text priors only, so its score shows how much of a benchmark can be
-solved without looking. Each benchmark supplies its prior as
-``lmms_scene.baselines.<benchmark>.blind_answer(doc, prompt) -> str``; the model
-picks the benchmark from the task name (``cooco_noise`` -> ``cooco``).
+solved without looking. Each benchmark supplies its prior in the registry
+(:data:`lmms_scene.benchmarks.BENCHMARKS`, ``blind_prior``: ``blind_answer(doc, prompt)
+-> str``); the model finds a task's benchmark from what the task declares
+(``metadata.benchmark``; see :func:`lmms_scene.benchmarks.benchmark_of_task`), so a task
+a user built (``lmms-scene build cooco ... --out D``) is recognised too.
 """
 
 from __future__ import annotations
 
-import importlib
-
+from lmms_scene import benchmarks
 from lmms_scene.models._base import RequestInfo, SceneModel, Turn
-
-# Longest names first, so "layered_vqa_sample" is not read as another benchmark.
-BENCHMARKS = ("layered_vqa", "cooco", "snus")
 
 
 def benchmark_of(task: str) -> str:
-    for name in BENCHMARKS:
-        if task == name or task.startswith(name + "_"):
-            return name
-    raise ValueError(f"scene_blind: task {task!r} is not an lmms-scene benchmark ({', '.join(BENCHMARKS)})")
+    """The benchmark ``task`` belongs to (``ValueError`` naming the task if none)."""
+    try:
+        return benchmarks.benchmark_of_task(task).name
+    except ValueError as err:
+        raise ValueError(f"scene_blind: {err}") from None
 
 
 def prior_for(task: str):
-    bench = benchmark_of(task)
+    bench = benchmarks.get(benchmark_of(task))
+    module = bench.blind_prior.partition(":")[0]
     try:
-        module = importlib.import_module(f"lmms_scene.baselines.{bench}")
+        return benchmarks.resolve(bench.blind_prior)
     except ModuleNotFoundError as err:
-        if err.name != f"lmms_scene.baselines.{bench}":
+        if err.name != module:
             raise
-        raise NotImplementedError(f"scene_blind: no text prior for benchmark {bench!r} yet") from None
-    return module.blind_answer
+        raise NotImplementedError(f"scene_blind: no text prior for benchmark {bench.name!r} yet") from None
 
 
 class SceneBlind(SceneModel):

@@ -1,20 +1,13 @@
-"""``lmms-scene pfram extract|score|correlate``: the command line over the Pfram library.
+"""Pfram studies over extracted features: scoring every stored layer, and correlating
+a Pfram summary with POPE accuracy across models (Pfram paper, Table 1).
 
-- ``extract``: image representations of chosen layers into a features directory
-  (:mod:`lmms_scene.analysis.extract`).
-- ``score``: Pfram per layer for one or more (phi, k, tie policy) settings, plus
-  Pfram_input / Pfram_mean / Pfram_max, printed (and optionally written) as JSON.
-- ``correlate``: Pearson r across models between one Pfram summary and POPE
-  accuracy (mean of the random, popular and adversarial splits) read from
-  lmms-eval results files.
+The command line over these is ``lmms-scene pfram`` (:mod:`lmms_scene.cli.pfram`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,128 +16,40 @@ from typing import Any
 #: lmms-eval 0.7.3 task names of the three POPE splits.
 DEFAULT_POPE_TASKS = ("pope_random", "pope_pop", "pope_adv")
 POPE_METRIC = "pope_accuracy,none"
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".webp")
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lmms-scene pfram", description=__doc__.split("\n\n")[0])
-    sub = p.add_subparsers(dest="command", required=True)
-
-    e = sub.add_parser("extract", help="extract image representations of chosen layers")
-    e.add_argument("--model", required=True, help="checkpoint directory or hub name")
-    e.add_argument("--images", required=True, type=Path, help="directory of image files")
-    e.add_argument("--labels", type=Path, help="labels file: extract only its images, in its order")
-    e.add_argument("--min-objects", type=int, default=None, help="labels filter (AMBER default 5, else 1)")
-    e.add_argument("--image-list", type=Path, help="text file of image names (one per line) instead of --labels")
-    e.add_argument("--out", required=True, type=Path, help="features directory (resumable)")
-    e.add_argument("--layers", default="llm.every4", help="e.g. vision.-1,llm.every4 or llm.0,llm.8")
-    e.add_argument("--instruction", default=None, help="user text put before the image (default: image only)")
-    e.add_argument("--batch-size", type=int, default=8)
-    e.add_argument("--shard-size", type=int, default=64)
-    e.add_argument("--device", default="cpu")
-    e.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
-    e.add_argument("--device-map", default=None, help="'auto' spreads the model over several GPUs (accelerate)")
-    e.add_argument("--processor-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="processor option, e.g. max_pixels=50176 (repeatable)")  # fmt: skip
-    e.add_argument("--skip-missing", action="store_true", help="skip labelled images whose file is absent")
-
-    s = sub.add_parser("score", help="Pfram per layer from extracted features")
-    s.add_argument("--features", required=True, type=Path)
-    s.add_argument("--labels", type=Path, help="G_obj: AMBER annotations, COCO instances, or a label map")
-    s.add_argument("--descriptions", type=Path, help="G_des instead: JSON object image -> one-sentence description")
-    s.add_argument("--sentence-model", default=None, help="G_des encoder (default: offline all-MiniLM-L6-v2)")
-    s.add_argument("--min-objects", type=int, default=None)
-    s.add_argument("--phi", default="ndcg", help="ndcg, knn or ndcg,knn")
-    s.add_argument("--k", default="100", help="one or more, e.g. 25,100")
-    s.add_argument("--ties", default="index", help="index, expected or index,expected")
-    s.add_argument("--layers", default=None, help="subset of the stored layers (comma-separated names)")
-    s.add_argument("--input-layer", default="llm.0", help="layer reported as Pfram_input")
-    s.add_argument("--on-undefined", default="raise", choices=["raise", "skip", "zero"],
-                   help="anchors sharing no label with any image (NDCG and knn): error, leave out of the mean,"
-                        " or score 0 (the reference code's choice)")  # fmt: skip
-    s.add_argument("--drop-unlabelled", action="store_true", help="score only the images the labels file keeps")
-    s.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for 95%% intervals (0: none)")
-    s.add_argument("--block-bytes", type=int, default=None)
-    s.add_argument("--device", default=None)
-    s.add_argument("--output", type=Path, default=None, help="also write the JSON here")
-
-    c = sub.add_parser("correlate", help="Pearson r between Pfram and POPE accuracy across models")
-    c.add_argument("--scores", nargs="+", required=True, type=Path, help="JSON files written by 'pfram score'")
-    c.add_argument("--pope", nargs="+", required=True,
-                   help="lmms-eval results JSON per model (same order as --scores), or an accuracy number")  # fmt: skip
-    c.add_argument("--summary", default="input", choices=["input", "mean", "max"])
-    c.add_argument("--phi", default="ndcg")
-    c.add_argument("--k", type=int, default=100)
-    c.add_argument("--ties", default="index")
-    c.add_argument("--pope-tasks", default=",".join(DEFAULT_POPE_TASKS),
-                   help="the random, popular and adversarial task names in the results files")  # fmt: skip
-    c.add_argument("--output", type=Path, default=None)
-    return p
-
-
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
-
-
-def _processor_kwargs(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--processor-arg: expected KEY=VALUE, got {item!r}")
-        try:
-            out[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            out[key] = raw
-    return out
-
-
-def _cmd_extract(a: argparse.Namespace) -> dict[str, Any]:
-    from lmms_scene.analysis.extract import FeatureStore, extract_features
+def select_images(
+    images_dir: Path,
+    labels_path: Path | None = None,
+    image_list: Path | None = None,
+    *,
+    min_objects: int | None = None,
+    skip_missing: bool = False,
+) -> tuple[list[str], list[str]]:
+    """The image names to extract, in order, and those skipped as missing: the labelled
+    images of ``labels_path``, or the names listed in ``image_list``, or every image file
+    of ``images_dir``. A missing file is an error unless ``skip_missing``."""
     from lmms_scene.analysis.labels import read_labels
 
-    if a.labels is not None and a.image_list is not None:
+    if labels_path is not None and image_list is not None:
         raise ValueError("give --labels or --image-list, not both")
-    if a.labels is not None:
-        names = list(read_labels(a.labels, min_objects=a.min_objects))
-    elif a.image_list is not None:
-        names = [ln.strip() for ln in a.image_list.read_text().splitlines() if ln.strip()]
+    images_dir = Path(images_dir)
+    if not images_dir.is_dir():
+        raise FileNotFoundError(f"--images: {images_dir} is not a folder")
+    if labels_path is not None:
+        names = list(read_labels(labels_path, min_objects=min_objects))
+    elif image_list is not None:
+        names = [ln.strip() for ln in Path(image_list).read_text().splitlines() if ln.strip()]
     else:
-        names = sorted(p.name for p in a.images.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png", ".webp"))
-    missing = [n for n in names if not (a.images / n).is_file()]
-    if missing and not a.skip_missing:
+        names = sorted(p.name for p in images_dir.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    missing = [n for n in names if not (images_dir / n).is_file()]
+    if missing and not skip_missing:
         raise FileNotFoundError(
-            f"{len(missing)} of {len(names)} images are not in {a.images} (e.g. {missing[:3]}); pass --skip-missing to skip them"
+            f"{len(missing)} of {len(names)} images are not in {images_dir} (e.g. {missing[:3]}); pass --skip-missing to skip them"
         )
-    names = [n for n in names if n not in set(missing)]
-
-    # Under `accelerate launch` each process extracts its share of the shards.
-    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    device = a.device
-    if world > 1 and device.startswith("cuda") and ":" not in device:
-        device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
-
-    def progress(done: int, total: int) -> None:
-        print(f"pfram extract [process {rank}/{world}]: {done}/{total} images", file=sys.stderr)
-
-    out = extract_features(
-        a.model,
-        [a.images / n for n in names],
-        a.out,
-        image_ids=names,
-        layers=a.layers,
-        instruction=a.instruction,
-        batch_size=a.batch_size,
-        shard_size=a.shard_size,
-        device=device,
-        dtype=a.dtype,
-        device_map=a.device_map,
-        processor_kwargs=_processor_kwargs(a.processor_arg),
-        progress=progress,
-        process_index=rank,
-        num_processes=world,
-    )
-    store = FeatureStore(out)
-    return {"features": str(out), "n_images": len(names), "skipped_missing": len(missing), "layers": store.layers}
+    gone = set(missing)
+    return [n for n in names if n not in gone], missing
 
 
 def score_features(
@@ -368,53 +273,3 @@ def correlate(
         "p_value": float(res.pvalue),
         "rows": rows,
     }
-
-
-def main(argv: list[str]) -> int:
-    """Run ``lmms-scene pfram <argv>``; returns the exit status (2 for bad input)."""
-    a = _parser().parse_args(argv)
-    try:
-        if a.command == "extract":
-            out = _cmd_extract(a)
-        elif a.command == "score":
-            out = score_features(
-                a.features,
-                a.labels,
-                phis=_csv(a.phi),
-                ks=[int(x) for x in _csv(a.k)],
-                ties=_csv(a.ties),
-                layers=_csv(a.layers) if a.layers else None,
-                input_layer=a.input_layer,
-                min_objects=a.min_objects,
-                drop_unlabelled=a.drop_unlabelled,
-                on_undefined=a.on_undefined,
-                bootstrap=a.bootstrap,
-                block_bytes=a.block_bytes,
-                device=a.device,
-                descriptions_path=a.descriptions,
-                sentence_model=a.sentence_model,
-            )
-        else:
-            out = correlate(
-                a.scores,
-                a.pope,
-                summary=a.summary,
-                phi=a.phi,
-                k=a.k,
-                ties=a.ties,
-                pope_tasks=_csv(a.pope_tasks),
-            )
-    except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        print(f"lmms-scene pfram {a.command}: error: {msg}", file=sys.stderr)
-        return 2
-    text = json.dumps(out, indent=2)
-    print(text)
-    if getattr(a, "output", None) is not None:
-        a.output.parent.mkdir(parents=True, exist_ok=True)
-        a.output.write_text(text + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,193 @@
+"""The one list of lmms-scene's benchmarks.
+
+Every tool that needs to know which benchmarks exist (the demo, ``scene_blind``, the
+name-collision test, the command line, ``build-samples``, ``show``) reads
+:data:`BENCHMARKS`. Adding a benchmark is one :class:`Benchmark` entry here plus its
+own modules (data module, task folder, templates, metrics, blind prior, docs page).
+
+A task says which benchmark it belongs to in its YAML ``metadata``
+(``metadata: {benchmark: cooco}``), so a task a user built (``lmms-scene build cooco
+... --out D`` writes one) is recognised by what it declares, not by its name; see
+:func:`benchmark_of_task`.
+
+>>> get("cooco").title
+'COOCO'
+>>> get("layered-vqa").name
+'layered_vqa'
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+#: The YAML ``metadata`` key through which a task declares its benchmark.
+METADATA_KEY = "benchmark"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """What lmms-scene knows about one benchmark."""
+
+    #: identifier, also the task folder under ``tasks/`` and the ``metadata.benchmark`` value
+    name: str
+    #: how people write it
+    title: str
+    #: the paper it implements (short citation) and its file under ``shared/papers/``
+    paper: str
+    paper_file: str
+    #: headline tasks and groups (the harness names users type)
+    tasks: tuple[str, ...]
+    groups: tuple[str, ...]
+    #: the tasks on the embedded sample split (offline)
+    sample_tasks: tuple[str, ...]
+    #: module with the schema, builders and ``build_sample(folder)``
+    data_module: str
+    #: ``module:function`` answering ``(doc, prompt) -> str`` for ``scene_blind``
+    blind_prior: str
+    #: ``module:function`` turning results (see :mod:`lmms_scene.results`) into readable tables
+    tables: str
+    #: the docs page, relative to the repository root
+    docs: str
+    #: the spelling on the command line (``lmms-scene build NAME``)
+    cli_name: str
+
+    @property
+    def task_folder(self) -> Path:
+        from lmms_scene.registration import tasks_path
+
+        return tasks_path() / self.name
+
+    def built(self) -> bool:
+        """Whether this version of lmms-scene ships the benchmark (its sample task exists)."""
+        return all((self.task_folder / f"{t}.yaml").is_file() for t in self.sample_tasks)
+
+    def task_names(self) -> tuple[str, ...]:
+        """Every task and group name the benchmark defines (for collision checks)."""
+        return (*self.tasks, *self.groups, *self.sample_tasks)
+
+
+BENCHMARKS: tuple[Benchmark, ...] = (
+    Benchmark(
+        name="cooco",
+        title="COOCO",
+        paper="Merlo, Takmaz, Chen, Gatt (2025). COOCO - Common Objects Out-of-Context",
+        paper_file="000_f4f066f1c8ef2897.txt",
+        tasks=("cooco", "cooco_noise"),
+        groups=("cooco_full",),
+        sample_tasks=("cooco_sample", "cooco_noise_sample"),
+        data_module="lmms_scene.data.cooco",
+        blind_prior="lmms_scene.baselines.cooco:blind_answer",
+        tables="lmms_scene.metrics.naming:tables",
+        docs="docs/cooco.md",
+        cli_name="cooco",
+    ),
+    Benchmark(
+        name="snus",
+        title="SNUS",
+        paper="Jiang et al. Benchmarking MLLMs via Cognitive Expected Scene Graph (CESG)",
+        paper_file="001_460ce72ffc6ddf49.txt",
+        tasks=("snus",),
+        groups=(),
+        sample_tasks=("snus_sample",),
+        data_module="lmms_scene.data.snus",
+        blind_prior="lmms_scene.baselines.snus:blind_answer",
+        tables="lmms_scene.metrics.cesg.report:tables",
+        docs="docs/snus.md",
+        cli_name="snus",
+    ),
+    Benchmark(
+        name="layered_vqa",
+        title="Layered-VQA",
+        paper="Composition, Not Conversation: VLMs Lose the Scene, Not the Thread",
+        paper_file="002_23813883cfdd3a00.txt",
+        tasks=(),  # one task per delivery schedule: see lmms_scene.data.layered_vqa.SCHEDULES
+        groups=("layered_vqa",),
+        sample_tasks=("layered_vqa_sample",),
+        data_module="lmms_scene.data.layered_vqa",
+        blind_prior="lmms_scene.baselines.layered_vqa:blind_answer",
+        tables="lmms_scene.metrics.vqa:tables",
+        docs="docs/layered_vqa.md",
+        cli_name="layered-vqa",
+    ),
+)
+
+#: every task and group name lmms-scene defines starts with one of these (the harness's
+#: built-in tasks silently win over ours, so tests check names against its index).
+TASK_PREFIXES: tuple[str, ...] = (*(b.name for b in BENCHMARKS), "scene_")
+
+
+def names() -> tuple[str, ...]:
+    return tuple(b.name for b in BENCHMARKS)
+
+
+def get(name: str) -> Benchmark:
+    """The benchmark called ``name`` (its identifier or command-line spelling)."""
+    if not isinstance(name, str):
+        raise TypeError(f"benchmark name must be a string, got {type(name).__name__}: {name!r}")
+    for bench in BENCHMARKS:
+        if name in (bench.name, bench.cli_name):
+            return bench
+    raise KeyError(f"unknown benchmark {name!r}; lmms-scene has {', '.join(names())}")
+
+
+def built() -> tuple[Benchmark, ...]:
+    """The benchmarks this version ships."""
+    return tuple(b for b in BENCHMARKS if b.built())
+
+
+def resolve(spec: str) -> Callable[..., Any]:
+    """``"package.module:function"`` -> the function (imported on demand)."""
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+# -- which benchmark a task belongs to -------------------------------------------------
+
+
+def declared_benchmark(config: Mapping[str, Any] | None) -> str | None:
+    """The benchmark a task config declares in ``metadata.benchmark`` (or None)."""
+    metadata = (config or {}).get("metadata") or {}
+    value = metadata.get(METADATA_KEY) if isinstance(metadata, Mapping) else None
+    return str(value) if value else None
+
+
+def _by_prefix(task: str) -> Benchmark | None:
+    # Longest names first, so "layered_vqa_sample" is not read as another benchmark.
+    for bench in sorted(BENCHMARKS, key=lambda b: -len(b.name)):
+        if task == bench.name or task.startswith(bench.name + "_"):
+            return bench
+    return None
+
+
+def benchmark_of_task(task: str, config: Mapping[str, Any] | None = None) -> Benchmark:
+    """The benchmark of the task named ``task``.
+
+    In order: the ``metadata.benchmark`` of ``config`` when given; else of the task's YAML
+    in the harness's task index (recorded by :mod:`lmms_scene.registration` when the
+    harness indexes its tasks, so a user's own task folder counts); else our own task
+    names. Raises ``ValueError`` naming the task when none applies.
+    """
+    from lmms_scene import registration
+
+    declared = declared_benchmark(config) if config is not None else None
+    if declared is None:
+        declared = declared_benchmark(registration.task_config(task))
+    if declared is not None:
+        return get(declared)
+    bench = _by_prefix(task)
+    if bench is not None and task in _our_task_names():
+        return bench
+    raise ValueError(
+        f"task {task!r} declares no lmms-scene benchmark: add `metadata: {{{METADATA_KEY}: <name>}}` "
+        f"to its YAML (one of {', '.join(names())}), or build it with `lmms-scene build`"
+    )
+
+
+def _our_task_names() -> set[str]:
+    from lmms_scene import registration
+
+    return set(registration.our_task_configs())

@@ -1,0 +1,5 @@
+import sys
+
+from lmms_scene.cli import main
+
+sys.exit(main())

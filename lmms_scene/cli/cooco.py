@@ -1,0 +1,64 @@
+"""``build cooco``: the COOCO dataset from its release, ready to evaluate."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def _column_map(item: str) -> tuple[str, str | None]:
+    source, sep, field = item.partition("=")
+    if not sep or not source:
+        raise argparse.ArgumentTypeError(f"expected SOURCE=FIELD or SOURCE=-, got {item!r}")
+    return source, (None if field in ("", "-") else field)
+
+
+def register_build(builds) -> None:
+    from lmms_scene.data.cooco.schema import HUB_REPO
+
+    p = builds.add_parser(
+        "cooco",
+        help="convert the COOCO release (hub or folder) into a dataset plus the tasks that evaluate it",
+        description="Convert the COOCO release into an HF dataset. With --out, also write the lmms-eval tasks "
+        "that evaluate it and print the command to run them.",
+    )
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--from-hub", metavar="REPO", help=f"hub dataset, e.g. {HUB_REPO}")
+    source.add_argument("--from-folder", metavar="DIR", type=Path, help="folder of images in the authors' naming scheme")
+    p.add_argument("--metadata", type=Path, help="metadata .csv/.jsonl/.json (default: DIR/metadata.*)")
+    p.add_argument("--split", help="hub split to read (default: all, concatenated)")
+    p.add_argument("--column-map", action="append", default=[], type=_column_map, metavar="SOURCE=FIELD",
+                   help="map or drop (SOURCE=-) a source column")  # fmt: skip
+    p.add_argument("--out", type=Path, help="output folder: data/*.parquet, README.md (card), tasks/*.yaml")
+    p.add_argument("--name", help="suffix of the written task names (default: the --out folder's name)")
+    p.add_argument("--push-to-hub", metavar="REPO", help="also push the dataset and its card to this hub repo")
+    p.add_argument("--private", action="store_true", help="with --push-to-hub: create a private repo")
+    p.set_defaults(fn=_build, command_name="build cooco", parser=p)
+
+
+def _build(args) -> int:
+    from lmms_scene.data import cooco
+
+    if not args.out and not args.push_to_hub:
+        args.parser.error("give --out and/or --push-to-hub")
+    dataset, label = cooco.build(
+        hub=args.from_hub, folder=args.from_folder, metadata=args.metadata, split=args.split,
+        column_map=dict(args.column_map),
+    )  # fmt: skip
+    card = cooco.dataset_card(dataset, label)
+    if args.out:
+        written = cooco.write_local(dataset, args.out, card, name=args.name)
+        print(f"wrote {len(dataset)} rows to {written['data']} (card: {written['card']})")
+        print(f"tasks: {', '.join(written['tasks'])} in {written['include_path']}")
+        print("evaluate it with:")
+        print("  " + cooco.evaluate_command(written))
+        print("the blind baseline on it:")
+        print("  " + cooco.evaluate_command(written, model="scene_blind", model_args=None))
+    if args.push_to_hub:
+        from datasets import DatasetDict
+        from huggingface_hub import DatasetCard
+
+        DatasetDict({cooco.SPLIT: dataset}).push_to_hub(args.push_to_hub, private=args.private)
+        DatasetCard(card).push_to_hub(args.push_to_hub)
+        print(f"pushed {len(dataset)} rows to {args.push_to_hub}")
+    return 0

@@ -1,0 +1,48 @@
+"""``tasks-path``, ``eval`` and ``demo``: running the harness with our tasks."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("tasks-path", help="print the task folder for lmms_eval --include_path")
+    p.set_defaults(fn=_tasks_path)
+
+    p = sub.add_parser(
+        "eval",
+        help="run lmms_eval with lmms-scene's tasks (every lmms_eval argument passes through)",
+        usage="lmms-scene eval --model MODEL --tasks TASKS [lmms_eval arguments]  (lmms-scene eval --help: the harness's help)",
+        add_help=False,
+    )
+    p.add_argument("harness_args", nargs=argparse.REMAINDER, help="arguments for lmms_eval")
+    p.set_defaults(fn=_eval, parser=p)
+
+    p = sub.add_parser("demo", help="run every built benchmark's sample split with the scene_blind baseline")
+    p.add_argument("--output_path", "--output-path", default="results", help="where lmms-eval writes results (default: results/)")
+    p.add_argument("harness_args", nargs=argparse.REMAINDER, help="extra lmms_eval arguments")
+    p.set_defaults(fn=_demo)
+
+
+def _tasks_path(_args) -> int:
+    from lmms_scene.registration import tasks_path
+
+    print(tasks_path())
+    return 0
+
+
+def _eval(args) -> int:
+    from lmms_scene.evaluate import run_harness
+
+    if not args.harness_args:
+        args.parser.print_usage()
+        print("lmms-scene eval: error: give lmms_eval arguments, at least --model and --tasks")
+        return 2
+    return run_harness(args.harness_args)
+
+
+def _demo(args) -> int:
+    from lmms_scene.evaluate import demo
+
+    return demo(Path(args.output_path), extra=args.harness_args)

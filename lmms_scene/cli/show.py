@@ -1,0 +1,26 @@
+"""``show PATH...``: the readable tables of every lmms-scene benchmark in results files.
+
+PATH is a results JSON, a samples JSONL, or a folder holding them (searched
+recursively). Each benchmark prints its own layout (COOCO: the paper's Figures 3-4 with
+n and a 95% interval per cell); tasks that belong to no lmms-scene benchmark and files
+that cannot be read are listed at the end.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("show", help="print the readable tables of results files or folders", description=__doc__)
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="results JSON, samples JSONL, or a folder")
+    p.set_defaults(fn=_show)
+
+
+def _show(args) -> int:
+    from lmms_scene.results import show_text
+
+    text, code = show_text(args.paths)
+    print(text, file=sys.stdout if code == 0 else sys.stderr)
+    return code

@@ -1,0 +1,67 @@
+"""COOCO (Common Objects Out-of-Context; Merlo et al. 2025).
+
+One module per responsibility:
+
+- :mod:`~lmms_scene.data.cooco.schema`: conditions, vocabularies, the released columns,
+  the authors' file names, ``features()``;
+- :mod:`~lmms_scene.data.cooco.builder`: the dataset from the hub release or a local
+  folder (every row validated), and a locally built dataset's task files;
+- :mod:`~lmms_scene.data.cooco.card`: the dataset card;
+- :mod:`~lmms_scene.data.cooco.sample`: the embedded procedural sample;
+- :mod:`~lmms_scene.data.cooco.views`: what the lmms-eval task needs from a row (padded
+  and noisy images, the target crop, prompt coordinates, the document lists).
+
+The names below are re-exported so ``from lmms_scene.data import cooco`` reaches them all.
+Command line: ``lmms-scene build cooco`` (:mod:`lmms_scene.cli.cooco`).
+"""
+
+from lmms_scene.data.cooco.builder import (
+    DATA_FILE,
+    build,
+    build_dataset,
+    convert_row,
+    ensure_schema,
+    evaluate_command,
+    folder_rows,
+    generate_rows,
+    load_hub_rows,
+    local_task_configs,
+    map_columns,
+    read_metadata,
+    write_local,
+)
+from lmms_scene.data.cooco.card import CITATION, dataset_card
+from lmms_scene.data.cooco.sample import SAMPLE_FILE, build_sample, sample_rows
+from lmms_scene.data.cooco.schema import (
+    COLUMN_MAP,
+    CONDITION_ALIASES,
+    CONDITIONS,
+    HUB_REPO,
+    NAMING_CONDITIONS,
+    NO_NOISE_AREA,
+    NOISE_LEVELS,
+    REQUIRED_FIELDS,
+    SCENES,
+    SPLIT,
+    TARGETS,
+    CoocoBuildError,
+    canonical_condition,
+    features,
+    parse_filename,
+)
+from lmms_scene.data.cooco.views import (
+    KOSMOS_GRID,
+    NOISE_AREAS,
+    kosmos_patch_indices,
+    naming_docs,
+    naming_item,
+    noise_grid_docs,
+    noise_seed,
+    padded,
+    padded_geometry,
+    prompt_context,
+    target_crop,
+    visual,
+)
+
+__all__ = [name for name in dir() if not name.startswith("_")]

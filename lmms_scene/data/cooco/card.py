@@ -1,0 +1,32 @@
+"""The dataset card (README.md) of a built COOCO dataset, rendered from
+``templates/cards/cooco.md.jinja``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from lmms_scene.data.cooco.schema import CONDITIONS, SPLIT
+from lmms_scene.prompts import render
+
+CITATION = """@inproceedings{merlo2025cooco,
+  title     = {{COOCO} -- Common Objects Out-of-Context -- Semantic Violation in Scenes:
+               Investigating Multimodal Context in Referential Communication},
+  author    = {Merlo, Filippo and Takmaz, Ece and Chen, Wenkai and Gatt, Albert},
+  year      = {2025},
+  eprint    = {2506.22274},
+  archivePrefix = {arXiv}
+}"""
+
+
+def dataset_card(dataset, source: str, notes: Sequence[str] = ()) -> str:
+    """A Hugging Face dataset card for a built COOCO dataset; ``notes`` are extra
+    build decisions to record (e.g. rows skipped on request)."""
+    counts = Counter(dataset["condition"])
+    text = render(
+        "cards/cooco.md.jinja", split=SPLIT, source=source, n_rows=len(dataset),
+        counts=[(c, counts.get(c, 0)) for c in CONDITIONS], citation=CITATION,
+    )  # fmt: skip
+    if notes:
+        text += "\n\n## Build notes\n\n" + "\n".join(f"- {n}" for n in notes)
+    return text + "\n"

@@ -1,0 +1,153 @@
+"""The views of a COOCO row the lmms-eval task needs: the padded image, the noisy image,
+the target crop, the prompt coordinates, and the naming / noise-grid document lists."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lmms_scene import imaging
+from lmms_scene.data.cooco.schema import NAMING_CONDITIONS, NO_NOISE_AREA, NOISE_LEVELS
+
+NOISE_AREAS: tuple[str, ...] = imaging.NOISE_AREAS
+
+
+def padded(doc: Mapping[str, Any]):
+    """The doc's image padded onto the grey square, and its target box shifted onto it.
+
+    Raises ``ValueError`` naming the row when the decoded image's size is not the doc's
+    ``width`` x ``height`` (the box and the prompt coordinates refer to that size; a
+    mismatch means the image was transformed on decoding, e.g. by an EXIF rotation)."""
+    image = doc["image"]
+    if "width" in doc and "height" in doc:
+        expected = (int(doc["width"]), int(doc["height"]))
+        if tuple(image.size) != expected:
+            raise ValueError(
+                f"{doc.get('image_id', '?')}: decoded image is {image.size[0]}x{image.size[1]} but the row "
+                f"says {expected[0]}x{expected[1]}; its target box and prompt coordinates would not match "
+                f"the pixels (an EXIF-rotated image? rebuild the data with `lmms-scene build cooco`)"
+            )
+    return imaging.pad_to_square(image, doc["target_bbox"])
+
+
+def noise_seed(doc: Mapping[str, Any]) -> int:
+    """Seed of the doc's noise field: per (image, level), not per area, so the three
+    areas share one field (``all`` = ``target`` inside the box, ``context`` outside)."""
+    return imaging.noise_seed("cooco", doc["image_id"], float(doc["noise_level"]))
+
+
+def visual(doc: Mapping[str, Any]):
+    """What the model sees: the padded image with the doc's noise setting applied."""
+    image, box = padded(doc)
+    level = float(doc.get("noise_level", 0.0))
+    if level == 0:
+        return image
+    return imaging.add_gaussian_noise(image, box, doc["noise_area"], level, noise_seed(doc))
+
+
+def naming_item(doc: Mapping[str, Any], output: str | None) -> dict[str, Any]:
+    """A doc and a model answer as the item :func:`lmms_scene.metrics.naming.score_rows` scores."""
+    return {
+        "image_id": doc["image_id"],
+        "condition": doc["condition"],
+        "noise_area": doc.get("noise_area", "none"),
+        "noise_level": float(doc.get("noise_level", 0.0)),
+        "scene": doc["scene"],
+        "target": doc["target"],
+        "gold": doc["gold_label"],
+        "output": output,
+        "crop": target_crop(doc),
+        # the noise-free crop is the same under every noise setting: encode it once
+        "crop_key": ("cooco-crop", doc["image_id"], tuple(float(v) for v in doc["target_bbox"]), int(doc["width"]), int(doc["height"])),
+    }
+
+
+def target_crop(doc: Mapping[str, Any]):
+    """The target box of the padded image before noise (the image RefCLIPScore scores)."""
+    image, box = padded(doc)
+    return imaging.crop_box(image, box)
+
+
+#: Kosmos-2 location tokens index a 32 x 32 grid of the image (Peng et al. 2024).
+KOSMOS_GRID = 32
+
+
+def kosmos_patch_indices(norm_box: Sequence[float], grid: int = KOSMOS_GRID) -> tuple[int, int]:
+    """Upper-left and lower-right patch indices of a normalised xyxy box on a
+    ``grid x grid`` raster (row-major), as Kosmos-2's ``<patch_index_NNNN>`` tokens."""
+    x1, y1, x2, y2 = norm_box
+    col0, row0 = math.floor(x1 * grid), math.floor(y1 * grid)
+    col1, row1 = math.ceil(x2 * grid) - 1, math.ceil(y2 * grid) - 1
+    clamp = lambda v: min(max(v, 0), grid - 1)
+    col0, row0, col1, row1 = clamp(col0), clamp(row0), clamp(max(col1, col0)), clamp(max(row1, row0))
+    return row0 * grid + col0, row1 * grid + col1
+
+
+def padded_geometry(doc: Mapping[str, Any]) -> tuple[int, imaging.Box]:
+    """Side of the padded square and the target box on it, from the doc's stored
+    ``width``/``height`` (no image decoding; lmms-eval hands ``doc_to_text`` docs
+    without their image column)."""
+    side, dx, dy = imaging.pad_offsets(int(doc["width"]), int(doc["height"]))
+    x, y, w, h = (float(v) for v in doc["target_bbox"])
+    return side, (x + dx, y + dy, w, h)
+
+
+def prompt_context(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Box coordinates on the padded square in every form a prompt template uses:
+    ``x1..y2`` absolute integer pixels (the covered pixel rectangle, x2/y2 exclusive;
+    Qwen's format), ``nx1..ny2`` the float box (xyxy) normalised by the side to [0, 1],
+    ``cx, cy`` the float box's centre on a 0-100 grid, ``side`` the square's side,
+    ``patch_ul, patch_lr`` Kosmos-2 patch indices of the normalised float box. Only the
+    integer pixels are rounded (as the crop and the noise mask are)."""
+    side, box = padded_geometry(doc)
+    x1, y1, x2, y2 = imaging.box_pixels(box, (side, side))
+    clip01 = lambda v: min(max(v, 0.0), 1.0)
+    norm = tuple(clip01(v / side) for v in imaging.xywh_to_xyxy(box))
+    ul, lr = kosmos_patch_indices(norm)
+    return {
+        "x1": x1, "y1": y1, "x2": x2, "y2": y2,
+        "nx1": norm[0], "ny1": norm[1], "nx2": norm[2], "ny2": norm[3],
+        "cx": 100.0 * (norm[0] + norm[2]) / 2, "cy": 100.0 * (norm[1] + norm[3]) / 2,
+        "side": side, "patch_ul": ul, "patch_lr": lr,
+    }
+
+
+
+
+def _with_setting(dataset, area: str, level: float):
+    """``dataset`` with constant ``noise_area``/``noise_level`` columns. ``add_column``
+    on a dataset without an indices mapping concatenates Arrow columns: the image
+    bytes are shared, not copied or decoded."""
+    from datasets import Value
+
+    n = len(dataset)
+    dataset = dataset.add_column("noise_area", [area] * n, feature=Value("string"))
+    return dataset.add_column("noise_level", [float(level)] * n, feature=Value("float32"))
+
+
+def _naming_filter(dataset):
+    # input_columns keeps the images encoded; the result is an indices mapping (no copy)
+    return dataset.filter(lambda c, e: c in NAMING_CONDITIONS and not e, input_columns=["condition", "excluded"])
+
+
+def naming_docs(dataset):
+    """Rows that are naming items (not ``clean``, not ``excluded``) at noise level 0."""
+    return _naming_filter(_with_setting(dataset.flatten_indices() if dataset._indices else dataset, NO_NOISE_AREA, 0.0))
+
+
+def noise_grid_docs(dataset, areas: Sequence[str] = NOISE_AREAS, levels: Sequence[float] = NOISE_LEVELS):
+    """Every naming item once per (noise area, noise level): ``len(areas) * len(levels)``
+    rows per item, each carrying its setting, item by item (so ``--limit`` still
+    covers every setting).
+
+    Built by concatenating per-setting views of the same Arrow data and reordering
+    through an indices mapping, so the full release is not copied six times on disk
+    (a batched ``map`` would write every image once per setting)."""
+    from datasets import concatenate_datasets
+
+    base = dataset.flatten_indices() if dataset._indices else dataset
+    views = [_naming_filter(_with_setting(base, a, lv)) for a in areas for lv in levels]
+    n = len(views[0])
+    grid = concatenate_datasets(views)
+    return grid.select([k * n + i for i in range(n) for k in range(len(views))])

@@ -1,0 +1,208 @@
+"""Reading lmms-eval output: results JSONs, samples JSONLs, or folders of them.
+
+lmms-eval 0.7.3 writes ``OUTPUT/<model>/<date>_results.json`` and, with
+``--log_samples``, ``<date>_samples_<task>.jsonl`` beside it. :func:`load` turns any of
+these (or a folder holding them, searched recursively) into :class:`TaskResult` records:
+one per task, with the task's metrics (filter suffix stripped), its config (including
+``metadata.benchmark``), the model that ran and, when the samples file is there, the
+logged samples. Files that cannot be read are listed with the reason, never raised
+one by one, so a tool can say what it skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class TaskResult:
+    task: str
+    #: the benchmark the task declares (``metadata.benchmark``), or None
+    benchmark: str | None
+    #: metric name (``,none`` filter suffix stripped) -> value
+    metrics: dict[str, Any]
+    config: dict[str, Any]
+    #: ``model`` and ``model_args`` of the run
+    model: str
+    model_args: str
+    source: Path
+    #: the logged samples (one dict per doc, as lmms-eval wrote them), when found
+    samples: list[dict[str, Any]] | None = None
+    #: ``limit`` of the run (None: every doc)
+    limit: Any = None
+
+    @property
+    def label(self) -> str:
+        """A short name for the model: its ``pretrained=`` basename, else the model name."""
+        for part in str(self.model_args).split(","):
+            if part.startswith("pretrained="):
+                return part.split("=", 1)[1].rstrip("/").rsplit("/", 1)[-1]
+        return self.model
+
+    def rows(self, key: str) -> list[dict[str, Any]]:
+        """The per-doc values a samples file holds under metric ``key`` (e.g. the full
+        scored rows a benchmark logs), in file order; empty without samples."""
+        return [s[key] for s in self.samples or [] if isinstance(s.get(key), dict)]
+
+
+@dataclass
+class Loaded:
+    results: list[TaskResult] = field(default_factory=list)
+    #: (path, reason) for every file that was skipped
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def for_benchmark(self, name: str) -> list[TaskResult]:
+        return [r for r in self.results if r.benchmark == name]
+
+
+def _strip_filter(metrics: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in metrics.items():
+        name, _, filt = key.partition(",")
+        if filt in ("", "none"):
+            out[name] = value
+    return out
+
+
+def _benchmark(task: str, config: dict[str, Any]) -> str | None:
+    from lmms_scene import benchmarks
+
+    declared = benchmarks.declared_benchmark(config)
+    if declared:
+        return declared
+    try:
+        return benchmarks.benchmark_of_task(task).name
+    except ValueError:
+        return None
+
+
+def _read_samples(path: Path) -> list[dict[str, Any]]:
+    samples = []
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if line.strip():
+                try:
+                    samples.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"{path}, line {number}: not JSON ({exc.msg})") from None
+    return samples
+
+
+def read_results_file(path: Path) -> list[TaskResult]:
+    """The tasks of one ``*_results.json`` (with their samples files when present)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot be read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON (line {exc.lineno}: {exc.msg})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise ValueError(f"{path}: not an lmms-eval results file (no 'results' object)")
+    run = data.get("config") if isinstance(data.get("config"), dict) else {}
+    configs = data.get("configs") if isinstance(data.get("configs"), dict) else {}
+    prefix = path.name[: -len("_results.json")] if path.name.endswith("_results.json") else None
+    out = []
+    for task, metrics in data["results"].items():
+        if not isinstance(metrics, dict):
+            continue
+        config = configs.get(task) if isinstance(configs.get(task), dict) else {}
+        samples = None
+        if prefix is not None:
+            candidate = path.with_name(f"{prefix}_samples_{task}.jsonl")
+            if candidate.is_file():
+                samples = _read_samples(candidate)
+        out.append(
+            TaskResult(
+                task=task, benchmark=_benchmark(task, config), metrics=_strip_filter(metrics), config=config,
+                model=str(run.get("model", "?")), model_args=str(run.get("model_args", "")), source=path,
+                samples=samples, limit=run.get("limit"),
+            )
+        )  # fmt: skip
+    return out
+
+
+def read_samples_file(path: Path) -> TaskResult:
+    """A lone samples JSONL (``..._samples_<task>.jsonl``) as a result without metrics."""
+    name = path.stem
+    task = name.split("_samples_", 1)[1] if "_samples_" in name else name
+    return TaskResult(
+        task=task, benchmark=_benchmark(task, {}), metrics={}, config={}, model="?", model_args="",
+        source=path, samples=_read_samples(path),
+    )  # fmt: skip
+
+
+def load(paths: str | Path | Iterable[str | Path]) -> Loaded:
+    """Every task result under ``paths`` (files or folders); see the module docstring."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    loaded = Loaded()
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(p.rglob("*_results.json"))
+            files += found or sorted(p.rglob("*_samples_*.jsonl"))
+            if not found and not files:
+                loaded.skipped.append((str(p), "no *_results.json or *_samples_*.jsonl in this folder"))
+        elif p.is_file():
+            files.append(p)
+        else:
+            loaded.skipped.append((str(p), "no such file or folder"))
+    for f in files:
+        try:
+            if f.suffix == ".jsonl":
+                loaded.results.append(read_samples_file(f))
+            else:
+                loaded.results.extend(read_results_file(f))
+        except ValueError as exc:
+            loaded.skipped.append((str(f), str(exc)))
+    return loaded
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table; ``None`` cells are blank, floats get 3 decimals."""
+
+    def fmt(v: Any) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, float):
+            return f"{v:.3f}"
+        return str(v)
+
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def with_interval(mean: float | None, interval: Sequence[float] | None) -> str:
+    """``0.612 [0.580, 0.640]``; blank when there is no mean."""
+    if mean is None:
+        return ""
+    if not interval:
+        return f"{mean:.3f}"
+    return f"{mean:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def show_text(paths: Sequence[str | Path]) -> tuple[str, int]:
+    """The text ``show`` prints for ``paths`` and its exit status (2 when nothing was shown)."""
+    from lmms_scene import benchmarks
+
+    loaded = load(paths)
+    parts: list[str] = []
+    for bench in benchmarks.BENCHMARKS:
+        mine = loaded.for_benchmark(bench.name)
+        if not mine:
+            continue
+        text = benchmarks.resolve(bench.tables)(mine)
+        parts.append(f"# {bench.title}\n\n{text}")
+    others = sorted({r.task for r in loaded.results if r.benchmark is None})
+    notes = []
+    if others:
+        notes.append(f"not lmms-scene tasks (not shown): {', '.join(others)}")
+    notes += [f"skipped {path}: {why}" for path, why in loaded.skipped]
+    if not parts:
+        notes.insert(0, f"no lmms-scene results in {', '.join(map(str, paths))}")
+    return "\n\n".join(parts + (["\n".join(notes)] if notes else [])), (0 if parts else 2)

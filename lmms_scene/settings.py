@@ -1,0 +1,87 @@
+"""The one place that reads lmms-scene's configuration.
+
+Configuration comes from the environment (so it reaches every process of an
+``accelerate launch`` run) and from in-process overrides (:func:`override`, used by the
+demo and by tests). Library code never reads or writes ``os.environ`` itself: callers
+take :func:`current` once and pass its values down as arguments.
+
+=============================  =============================================================
+``LMMS_SCENE_CLIP_MODEL``      CLIP checkpoint (hub name or local folder) for COOCO's metrics;
+                               ``none`` switches those metrics off (recorded as not computed)
+``LMMS_SCENE_DEVICE``          device for the metric models (default: CUDA when present, else CPU)
+``LMMS_SCENE_NO_TASK_HOOK``    any value: do not add our task folder to the harness's index
+=============================  =============================================================
+
+>>> with override(clip_model="none"):
+...     current().clip_model
+'none'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from dataclasses import dataclass, fields, replace
+from typing import Iterator
+
+DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
+CLIP_MODEL_ENV = "LMMS_SCENE_CLIP_MODEL"
+DEVICE_ENV = "LMMS_SCENE_DEVICE"
+NO_TASK_HOOK_ENV = "LMMS_SCENE_NO_TASK_HOOK"
+#: the ``clip_model`` value that switches the CLIP metrics off
+CLIP_DISABLED = "none"
+
+
+@dataclass(frozen=True)
+class Settings:
+    #: CLIP checkpoint for COOCO's metrics, or ``none``
+    clip_model: str = DEFAULT_CLIP_MODEL
+    #: whether ``clip_model`` was chosen explicitly (environment or override), not defaulted
+    clip_model_explicit: bool = False
+    #: device for metric models; None: CUDA when present, else CPU
+    device: str | None = None
+    no_task_hook: bool = False
+
+    @property
+    def clip_enabled(self) -> bool:
+        return self.clip_model.strip().lower() != CLIP_DISABLED
+
+
+_overrides: dict[str, object] = {}
+_lock = threading.Lock()
+
+
+def current() -> Settings:
+    """The settings in force now: overrides, else the environment, else the defaults."""
+    env = os.environ
+    clip = env.get(CLIP_MODEL_ENV) or None
+    base = Settings(
+        clip_model=clip or DEFAULT_CLIP_MODEL,
+        clip_model_explicit=clip is not None,
+        device=env.get(DEVICE_ENV) or None,
+        no_task_hook=bool(env.get(NO_TASK_HOOK_ENV)),
+    )
+    with _lock:
+        extra = dict(_overrides)
+    if "clip_model" in extra:
+        extra.setdefault("clip_model_explicit", True)
+    return replace(base, **extra) if extra else base
+
+
+@contextlib.contextmanager
+def override(**values: object) -> Iterator[Settings]:
+    """Set settings in this process for the duration of a ``with`` block."""
+    known = {f.name for f in fields(Settings)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise TypeError(f"override: unknown settings {unknown}; known: {sorted(known)}")
+    with _lock:
+        saved = dict(_overrides)
+        _overrides.update(values)
+    try:
+        yield current()
+    finally:
+        with _lock:
+            _overrides.clear()
+            _overrides.update(saved)
