@@ -54,6 +54,9 @@ class Benchmark:
     docs: str
     #: the spelling on the command line (``lmms-scene build NAME``)
     cli_name: str
+    #: optional ``module:function`` scoring a task's ``(doc, answer)`` pairs in batches after
+    #: generation and before ``process_results`` (see :func:`lmms_scene.harness.install_prescore_hook`)
+    prescore: str | None = None
 
     @property
     def task_folder(self) -> Path:
@@ -84,6 +87,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         tables="lmms_scene.metrics.naming:tables",
         docs="docs/cooco.md",
         cli_name="cooco",
+        prescore="lmms_scene.tasks.cooco.utils:prescore",
     ),
     Benchmark(
         name="snus",

@@ -91,3 +91,70 @@ def install_table_filter() -> bool:
         if module is not None and getattr(module, "make_table", None) is original:
             module.make_table = make_table
     return True
+
+
+# -- batch pre-scoring after generation -------------------------------------------------
+
+_PRESCORE_MARK = "__lmms_scene_prescore__"
+
+
+def task_pairs(task: Any, filter_key: str = "none") -> list[tuple[Any, Any]]:
+    """``(doc, answer)`` for every request of a harness task after its filters ran, as
+    ``process_results`` will see them (lmms-eval 0.7.3: a request's ``doc_id`` indexes
+    ``task.eval_docs``; a ``generate_until`` answer is stripped)."""
+    docs = task.eval_docs
+    pairs = []
+    for inst in task.instances:
+        answer = inst.filtered_resps.get(filter_key)
+        if isinstance(answer, str):
+            answer = answer.strip()
+        pairs.append((docs[inst.doc_id], answer))
+    return pairs
+
+
+def install_prescore_hook() -> bool:
+    """After a task's filters run (all answers of this process are in), call its
+    benchmark's ``prescore`` (registry) with the task's ``(doc, answer)`` pairs, so the
+    scores ``process_results`` reads can be computed in batches. Best effort: when
+    anything differs from the tested harness, or pre-scoring fails, ``process_results``
+    scores row by row and gets the same numbers. Returns whether the hook is installed."""
+    import warnings
+
+    try:
+        from lmms_eval.api.task import ConfigurableTask
+    except Exception:  # pragma: no cover - the harness itself is broken
+        return False
+    original = getattr(ConfigurableTask, "apply_filters", None)
+    if original is None:
+        return False
+    if getattr(original, _PRESCORE_MARK, False):
+        return True
+
+    def apply_filters(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        try:
+            _prescore(self)
+        except Exception as err:
+            task = getattr(getattr(self, "config", None), "task", "?")
+            warnings.warn(f"lmms-scene: batch pre-scoring of {task} failed ({err!r}); scoring row by row", stacklevel=2)
+        return out
+
+    setattr(apply_filters, _PRESCORE_MARK, True)
+    ConfigurableTask.apply_filters = apply_filters
+    return True
+
+
+def _prescore(task: Any) -> None:
+    from lmms_scene import benchmarks
+
+    config = getattr(task, "config", None)
+    metadata = getattr(config, "metadata", None)
+    name = benchmarks.declared_benchmark({"metadata": metadata}) if isinstance(metadata, dict) else None
+    if name is None or name not in benchmarks.names():
+        return
+    spec = benchmarks.get(name).prescore
+    if spec and task.instances:
+        from loguru import logger  # the harness's logger
+
+        done = benchmarks.resolve(spec)(task_pairs(task))
+        logger.info(f"lmms-scene: pre-scored {done} of {len(task.instances)} answers of {config.task} in batches")

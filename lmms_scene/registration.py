@@ -86,9 +86,10 @@ def install_task_path_hook() -> bool:
 
     setattr(initialize_tasks, _PATCH_MARK, True)
     TaskManager.initialize_tasks = initialize_tasks
-    from lmms_scene.harness import install_table_filter
+    from lmms_scene.harness import install_prescore_hook, install_table_filter
 
     install_table_filter()
+    install_prescore_hook()
     return True
 
 

@@ -52,7 +52,13 @@ def error(command: str, message: object) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser().parse_args(argv)
+    p = parser()
+    args, rest = p.parse_known_args(argv)
+    if getattr(args, "passthrough", False):
+        # `eval` hands everything after its name to the harness, `demo` what it does not know
+        args.harness_args = argv[argv.index(args.command) + 1 :] if args.command == "eval" else rest
+    elif rest:
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return int(args.fn(args) or 0)
     except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:

@@ -29,6 +29,12 @@ def register_build(builds) -> None:
     p.add_argument("--split", help="hub split to read (default: all, concatenated)")
     p.add_argument("--column-map", action="append", default=[], type=_column_map, metavar="SOURCE=FIELD",
                    help="map or drop (SOURCE=-) a source column")  # fmt: skip
+    p.add_argument("--prefer-metadata", action="store_true",
+                   help="where the metadata contradicts the file name (scene, target, replacement, condition), "
+                   "use the metadata's value and record each case in the card (default: an error)")
+    p.add_argument("--skip-unmatched", action="store_true",
+                   help="leave out images without a metadata row and rows without an image, listing them in the "
+                   "card (default: an error)")
     p.add_argument("--out", type=Path, help="output folder: data/*.parquet, README.md (card), tasks/*.yaml")
     p.add_argument("--name", help="suffix of the written task names (default: the --out folder's name)")
     p.add_argument("--push-to-hub", metavar="REPO", help="also push the dataset and its card to this hub repo")
@@ -37,15 +43,34 @@ def register_build(builds) -> None:
 
 
 def _build(args) -> int:
+    import sys
+    import warnings
+
     from lmms_scene.data import cooco
+    from lmms_scene.data.cooco.schema import CoocoBuildWarning
 
     if not args.out and not args.push_to_hub:
         args.parser.error("give --out and/or --push-to-hub")
-    dataset, label = cooco.build(
-        hub=args.from_hub, folder=args.from_folder, metadata=args.metadata, split=args.split,
-        column_map=dict(args.column_map),
-    )  # fmt: skip
-    card = cooco.dataset_card(dataset, label)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CoocoBuildWarning)
+        dataset, label, notes = cooco.build(
+            hub=args.from_hub, folder=args.from_folder, metadata=args.metadata, split=args.split,
+            column_map=dict(args.column_map), prefer_metadata=args.prefer_metadata,
+            skip_unmatched=args.skip_unmatched,
+        )  # fmt: skip
+    for warning in caught:
+        if issubclass(warning.category, CoocoBuildWarning):
+            print(f"lmms-scene build cooco: warning: {warning.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    decisions = [n for n in notes if not n.startswith("warning: ")]
+    if decisions:
+        print(f"lmms-scene build cooco: {len(decisions)} build decisions recorded in the card:", file=sys.stderr)
+        for note in decisions[:20]:
+            print(f"  {note}", file=sys.stderr)
+        if len(decisions) > 20:
+            print(f"  ... and {len(decisions) - 20} more", file=sys.stderr)
+    card = cooco.dataset_card(dataset, label, notes=notes)
     if args.out:
         written = cooco.write_local(dataset, args.out, card, name=args.name)
         print(f"wrote {len(dataset)} rows to {written['data']} (card: {written['card']})")

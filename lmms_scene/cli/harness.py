@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 
@@ -16,13 +15,15 @@ def register(sub) -> None:
         usage="lmms-scene eval --model MODEL --tasks TASKS [lmms_eval arguments]  (lmms-scene eval --help: the harness's help)",
         add_help=False,
     )
-    p.add_argument("harness_args", nargs=argparse.REMAINDER, help="arguments for lmms_eval")
-    p.set_defaults(fn=_eval, parser=p)
+    p.set_defaults(fn=_eval, parser=p, passthrough=True)
 
-    p = sub.add_parser("demo", help="run every built benchmark's sample split with the scene_blind baseline")
+    p = sub.add_parser(
+        "demo", help="run every built benchmark's sample split with the scene_blind baseline",
+        description="Run every built benchmark's sample split with scene_blind, then print the tables. "
+        "Arguments it does not know pass to lmms_eval (e.g. --limit 2).",
+    )  # fmt: skip
     p.add_argument("--output_path", "--output-path", default="results", help="where lmms-eval writes results (default: results/)")
-    p.add_argument("harness_args", nargs=argparse.REMAINDER, help="extra lmms_eval arguments")
-    p.set_defaults(fn=_demo)
+    p.set_defaults(fn=_demo, passthrough=True)
 
 
 def _tasks_path(_args) -> int:

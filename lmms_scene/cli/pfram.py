@@ -12,9 +12,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +107,19 @@ def register(sub) -> None:
     c.set_defaults(fn=_correlate, command_name="pfram correlate")
 
 
+@contextlib.contextmanager
+def _warnings_as_lines(command: str) -> Iterator[None]:
+    """Library warnings (a shard re-extracted, duplicate images) as one line each on stderr."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        print(f"lmms-scene {command}: warning: {message}", file=sys.stderr)
+
+    with warnings.catch_warnings():  # restores the filters and showwarning on exit
+        warnings.simplefilter("always", UserWarning)
+        warnings.showwarning = show
+        yield
+
+
 def _emit(out: dict[str, Any], output: Path | None) -> int:
     text = json.dumps(out, indent=2)
     print(text)
@@ -121,7 +137,7 @@ def _extract(a) -> int:
         a.images, a.labels, a.image_list, min_objects=a.min_objects, skip_missing=a.skip_missing
     )
     # Under `accelerate launch` each process extracts its share of the shards.
-    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     device = a.device
     if world > 1 and device.startswith("cuda") and ":" not in device:
         device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
@@ -129,25 +145,29 @@ def _extract(a) -> int:
     def progress(done: int, total: int) -> None:
         print(f"pfram extract [process {rank}/{world}]: {done}/{total} images", file=sys.stderr)
 
-    out = extract_features(
-        a.model, [a.images / n for n in names], a.out, image_ids=names, layers=a.layers,
-        instruction=a.instruction, batch_size=a.batch_size, shard_size=a.shard_size, device=device,
-        dtype=a.dtype, device_map=a.device_map, processor_kwargs=_processor_kwargs(a.processor_arg),
-        progress=progress, process_index=rank, num_processes=world,
-    )  # fmt: skip
+    with _warnings_as_lines("pfram extract"):
+        out = extract_features(
+            a.model, [a.images / n for n in names], a.out, image_ids=names, layers=a.layers,
+            instruction=a.instruction, batch_size=a.batch_size, shard_size=a.shard_size, device=device,
+            dtype=a.dtype, device_map=a.device_map, processor_kwargs=_processor_kwargs(a.processor_arg),
+            progress=progress, process_index=rank, num_processes=world,
+        )  # fmt: skip
     store = FeatureStore(out)
-    return _emit({"features": str(out), "n_images": len(names), "skipped_missing": len(missing), "layers": store.layers}, None)
+    return _emit(
+        {"features": str(out), "n_images": len(names), "skipped_missing": len(missing), "layers": store.layers}, None
+    )
 
 
 def _score(a) -> int:
     from lmms_scene.analysis.pfram_scores import score_features
 
-    out = score_features(
-        a.features, a.labels, phis=a.phi, ks=a.k, ties=a.ties, layers=a.layers or None,
-        input_layer=a.input_layer, min_objects=a.min_objects, drop_unlabelled=a.drop_unlabelled,
-        on_undefined=a.on_undefined, bootstrap=a.bootstrap, block_bytes=a.block_bytes, device=a.device,
-        descriptions_path=a.descriptions, sentence_model=a.sentence_model,
-    )  # fmt: skip
+    with _warnings_as_lines("pfram score"):
+        out = score_features(
+            a.features, a.labels, phis=a.phi, ks=a.k, ties=a.ties, layers=a.layers or None,
+            input_layer=a.input_layer, min_objects=a.min_objects, drop_unlabelled=a.drop_unlabelled,
+            on_undefined=a.on_undefined, bootstrap=a.bootstrap, block_bytes=a.block_bytes, device=a.device,
+            descriptions_path=a.descriptions, sentence_model=a.sentence_model,
+        )  # fmt: skip
     return _emit(out, a.output)
 
 

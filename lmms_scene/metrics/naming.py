@@ -116,9 +116,20 @@ def levenshtein_similarity(a: str, b: str) -> float:
     return fuzz.ratio(a, b) / 100.0
 
 
-def row_key(row: Mapping[str, Any]) -> tuple:
-    """The stable id of a scored row."""
-    return (row["image_id"], row["condition"], row["noise_area"], float(row["noise_level"]))
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def sanitise_output(text: str) -> tuple[str, bool]:
+    """A model answer made safe to tokenize and to write as UTF-8: lone surrogates are
+    dropped, NUL and other control characters (tab and newlines kept) become spaces.
+    Returns the text and whether anything changed (recorded in the row).
+
+    >>> sanitise_output("\udcff\udcfecup\x00")
+    ('cup ', True)
+    """
+    clean = _CONTROL.sub(" ", _SURROGATE.sub("", text))
+    return clean, clean != text
 
 
 def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> list[dict[str, Any]]:
@@ -137,7 +148,7 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
         condition = str(item["condition"])
         if condition not in CONDITIONS:
             raise ValueError(f"{item['image_id']}: unknown condition {condition!r}; expected one of {CONDITIONS}")
-        raw = "" if item["output"] is None else str(item["output"])
+        raw, sanitised = sanitise_output("" if item["output"] is None else str(item["output"]))
         prediction = normalise_output(raw)
         rows.append(
             {
@@ -153,6 +164,8 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
                 "empty": prediction == "",
                 "output_words": len(prediction.split()),
                 "non_ascii": any(ord(ch) > 127 for ch in prediction),
+                "output_sanitised": sanitised,
+                "scored": True,
                 "clip_model": model_name if use_clip else None,
             }
         )
@@ -217,6 +230,116 @@ CLIP_FIELDS = (
 )  # fmt: skip
 
 
+# -- one doc at a time (process_results), with batch pre-scoring -----------------------
+
+#: the memo namespace of rows scored ahead in batches (:func:`prescore`)
+PRESCORED = "cooco-prescored"
+PRESCORED_SIZE = 500_000
+
+
+def require_metrics(model: str | None = None) -> None:
+    """Load everything the COOCO metrics need (the CLIP checkpoint), so that a missing
+    one stops a run when its task is built, before any answer is generated. Raises
+    :class:`lmms_scene.metrics.clip.ClipModelUnavailable` saying how to get it."""
+    name = clip_metrics.resolve_model(model)
+    if clip_metrics.clip_enabled(name):
+        clip_metrics.encoder(name)
+
+
+def doc_key(doc: Mapping[str, Any], output: Any, model: str) -> tuple:
+    """Everything a scored row depends on, without decoding the image."""
+    return (
+        str(doc["image_id"]), str(doc["condition"]), str(doc.get("noise_area", NO_NOISE_AREA)),
+        float(doc.get("noise_level", 0.0)), tuple(float(v) for v in doc["target_bbox"]),
+        int(doc.get("width", 0)), int(doc.get("height", 0)),
+        str(doc["scene"]), str(doc["target"]), str(doc["gold_label"]), output, model,
+    )  # fmt: skip
+
+
+def _ids(doc: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "image_id": str(doc.get("image_id", "?")), "condition": str(doc.get("condition", "?")),
+        "noise_area": str(doc.get("noise_area", NO_NOISE_AREA)), "noise_level": float(doc.get("noise_level", 0.0)),
+    }  # fmt: skip
+
+
+def unscored_row(doc: Mapping[str, Any], output: Any, reason: str, model: str | None) -> dict[str, Any]:
+    """The row of an answer that could not be scored: ids, the answer and the reason;
+    every metric not computed (``None``), never zero."""
+    text, sanitised = sanitise_output("" if output is None else str(output))
+    row = {
+        **_ids(doc), "scene": normalise_label(doc.get("scene", "")), "target": normalise_label(doc.get("target", "")),
+        "gold": normalise_label(doc.get("gold_label", "")), "output": text, "prediction": normalise_output(text),
+        "empty": None, "output_words": None, "non_ascii": None, "output_sanitised": sanitised,
+        "scored": False, "unscored_reason": reason, "clip_model": model,
+        "levenshtein_similarity": None, "levenshtein_accuracy": None,
+    }  # fmt: skip
+    row.update({name: None for name in CLIP_FIELDS})
+    return row
+
+
+def score_doc(doc: Mapping[str, Any], output: Any, model: str | None = None) -> dict[str, Any]:
+    """Score one doc's answer (what ``process_results`` does). Uses the row
+    :func:`prescore` computed for this exact doc and answer when there is one (same
+    numbers, computed in batches); otherwise scores it here. Never raises for a bad
+    answer or image: the row is recorded unscored with its reason."""
+    from lmms_scene import cache
+    from lmms_scene.data.cooco import views
+
+    name = clip_metrics.resolve_model(model)
+    if output is None:
+        return unscored_row(doc, None, "no model output for this doc", name)
+    ahead = cache.memo_namespace(PRESCORED, PRESCORED_SIZE).get(doc_key(doc, output, name))
+    if ahead is not None:
+        return dict(ahead)
+    try:
+        return score_rows([views.naming_item(doc, output)], name)[0]
+    except clip_metrics.ClipModelUnavailable:
+        raise  # resolved when the task is built; reaching here is a configuration error
+    except Exception as exc:  # a bad image, an untokenizable text: recorded, never raised
+        return unscored_row(doc, output, f"{type(exc).__name__}: {exc}", name)
+
+
+def prescore(pairs: Iterable[tuple[Mapping[str, Any], Any]], model: str | None = None, chunk: int = 256) -> int:
+    """Score ``(doc, answer)`` pairs in batches ahead of ``process_results`` (image
+    embeddings once per crop, texts in batches of 256), keeping the rows for
+    :func:`score_doc`. Pairs that fail are left to :func:`score_doc`, which records why.
+    Returns how many rows were scored ahead."""
+    from lmms_scene import cache
+    from lmms_scene.data.cooco import views
+
+    name = clip_metrics.resolve_model(model)
+    memo = cache.memo_namespace(PRESCORED, PRESCORED_SIZE)
+    done = 0
+    batch: list[tuple[tuple, dict[str, Any]]] = []
+
+    def flush() -> int:
+        if not batch:
+            return 0
+        try:
+            rows = score_rows([item for _, item in batch], name)
+        except Exception:
+            batch.clear()
+            return 0  # left to score_doc, row by row, which records the failing one
+        for (key, _), row in zip(batch, rows):
+            memo.put(key, row)
+        n = len(batch)
+        batch.clear()
+        return n
+
+    for doc, output in pairs:
+        if not isinstance(output, str):
+            continue
+        try:
+            item = views.naming_item(doc, output)
+        except Exception:
+            continue
+        batch.append((doc_key(doc, output, name), item))
+        if len(batch) >= chunk:
+            done += flush()
+    return done + flush()
+
+
 # -- aggregation --------------------------------------------------------------------
 
 #: The fields that identify a scored COOCO row, and the resampling cluster of its intervals.
@@ -279,18 +402,28 @@ def _cell(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def output_statistics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """How many answers were empty, verbose or non-ASCII (all of them still scored)."""
+    """How many answers were empty, verbose, non-ASCII or sanitised (all of them still
+    scored), and which could not be scored at all (with their reasons)."""
     n = len(rows)
+    unscored = [r for r in rows if r.get("scored") is False]
     counts = {
         "n_empty": sum(bool(r["empty"]) for r in rows),
-        "n_verbose": sum(r.get("output_words", 0) > VERBOSE_WORDS for r in rows),
+        "n_verbose": sum((r.get("output_words") or 0) > VERBOSE_WORDS for r in rows),
         "n_non_ascii": sum(bool(r.get("non_ascii")) for r in rows),
+        "n_sanitised": sum(bool(r.get("output_sanitised")) for r in rows),
+        "n_unscored": len(unscored),
     }
     stats: dict[str, Any] = {"n": n, **counts}
     for key, count in counts.items():
         stats[key[2:] + "_output_rate"] = count / n if n else None
     stats["mean_output_words"] = rows_lib.mean(r.get("output_words") for r in rows)
     stats["verbose_threshold_words"] = VERBOSE_WORDS
+    # the first unscored rows with their reasons (all are counted above)
+    stats["unscored"] = [
+        {"image_id": r["image_id"], "condition": r["condition"], "noise_area": r["noise_area"],
+         "noise_level": r["noise_level"], "reason": r.get("unscored_reason")}
+        for r in unscored[:20]
+    ]  # fmt: skip
     return stats
 
 

@@ -1,0 +1,129 @@
+"""Layered-VQA on the command line.
+
+- ``build layered-vqa --release DIR [--out FILE]``: a local release (layer PNGs plus a
+  question file) into the parquet file the tasks read, with its dataset card; checks
+  recomposition (max pixel difference per scene) and every layer index.
+- ``build layered-synth --scenes N --seed S [--out FILE]``: freshly generated scenes.
+- ``layered-vqa judge RESULTS... --judges SPEC``: re-grade a run's logged outputs with
+  an LLM-judge panel (majority vote, no self-judging, failures counted) and print or
+  write the judged report and the judge x model self-preference matrix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _default_out() -> Path:
+    from lmms_scene.registration import tasks_path
+
+    return tasks_path() / "layered_vqa" / "data" / "layered_vqa.parquet"
+
+
+def _size(value: str) -> tuple[int, int]:
+    try:
+        w, h = (int(x) for x in value.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, got {value!r}") from None
+    return w, h
+
+
+def register_build(builds) -> None:
+    b = builds.add_parser("layered-vqa", help="Layered-VQA from a local release (layer PNGs + questions.jsonl)")
+    b.add_argument("--release", required=True, type=Path, help="release folder (layout in docs/layered_vqa.md)")
+    b.add_argument("--out", type=Path, default=None, help="parquet file to write (default: the task folder's data/layered_vqa.parquet)")
+    b.add_argument("--tolerance", type=int, default=None, help="max pixel difference allowed between the layers' composite and the composite (default 2)")
+    b.set_defaults(fn=_build_release, command_name="build layered-vqa")
+
+    s = builds.add_parser("layered-synth", help="procedurally generated Layered-VQA scenes")
+    s.add_argument("--scenes", required=True, type=int, help="number of scenes")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--size", type=_size, default=(320, 240), help="WIDTHxHEIGHT (default 320x240)")
+    s.add_argument("--out", type=Path, default=None, help="parquet file to write (default: the task folder's data/layered_vqa.parquet)")
+    s.set_defaults(fn=_build_synth, command_name="build layered-synth")
+
+
+def _build_release(args) -> int:
+    from lmms_scene import compositing
+    from lmms_scene.data import layered_vqa
+
+    tol = compositing.DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
+    report = layered_vqa.build_release(args.release, args.out or _default_out(), tolerance=tol, source=str(args.release))
+    worst = max(report.max_difference.items(), key=lambda kv: kv[1])
+    print(f"wrote {report.rows} questions over {report.scenes} scenes to {report.out} (card: {report.card})")
+    print(f"recomposition: max pixel difference {worst[1]} (scene {worst[0]!r}), tolerance {tol}")
+    return 0
+
+
+def _build_synth(args) -> int:
+    from lmms_scene.data import layered_vqa
+
+    report = layered_vqa.build_synthetic(args.out or _default_out(), args.scenes, args.seed, args.size)
+    print(f"wrote {report.rows} questions over {report.scenes} generated scenes to {report.out} (card: {report.card})")
+    return 0
+
+
+def register(sub) -> None:
+    top = sub.add_parser("layered-vqa", help="Layered-VQA tools (LLM-judge re-grading)", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    cmds = top.add_subparsers(dest="layered_vqa_command", required=True, metavar="COMMAND")
+    j = cmds.add_parser("judge", help="re-grade logged Layered-VQA outputs with LLM judges")
+    j.add_argument("paths", nargs="+", type=Path, help="results folders or files (run with --log_samples)")
+    j.add_argument("--judges", required=True, help="';'-separated [provider:]name=model[@url] (see lmms_scene.judges.parse_judges)")
+    j.add_argument("--data", type=Path, default=None, help="the parquet file the run used (for the question texts); default: the sample and the task folder's data")
+    j.add_argument("--out", type=Path, default=None, help="write the judged rows and reports as JSON here")
+    j.set_defaults(fn=_judge, command_name="layered-vqa judge")
+
+
+def _questions(data: Path | None) -> dict[str, str]:
+    import pyarrow.parquet as pq
+
+    from lmms_scene.registration import tasks_path
+
+    files = [data] if data else [tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet", _default_out()]
+    out: dict[str, str] = {}
+    for f in files:
+        if f and Path(f).is_file():
+            for row in pq.read_table(f, columns=["question_id", "question"]).to_pylist():
+                out[row["question_id"]] = row["question"]
+    return out
+
+
+def _judge(args) -> int:
+    from lmms_scene import judges, results
+    from lmms_scene.metrics import vqa
+
+    panel = judges.parse_judges(args.judges)
+    if not panel:
+        raise ValueError("--judges: no judge given")
+    loaded = results.load(args.paths)
+    runs = [r for r in loaded.for_benchmark("layered_vqa") if r.samples]
+    if not runs:
+        raise FileNotFoundError(f"no Layered-VQA samples under {[str(p) for p in args.paths]} (run lmms_eval with --log_samples)")
+    questions = _questions(args.data)
+    judged_by_model: dict[str, list] = {}
+    reports = {}
+    for run in runs:
+        rows = run.rows("layered_vqa_report")
+        judged = vqa.judge_rows(rows, panel, model=run.model, model_args=run.model_args, questions=questions)
+        judged_by_model.setdefault(run.label, []).extend(judged)
+    for label, rows in judged_by_model.items():
+        rep = vqa.report([r for r in rows], n_boot=500)
+        rep["judges"] = vqa.judge_summary(rows)
+        rep["scorer"] = judges.provenance(panel)
+        reports[label] = rep
+        acc = rep["overall"].get("accuracy")
+        print(f"{label}: judged accuracy {acc if acc is None else round(acc, 4)} over {rep['overall']['n']} rows; "
+              f"{rep['judges']['no_consensus']} without consensus (left out), {rep['judges']['failed_calls']} failed judge calls, "
+              f"{rep['judges']['unparsed_replies']} unparsed replies; self-judges excluded: {rep['judges']['self_judges_excluded'] or 'none'}")  # fmt: skip
+    matrix = vqa.self_preference(judged_by_model)
+    print("self-preference (share judged correct; rows: judge, columns: model):")
+    print(json.dumps(matrix, indent=2))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"reports": reports, "self_preference": matrix, "rows": judged_by_model}, default=str, indent=1))
+        print(f"wrote {args.out}", file=sys.stderr)
+    return 0
