@@ -59,11 +59,26 @@ def test_to_rgb_composites_transparency_onto_grey():
     assert out.getpixel((1, 0)) == (10, 20, 30)
 
 
-@pytest.mark.parametrize("mode", ["L", "CMYK", "P", "I;16", "LA"])
-def test_to_rgb_converts_other_modes(mode):
-    image = Image.new("RGB", (3, 3), (200, 200, 200)).convert(mode)
+def test_to_rgb_converts_grey_cmyk_and_palette_pixel_by_pixel():
+    grey = Image.fromarray(np.array([[0, 77, 255]], dtype=np.uint8), mode="L")
+    assert [imaging.to_rgb(grey).getpixel((x, 0)) for x in range(3)] == [(0, 0, 0), (77, 77, 77), (255, 255, 255)]
+    cmyk = Image.new("CMYK", (1, 1), (0, 255, 255, 0))  # pure red in CMYK
+    assert imaging.to_rgb(cmyk).getpixel((0, 0)) == (255, 0, 0)
+    palette = Image.new("P", (2, 1))
+    palette.putpalette([10, 20, 30, 200, 100, 50] + [0] * 762)
+    palette.putpixel((1, 0), 1)
+    assert [imaging.to_rgb(palette).getpixel((x, 0)) for x in range(2)] == [(10, 20, 30), (200, 100, 50)]
+    la = Image.new("LA", (1, 1), (90, 255))
+    assert imaging.to_rgb(la).getpixel((0, 0)) == (90, 90, 90)
+
+
+def test_to_rgb_scales_16_bit_grey_instead_of_clipping():
+    values = np.array([[0, 257 * 100, 65535]], dtype=np.uint16)
+    image = Image.fromarray(values).convert("I;16") if Image.fromarray(values).mode != "I;16" else Image.fromarray(values)
+    assert image.mode.startswith("I;16")
     out = imaging.to_rgb(image)
-    assert out.mode == "RGB" and out.size == (3, 3)
+    # 65535 -> 255 and 25700 -> 100: scaled by 255/65535, where a plain convert would clip at 255
+    assert [out.getpixel((x, 0)) for x in range(3)] == [(0, 0, 0), (100, 100, 100), (255, 255, 255)]
 
 
 def test_box_pixels_covers_every_touched_pixel_and_clips():
@@ -120,22 +135,35 @@ def test_all_noise_and_areas_share_one_noise_field():
     assert np.array_equal(everything[~inside], context[~inside])
 
 
-def test_noise_follows_the_formula_clip_of_x_plus_gaussian():
-    image = random_image(16, 12, seed=4)
-    level, seed = 0.3, 123
-    out = px(imaging.add_gaussian_noise(image, BOX, "all", level, seed=seed))
-    # independent recomputation of clip(x + e, 0, 255), e ~ N(0, (255 * level)^2)
-    e = np.random.default_rng(seed).standard_normal((12, 16, 3), dtype=np.float32) * np.float32(255 * level)
-    expected = np.clip(px(image).astype(np.float32) + e, 0, 255).astype(np.uint8)
-    assert np.array_equal(out, expected)
+def test_noise_values_follow_the_discretised_gaussian():
+    """clip(x + e) cast to uint8 truncates, so on a flat grey image the output is
+    128 + floor(e), e ~ N(0, (255 * level)^2): a chi-square test of the observed
+    counts against P(floor(e) = k) = Phi((k + 1) / sigma) - Phi(k / sigma)."""
+    from scipy import stats
 
-
-def test_noise_statistics_match_the_level():
+    level = 0.1
+    sigma = 255 * level
     image = Image.new("RGB", (200, 200), GREY)
-    out = px(imaging.add_gaussian_noise(image, (0, 0, 10, 10), "all", 0.1, seed=5)).astype(np.float64)
-    delta = out - 128
-    assert abs(delta.mean()) < 0.5
-    assert 24.0 < delta.std() < 27.0  # 255 * 0.1 = 25.5, barely clipped at this level
+    out = px(imaging.add_gaussian_noise(image, (0, 0, 10, 10), "all", level, seed=5)).astype(np.int64) - 128
+    values = out.ravel()
+    edges = np.arange(-60, 61, 6)  # bins of 6 values, tails pooled
+    observed = np.histogram(np.clip(values, -60, 59), bins=edges)[0]
+    cdf = stats.norm.cdf(edges / sigma)
+    expected = np.diff(cdf)
+    expected[0] += cdf[0]
+    expected[-1] += 1 - cdf[-1]
+    expected *= values.size
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+    # and the moments: truncation shifts the mean by -1/2
+    assert abs(values.mean() + 0.5) < 0.15
+    assert abs(values.std() - np.sqrt(sigma**2 + 1 / 12)) < 0.3
+
+
+def test_noise_is_independent_across_pixels_and_channels():
+    out = px(imaging.add_gaussian_noise(Image.new("RGB", (300, 300), GREY), (0, 0, 5, 5), "all", 0.1, seed=9))
+    d = out.astype(np.float64) - 128
+    assert abs(np.corrcoef(d[:, :-1].ravel(), d[:, 1:].ravel())[0, 1]) < 0.02  # neighbours
+    assert abs(np.corrcoef(d[..., 0].ravel(), d[..., 1].ravel())[0, 1]) < 0.02  # channels
 
 
 def test_noise_clips_at_both_ends():
@@ -183,3 +211,16 @@ def test_noise_on_non_rgb_input_returns_rgb():
 def test_noise_rejects_bad_area_or_level(area, level):
     with pytest.raises(ValueError):
         imaging.add_gaussian_noise(Image.new("RGB", (8, 8)), (1, 1, 2, 2), area, level, seed=0)
+
+
+def test_noise_field_is_the_same_in_another_process_and_thread_count():
+    import subprocess
+    import sys
+
+    here = imaging.standard_normal_field((64, 48, 3), seed=1234)
+    code = (
+        "import torch, numpy as np; torch.set_num_threads(1); from lmms_scene import imaging; "
+        "f = imaging.standard_normal_field((64, 48, 3), seed=1234); print(repr(float(f.sum())), repr(float(f[5, 7, 2])))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert [float(x) for x in out] == [float(here.sum()), float(here[5, 7, 2])]

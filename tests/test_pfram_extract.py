@@ -13,8 +13,14 @@ import torch
 from lmms_scene.analysis import labels as L
 from lmms_scene.analysis import pfram as P
 from lmms_scene.analysis import pfram_scores
+from lmms_scene.analysis.extract import (
+    FORMAT_VERSION,
+    FeatureStore,
+    _write_shard,
+    extract_features,
+    parse_layers,
+)
 from lmms_scene.cli import pfram as pfram_cli
-from lmms_scene.analysis.extract import FORMAT_VERSION, FeatureStore, _write_shard, extract_features, parse_layers
 
 torch.set_num_threads(1)
 

@@ -22,15 +22,32 @@ from typing import Any
 
 ImageLabels = dict[str, frozenset[str]]
 
-__all__ = ["ImageLabels", "labels_for", "read_amber", "read_coco", "read_label_map", "read_labels"]
+__all__ = ["ImageLabels", "labels_for", "read_amber", "read_coco", "read_json", "read_label_map", "read_labels"]
 
 
-def _load(path: str | Path) -> Any:
+def _load(path: str | Path, what: str = "labels file") -> Any:
+    """JSON from ``path``; a missing file, bad encoding or malformed JSON is an error
+    naming the file (and the line and column of a syntax error)."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"labels file not found: {path}")
-    with path.open(encoding="utf-8") as f:
-        return json.load(f)
+        raise FileNotFoundError(f"{what} not found: {path}")
+    try:
+        with path.open(encoding="utf-8-sig") as f:  # -sig: a BOM (Excel, some editors) is dropped
+            return json.load(f)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read_json(path: str | Path, what: str = "file") -> Any:
+    """Public form of the reader above, for the other Pfram inputs (descriptions, scores, results)."""
+    return _load(path, what)
+
+
+def _is_label(x: Any) -> bool:
+    """An object label: a name (or a category number), not a list, null or boolean."""
+    return isinstance(x, (str, int)) and not isinstance(x, bool)
 
 
 def _check_min(min_objects: int) -> None:
@@ -38,17 +55,25 @@ def _check_min(min_objects: int) -> None:
         raise ValueError(f"min_objects: expected a non-negative integer, got {min_objects!r}")
 
 
-def _amber(records: list[Any], min_objects: int, distinct: bool) -> ImageLabels:
+def _amber(records: list[Any], min_objects: int, distinct: bool, path: Path) -> ImageLabels:
     out: ImageLabels = {}
-    for rec in records:
+    for n, rec in enumerate(records):
         if not isinstance(rec, Mapping) or rec.get("type") != "generative":
             continue
+        rid = rec.get("id")
+        if isinstance(rid, bool) or not isinstance(rid, (int, str)) or not str(rid).strip().isdigit():
+            raise ValueError(f"{path}: AMBER record {n}: 'id' must be an integer, got {rid!r}")
         truth = rec.get("truth")
-        if not isinstance(truth, list):
-            raise ValueError(f"AMBER record {rec.get('id')!r}: 'truth' is not a list")  # noqa: TRY004 (bad file content)
+        if not isinstance(truth, list) or not all(_is_label(t) for t in truth):
+            raise ValueError(
+                f"{path}: AMBER record {n} (id {rid!r}): 'truth' must be a list of object names, got {truth!r}"
+            )
+        name = f"AMBER_{int(rid)}.jpg"
+        if name in out:
+            raise ValueError(f"{path}: AMBER id {rid!r} appears in more than one generative record")
         size = len(set(truth)) if distinct else len(truth)
         if size >= min_objects and truth:
-            out[f"AMBER_{int(rec['id'])}.jpg"] = frozenset(str(t) for t in truth)
+            out[name] = frozenset(str(t) for t in truth)
     return out
 
 
@@ -63,22 +88,46 @@ def read_amber(path: str | Path, *, min_objects: int = 5, distinct: bool = False
     data = _load(path)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected AMBER annotations (a JSON array of records)")  # noqa: TRY004
-    return _amber(data, min_objects, distinct)
+    return _amber(data, min_objects, distinct, Path(path))
 
 
-def _coco(data: Mapping[str, Any], min_objects: int, image_dir: Path | None) -> ImageLabels:
-    names = {c["id"]: str(c["name"]) for c in data["categories"]}
-    per_image: dict[int, set[str]] = {}
-    for ann in data["annotations"]:
-        per_image.setdefault(ann["image_id"], set()).add(names[ann["category_id"]])
+def _coco_field(path: Path, part: str, n: int, item: Any, key: str) -> Any:
+    if not isinstance(item, Mapping) or key not in item:
+        raise ValueError(f"{path}: {part}[{n}] has no {key!r} (got {str(item)[:80]})")
+    return item[key]
+
+
+def _coco(data: Mapping[str, Any], min_objects: int, image_dir: Path | None, path: Path) -> ImageLabels:
+    for part in ("categories", "annotations", "images"):
+        if not isinstance(data[part], list):
+            raise ValueError(f"{path}: COCO {part!r} must be a list, got {type(data[part]).__name__}")  # noqa: TRY004
+    names = {
+        _coco_field(path, "categories", n, c, "id"): str(_coco_field(path, "categories", n, c, "name"))
+        for n, c in enumerate(data["categories"])
+    }
+    per_image: dict[Any, set[str]] = {}
+    for n, ann in enumerate(data["annotations"]):
+        cat = _coco_field(path, "annotations", n, ann, "category_id")
+        image_id = _coco_field(path, "annotations", n, ann, "image_id")
+        if cat not in names:
+            raise ValueError(f"{path}: annotations[{n}] (image_id {image_id!r}): unknown category_id {cat!r}")
+        per_image.setdefault(image_id, set()).add(names[cat])
     out: ImageLabels = {}
-    for img in data["images"]:
-        labels = per_image.get(img["id"], set())
+    for n, img in enumerate(data["images"]):
+        image_id = _coco_field(path, "images", n, img, "id")
+        file_name = _coco_field(path, "images", n, img, "file_name")
+        if not isinstance(file_name, str) or not file_name:
+            raise ValueError(
+                f"{path}: images[{n}] (id {image_id!r}): file_name must be a non-empty string, got {file_name!r}"
+            )
+        labels = per_image.get(image_id, set())
         if len(labels) < max(min_objects, 1):
             continue
-        if image_dir is not None and not (image_dir / img["file_name"]).is_file():
+        if image_dir is not None and not (image_dir / file_name).is_file():
             continue
-        out[str(img["file_name"])] = frozenset(labels)
+        if file_name in out:
+            raise ValueError(f"{path}: file_name {file_name!r} is listed for more than one image")
+        out[file_name] = frozenset(labels)
     return out
 
 
@@ -93,15 +142,26 @@ def read_coco(path: str | Path, *, min_objects: int = 1, image_dir: str | Path |
     data = _load(path)
     if not (isinstance(data, Mapping) and {"images", "annotations", "categories"} <= set(data)):
         raise ValueError(f"{path}: expected COCO instances JSON with images, annotations and categories")
-    return _coco(data, min_objects, Path(image_dir) if image_dir is not None else None)
+    return _coco(data, min_objects, Path(image_dir) if image_dir is not None else None, Path(path))
 
 
 def read_label_map(path: str | Path, *, min_objects: int = 1) -> ImageLabels:
     """A JSON object mapping image names to lists of object names."""
     _check_min(min_objects)
-    data = _load(path)
-    if not isinstance(data, Mapping) or not all(isinstance(v, list) for v in data.values()):
-        raise ValueError(f"{path}: expected a JSON object of image name -> list of object names")
+    return _label_map(_load(path), min_objects, Path(path))
+
+
+def _label_map(data: Any, min_objects: int, path: Path) -> ImageLabels:
+    if not isinstance(data, Mapping):
+        raise ValueError(  # noqa: TRY004 (bad file content)
+            f"{path}: expected a JSON object of image name -> list of object names"
+            f" (or AMBER annotations, or COCO instances), got a JSON {type(data).__name__}"
+        )
+    for k, v in data.items():
+        if not isinstance(v, list) or not all(_is_label(x) for x in v):
+            raise ValueError(
+                f"{path}: image {k!r}: expected a JSON object of image name -> list of object names, got {v!r}"
+            )
     return {str(k): frozenset(str(x) for x in v) for k, v in data.items() if len(set(v)) >= max(min_objects, 1)}
 
 
@@ -114,12 +174,14 @@ def read_labels(path: str | Path, *, min_objects: int | None = None) -> ImageLab
     if isinstance(data, list) and any(isinstance(r, Mapping) and r.get("type") == "generative" for r in data):
         m = 5 if min_objects is None else min_objects
         _check_min(m)
-        return _amber(data, m, False)
+        return _amber(data, m, False, Path(path))
     if isinstance(data, Mapping) and {"images", "annotations", "categories"} <= set(data):
         m = 1 if min_objects is None else min_objects
         _check_min(m)
-        return _coco(data, m, None)
-    return read_label_map(path, min_objects=1 if min_objects is None else min_objects)
+        return _coco(data, m, None, Path(path))
+    m = 1 if min_objects is None else min_objects
+    _check_min(m)
+    return _label_map(data, m, Path(path))
 
 
 def labels_for(image_ids: list[str], labels: Mapping[str, frozenset[str]]) -> list[frozenset[str]]:

@@ -75,10 +75,28 @@ def _to_tensor(x: Any, name: str) -> torch.Tensor:
     raise TypeError(f"{name}: expected a torch.Tensor or numpy array, got {type(x).__name__}")
 
 
-def _prepare_features(features: Any) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+def _check_ids(ids: Sequence[str] | None, n: int) -> None:
+    if ids is not None and len(ids) != n:
+        raise ValueError(f"ids: {len(ids)} image ids for {n} images")
+
+
+def _image(i: int, ids: Sequence[str] | None) -> str:
+    """How an error names image ``i``: its id when the caller gave ids, else its index."""
+    return f"image {ids[i]!r}" if ids is not None else f"image {i}"
+
+
+def _images(indices: Iterable[int], ids: Sequence[str] | None) -> str:
+    idx = [int(i) for i in indices][:10]
+    return f"{[ids[i] for i in idx]}" if ids is not None else f"{idx}"
+
+
+def _prepare_features(
+    features: Any, ids: Sequence[str] | None = None
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """Validate features; return (padded [n, N, d], counts [n] or None, inverse norms [n, N] fp32).
 
     Padding patches (images with fewer patches) get inverse norm 0 and are masked later.
+    ``ids`` (one per image) makes errors name images by id instead of position.
     """
     if isinstance(features, (torch.Tensor, np.ndarray)):
         x = _to_tensor(features, "features")
@@ -86,12 +104,13 @@ def _prepare_features(features: Any) -> tuple[torch.Tensor, torch.Tensor | None,
             raise ValueError(f"features: expected shape [n, N, d], got {tuple(x.shape)}")
         items = None
     elif isinstance(features, Sequence) and len(features) > 0:
+        _check_ids(ids, len(features))
         items = [_to_tensor(f, f"features[{i}]") for i, f in enumerate(features)]
         for i, f in enumerate(items):
             if f.ndim != 2:
-                raise ValueError(f"features[{i}]: expected shape [N_i, d], got {tuple(f.shape)}")
+                raise ValueError(f"features[{i}] ({_image(i, ids)}): expected shape [N_i, d], got {tuple(f.shape)}")
             if f.shape[0] == 0:
-                raise ValueError(f"features[{i}]: image has no patch vectors")
+                raise ValueError(f"features[{i}] ({_image(i, ids)}): image has no patch vectors")
         dims = {f.shape[1] for f in items}
         if len(dims) != 1:
             raise ValueError(f"features: all images need the same hidden size d, got {sorted(dims)}")
@@ -119,6 +138,7 @@ def _prepare_features(features: Any) -> tuple[torch.Tensor, torch.Tensor | None,
     n, n_patch, _ = x.shape
     if n < 2:
         raise ValueError(f"features: need at least 2 images, got {n}")
+    _check_ids(ids, n)
 
     # Norms in fp32, one image chunk at a time, so a half-precision input is never copied whole.
     inv = torch.empty(n, n_patch, dtype=torch.float32)
@@ -126,8 +146,13 @@ def _prepare_features(features: Any) -> tuple[torch.Tensor, torch.Tensor | None,
     for s in range(0, n, chunk):
         blk = x[s : s + chunk].float()
         if not torch.isfinite(blk).all():
-            bad = (~torch.isfinite(blk)).flatten(1).any(1).nonzero().flatten() + s
-            raise ValueError(f"features: NaN or inf in image(s) {bad.tolist()[:10]}")
+            nonfinite = ~torch.isfinite(blk)
+            bad = nonfinite.flatten(1).any(1).nonzero().flatten() + s
+            img, patch, dim = nonfinite.nonzero()[0].tolist()
+            raise ValueError(
+                f"features: NaN or inf in image(s) {_images(bad.tolist(), ids)}"
+                f" (first: {_image(img + s, ids)}, patch {patch}, value {blk[img, patch, dim].item()})"
+            )
         norm = blk.norm(dim=-1).cpu()
         valid = torch.ones_like(norm, dtype=torch.bool)
         if counts is not None:
@@ -136,7 +161,7 @@ def _prepare_features(features: Any) -> tuple[torch.Tensor, torch.Tensor | None,
         if zero.any():
             img, patch = zero.nonzero()[0].tolist()
             raise ValueError(
-                f"features: zero vector (no direction, cosine undefined) at image {img + s}, patch {patch};"
+                f"features: zero vector (no direction, cosine undefined) at {_image(img + s, ids)}, patch {patch};"
                 " drop such patches before scoring"
             )
         inv[s : s + chunk] = torch.where(valid, 1.0 / norm.clamp_min(1e-30), torch.zeros_like(norm))
@@ -169,6 +194,7 @@ def image_similarity(
     block_bytes: int = DEFAULT_BLOCK_BYTES,
     device: str | torch.device | None = None,
     block_images: int | None = None,
+    ids: Sequence[str] | None = None,
 ) -> torch.Tensor:
     """Image-to-image similarity of patch features (Pfram paper, Algorithm 1).
 
@@ -187,6 +213,7 @@ def image_similarity(
         block_images: images per block, overriding both bounds (for tuning).
         device: where the products run (``"cpu"``, ``"cuda"``, ...). Default: the
             features' device. The input can stay on the CPU; blocks are moved.
+        ids: one id per image (e.g. file names): errors then name images by id.
 
     Returns:
         ``[n, n]`` float32 tensor on the CPU.
@@ -194,7 +221,7 @@ def image_similarity(
     Raises:
         ValueError: NaN/inf, a zero patch vector, fewer than 2 images, bad shapes.
     """
-    x, counts, inv = _prepare_features(features)
+    x, counts, inv = _prepare_features(features, ids)
     n, n_patch, d = x.shape
     dev = torch.device(device) if device is not None else x.device
     b = int(block_images) if block_images else _block_size(n_patch, d, int(block_bytes), dev.type)
@@ -277,7 +304,9 @@ def _multi_hot(labels: Sequence[Iterable[Any]]) -> np.ndarray:
     return m
 
 
-def object_relevance(labels: Sequence[Iterable[Any]] | np.ndarray | torch.Tensor) -> np.ndarray:
+def object_relevance(
+    labels: Sequence[Iterable[Any]] | np.ndarray | torch.Tensor, *, ids: Sequence[str] | None = None
+) -> np.ndarray:
     """G_obj relevance: number of object labels two images share (Pfram paper, Sec. 3).
 
     Args:
@@ -286,7 +315,7 @@ def object_relevance(labels: Sequence[Iterable[Any]] | np.ndarray | torch.Tensor
 
     Raises:
         ValueError: an image with no labels (its relevance row is all zero and
-            NDCG is undefined); the message lists the images.
+            NDCG is undefined); the message lists the images (by ``ids`` if given).
     """
     if isinstance(labels, (np.ndarray, torch.Tensor)):
         m = np.asarray(_to_tensor(labels, "labels").double().cpu())
@@ -301,10 +330,12 @@ def object_relevance(labels: Sequence[Iterable[Any]] | np.ndarray | torch.Tensor
             if isinstance(item, (str, bytes)):
                 raise TypeError(f"labels[{i}]: expected a collection of labels, got the string {item!r}")
         m = _multi_hot(labels)
+    _check_ids(ids, m.shape[0])
     empty = np.nonzero(m.sum(axis=1) == 0)[0]
     if len(empty):
+        which = f"images {_images(empty, ids)}" if ids is not None else f"indices {empty[:10].tolist()}"
         raise ValueError(
-            f"labels: {len(empty)} image(s) have no labels (indices {empty[:10].tolist()});"
+            f"labels: {len(empty)} image(s) have no labels ({which});"
             " drop them (the readers in lmms_scene.analysis.labels take min_objects)"
         )
     return m @ m.T
@@ -455,7 +486,7 @@ def _as_square(x: Any, name: str) -> np.ndarray:
     return a
 
 
-def _gold_relevance(labels_or_relevance: Any, n: int, gold: str) -> np.ndarray:
+def _gold_relevance(labels_or_relevance: Any, n: int, gold: str, ids: Sequence[str] | None = None) -> np.ndarray:
     if gold not in ("auto", "labels", "relevance"):
         raise ValueError(f"gold: expected 'auto', 'labels' or 'relevance', got {gold!r}")
     is_matrix = isinstance(labels_or_relevance, (np.ndarray, torch.Tensor))
@@ -475,7 +506,7 @@ def _gold_relevance(labels_or_relevance: Any, n: int, gold: str) -> np.ndarray:
                     " pass gold='labels' or gold='relevance'"
                 )
     if gold == "labels":
-        rel = object_relevance(labels_or_relevance)
+        rel = object_relevance(labels_or_relevance, ids=ids if ids is not None and len(ids) == n else None)
     else:
         rel = _as_square(labels_or_relevance, "relevance")
     if rel.shape[0] != n:
@@ -495,6 +526,7 @@ def pfram_per_anchor(
     first: str = "auto",
     block_bytes: int = DEFAULT_BLOCK_BYTES,
     device: str | torch.device | None = None,
+    ids: Sequence[str] | None = None,
 ) -> np.ndarray:
     """phi(F; G | anchor) for every anchor image (Pfram paper, Eq. 1 before the mean).
 
@@ -524,6 +556,8 @@ def pfram_per_anchor(
             ``"raise"`` (default) or ``"skip"`` (that anchor's entry is NaN and
             :func:`pfram` averages the others) or ``"zero"`` (scored 0, as the
             reference code does for NDCG; it lowers the mean).
+        ids: one id per image (e.g. file names): errors and warnings then name
+            images by id instead of position.
 
     Returns:
         float64 array ``[n]`` with values in [0, 1].
@@ -549,19 +583,20 @@ def pfram_per_anchor(
     else:
         if is_2d:
             x = x[:, None, :]  # first="features": one vector per image
-        sim = image_similarity(x, block_bytes=block_bytes, device=device).double().numpy()
-        warn_duplicates(sim)
+        sim = image_similarity(x, block_bytes=block_bytes, device=device, ids=ids).double().numpy()
+        warn_duplicates(sim, ids=ids)
     n = sim.shape[0]
+    _check_ids(ids, n)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= n - 1:
         raise ValueError(f"k: expected an integer in [1, n - 1] = [1, {n - 1}] (the anchor is excluded), got {k!r}")
-    rel = _gold_relevance(labels_or_relevance, n, gold)
+    rel = _gold_relevance(labels_or_relevance, n, gold, ids)
     k = int(k)
     if phi == "knn":
         off = rel.astype(np.float64, copy=True)
         np.fill_diagonal(off, -np.inf)
         undefined = off.max(axis=1) <= 0  # no candidate with positive relevance: gold top-k all tied
         if undefined.any():
-            _check_undefined(undefined, on_undefined, "mutual k-NN")
+            _check_undefined(undefined, on_undefined, "mutual k-NN", ids)
         score = _knn_index(sim, rel, k) if ties == "index" else _knn_expected(sim, rel, k)
         if undefined.any():
             score = score.astype(np.float64, copy=True)
@@ -572,18 +607,18 @@ def pfram_per_anchor(
     dcg, idcg = _ndcg(sim, rel, k, ties)
     undefined = idcg <= 0
     if undefined.any():
-        _check_undefined(undefined, on_undefined, "NDCG")
+        _check_undefined(undefined, on_undefined, "NDCG", ids)
         out = np.full(n, 0.0 if on_undefined == "zero" else np.nan)
         out[~undefined] = dcg[~undefined] / idcg[~undefined]
         return out
     return dcg / idcg
 
 
-def _check_undefined(undefined: np.ndarray, on_undefined: str, what: str) -> None:
+def _check_undefined(undefined: np.ndarray, on_undefined: str, what: str, ids: Sequence[str] | None = None) -> None:
     if on_undefined == "raise":
         idx = np.nonzero(undefined)[0]
         raise ValueError(
-            f"{what} undefined for {len(idx)} anchor(s) {idx[:10].tolist()}: no candidate has positive relevance;"
+            f"{what} undefined for {len(idx)} anchor(s) {_images(idx, ids)}: no candidate has positive relevance;"
             " drop them or pass on_undefined='skip'"
         )
 
@@ -641,12 +676,16 @@ def layer_summary(scores: Mapping[str, float], input_layer: str | None = "llm.0"
     }
 
 
-def warn_duplicates(similarity: torch.Tensor | np.ndarray) -> list[tuple[int, int]]:
-    """Warn (once) if some images have identical features; return the pairs."""
+def warn_duplicates(
+    similarity: torch.Tensor | np.ndarray, *, ids: Sequence[str] | None = None
+) -> list[tuple[int, int]]:
+    """Warn (once) if some images have identical features; return the pairs (indices).
+    With ``ids`` the warning names the images by id."""
     pairs = find_duplicates(similarity)
     if pairs:
+        shown = [(ids[a], ids[b]) for a, b in pairs[:3]] if ids is not None else pairs[:3]
         warnings.warn(
-            f"{len(pairs)} pair(s) of images have identical features (e.g. {pairs[:3]});"
+            f"{len(pairs)} pair(s) of images have identical features (e.g. {shown});"
             " they are kept as ordinary candidates (see docs/pfram.md)",
             stacklevel=2,
         )

@@ -6,7 +6,6 @@ The command line over these is ``lmms-scene pfram`` (:mod:`lmms_scene.cli.pfram`
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from collections.abc import Sequence
@@ -39,10 +38,25 @@ def select_images(
         raise FileNotFoundError(f"--images: {images_dir} is not a folder")
     if labels_path is not None:
         names = list(read_labels(labels_path, min_objects=min_objects))
+        source = f"--labels {labels_path}"
     elif image_list is not None:
-        names = [ln.strip() for ln in Path(image_list).read_text().splitlines() if ln.strip()]
+        image_list = Path(image_list)
+        if not image_list.is_file():
+            raise FileNotFoundError(f"--image-list: {image_list} not found")
+        try:
+            lines = image_list.read_text(encoding="utf-8-sig").splitlines()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"--image-list {image_list}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        names = [ln.strip() for ln in lines if ln.strip()]
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            raise ValueError(f"--image-list {image_list}: image name(s) listed more than once: {dups[:5]}")
+        source = f"--image-list {image_list}"
     else:
         names = sorted(p.name for p in images_dir.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        source = f"--images {images_dir} ({', '.join(IMAGE_SUFFIXES)} files)"
+    if not names:
+        raise ValueError(f"no images selected: {source} lists none")
     missing = [n for n in names if not (images_dir / n).is_file()]
     if missing and not skip_missing:
         raise FileNotFoundError(
@@ -81,15 +95,24 @@ def score_features(
     import lmms_scene
     from lmms_scene.analysis import pfram as P
     from lmms_scene.analysis.extract import FeatureStore
-    from lmms_scene.analysis.labels import labels_for, read_labels
+    from lmms_scene.analysis.labels import labels_for, read_json, read_labels
 
+    phis, ks, ties = _check_settings(phis, ks, ties, on_undefined, bootstrap)
     store = FeatureStore(features_dir)
     if (labels_path is None) == (descriptions_path is None):
         raise ValueError("give exactly one gold system: --labels (G_obj) or --descriptions (G_des)")
     if descriptions_path is not None:
-        raw = json.loads(Path(descriptions_path).read_text())
-        if not isinstance(raw, dict) or not all(isinstance(v, str) and v.strip() for v in raw.values()):
-            raise ValueError(f"{descriptions_path}: expected a JSON object of image name -> non-empty description")
+        raw = read_json(descriptions_path, "--descriptions file")
+        if not isinstance(raw, dict):
+            raise ValueError(
+                f"{descriptions_path}: expected a JSON object of image name -> one-sentence description,"
+                f" got a JSON {type(raw).__name__}"
+            )
+        for image_id, text in raw.items():
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(
+                    f"{descriptions_path}: image {image_id!r}: expected a non-empty description, got {text!r}"
+                )
         labels: dict[str, Any] = raw
         source = descriptions_path
     else:
@@ -109,6 +132,15 @@ def score_features(
             " pass --drop-unlabelled to score the others"
         )
     ids = [ids_all[i] for i in keep]
+    n = len(ids)
+    if n < 2:
+        raise ValueError(f"{features_dir}: {n} image(s) left to score with {source}; Pfram needs at least 2")
+    bad_k = [k for k in ks if not 1 <= k <= n - 1]
+    if bad_k:
+        raise ValueError(
+            f"k: expected an integer in [1, n - 1] = [1, {n - 1}] for the {n} images scored"
+            f" (the anchor is excluded), got {bad_k[0]}"
+        )
     if descriptions_path is not None:
         gold: Any = P.description_relevance(P.embed_descriptions([labels[i] for i in ids], sentence_model))
         gold_kind, gold_name = "relevance", f"G_des (description cosine, {sentence_model or 'all-MiniLM-L6-v2'})"
@@ -125,17 +157,24 @@ def score_features(
     for layer in chosen:
         _, feats = store.load(layer)
         feats = [feats[i] for i in keep]
-        sim = P.image_similarity(feats, **sim_kwargs)
-        P.warn_duplicates(sim)
+        try:
+            sim = P.image_similarity(feats, ids=ids, **sim_kwargs)
+        except ValueError as exc:
+            raise ValueError(f"{features_dir}, layer {layer}: {exc}") from exc
+        P.warn_duplicates(sim, ids=ids)
         for phi in phis:
             for k in ks:
                 for t in ties:
-                    per = P.pfram_per_anchor(
-                        sim, gold, phi=phi, k=k, ties=t, gold=gold_kind, on_undefined=on_undefined, first="similarity"
-                    )
+                    try:
+                        per = P.pfram_per_anchor(
+                            sim, gold, phi=phi, k=k, ties=t, gold=gold_kind, on_undefined=on_undefined,
+                            first="similarity", ids=ids,
+                        )  # fmt: skip
+                    except ValueError as exc:
+                        raise ValueError(f"{features_dir}, layer {layer}, phi={phi}, k={k}: {exc}") from exc
                     undefined = int(np.isnan(per).sum())
                     if undefined == len(per):
-                        raise ValueError(f"layer {layer}: no anchor has a defined {phi} score")
+                        raise ValueError(f"{features_dir}, layer {layer}: no anchor has a defined {phi} score")
                     per_layer.setdefault((phi, k, t), {})[layer] = float(np.nanmean(per))
                     skipped[(phi, k, t)] = undefined
                     if bootstrap:
@@ -171,25 +210,63 @@ def score_features(
     }
 
 
+def _check_settings(
+    phis: Sequence[str], ks: Sequence[int], ties: Sequence[str], on_undefined: str, bootstrap: int
+) -> tuple[list[str], list[int], list[str]]:
+    """Validate the (phi, k, ties) grid before any feature is read; duplicates dropped."""
+    from lmms_scene.analysis.pfram import PHIS, TIES
+
+    def one_or_more(name: str, values: Sequence[Any], allowed: Sequence[str] | None) -> list[Any]:
+        values = list(dict.fromkeys(values))
+        if not values:
+            raise ValueError(f"{name}: no value given")
+        for v in values:
+            if allowed is not None and v not in allowed:
+                raise ValueError(f"{name}: expected one of {', '.join(allowed)}, got {v!r}")
+        return values
+
+    phis = one_or_more("phi", phis, PHIS)
+    ties = one_or_more("ties", ties, TIES)
+    ks = one_or_more("k", ks, None)
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k: expected positive integers, got {k!r}")
+    if on_undefined not in ("raise", "skip", "zero"):
+        raise ValueError(f"on_undefined: expected raise, skip or zero, got {on_undefined!r}")
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int) or bootstrap < 0:
+        raise ValueError(f"bootstrap: expected a non-negative integer, got {bootstrap!r}")
+    return phis, ks, ties
+
+
+def _read_results(results_path: Path) -> dict[str, Any]:
+    from lmms_scene.analysis.labels import read_json
+
+    data = read_json(results_path, "--pope results file")
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        got = "no 'results' object" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
+        raise ValueError(f"{results_path}: not an lmms-eval results file ({got})")  # noqa: TRY004
+    return data
+
+
 def pope_accuracy(results_path: Path, tasks: Sequence[str]) -> tuple[float, dict[str, float]]:
     """Mean POPE accuracy over the given split tasks of one lmms-eval results JSON."""
-    data = json.loads(Path(results_path).read_text())
-    results = data.get("results")
-    if not isinstance(results, dict):
-        raise ValueError(f"{results_path}: not an lmms-eval results file (no 'results' object)")  # noqa: TRY004
+    results = _read_results(results_path)["results"]
     per: dict[str, float] = {}
     for task in tasks:
         if task not in results:
             raise KeyError(f"{results_path}: task {task!r} missing (has {sorted(results)}); set --pope-tasks")
-        value = results[task].get(POPE_METRIC)
-        if not isinstance(value, (int, float)):
-            raise KeyError(f"{results_path}: {task} has no numeric {POPE_METRIC!r}")
+        entry = results[task]
+        value = entry.get(POPE_METRIC) if isinstance(entry, dict) else None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise KeyError(f"{results_path}: {task}: {POPE_METRIC!r} is {value!r}, not a number")
         per[task] = float(value)
     return sum(per.values()) / len(per), per
 
 
 def _model_name(results_path: Path) -> str:
-    cfg = json.loads(Path(results_path).read_text()).get("config", {})
+    cfg = _read_results(results_path).get("config", {})
+    if not isinstance(cfg, dict):
+        return str(results_path)
     args = str(cfg.get("model_args", ""))
     for part in args.split(","):
         if part.startswith("pretrained="):
@@ -213,6 +290,31 @@ def _check_accuracy(acc: float, source: str, per: dict[str, float]) -> None:
         )
 
 
+def _pfram_summary(path: Path, summary: str, phi: str, k: int, ties: str) -> tuple[dict[str, Any], float]:
+    """(the score file, its Pfram_<summary> for (phi, k, ties)), every problem naming the file."""
+    from lmms_scene.analysis.labels import read_json
+
+    sc = read_json(path, "--scores file")
+    if not isinstance(sc, dict) or not isinstance(sc.get("rows"), list):
+        got = "no 'rows' list" if isinstance(sc, dict) else f"a JSON {type(sc).__name__}"
+        raise ValueError(f"{path}: not a `pfram score` output ({got})")  # noqa: TRY004
+    if not isinstance(sc.get("model"), str):
+        raise ValueError(f"{path}: 'model' is {sc.get('model')!r}; a `pfram score` output names its model")  # noqa: TRY004
+    rows = [r for r in sc["rows"] if isinstance(r, dict)]
+    match = [r for r in rows if (r.get("phi"), r.get("k"), r.get("ties")) == (phi, k, ties)]
+    if not match:
+        have = sorted({f"phi={r.get('phi')}, k={r.get('k')}, ties={r.get('ties')}" for r in rows})
+        raise KeyError(f"{path}: no row for phi={phi}, k={k}, ties={ties} (has {have[:6]})")
+    value = match[0].get(summary)
+    if value is None:
+        raise ValueError(f"{path}: Pfram_{summary} is undefined (input layer {sc.get('input_layer')} not scored)")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(
+            f"{path}: Pfram_{summary} for phi={phi}, k={k}, ties={ties} is {value!r}, not a number in [0, 1]"
+        )
+    return sc, float(value)
+
+
 def correlate(
     score_files: list[Path],
     pope: list[str],
@@ -232,15 +334,11 @@ def correlate(
         raise ValueError("correlate: need at least 3 models for a meaningful Pearson r")
     if len(pope_tasks) != 3:
         raise ValueError(f"--pope-tasks: expected the random, popular and adversarial task names, got {pope_tasks}")
+    if summary not in ("input", "mean", "max"):
+        raise ValueError(f"summary: expected input, mean or max, got {summary!r}")
     rows = []
     for sf, pp in zip(score_files, pope):
-        sc = json.loads(Path(sf).read_text())
-        match = [r for r in sc.get("rows", []) if r["phi"] == phi and r["k"] == k and r["ties"] == ties]
-        if not match:
-            raise KeyError(f"{sf}: no row for phi={phi}, k={k}, ties={ties}")
-        value = match[0][summary]
-        if value is None:
-            raise ValueError(f"{sf}: Pfram_{summary} is undefined (input layer {sc.get('input_layer')} not scored)")
+        sc, value = _pfram_summary(Path(sf), summary, phi, k, ties)
         try:
             acc, per, name = float(pp), {}, sc["model"]
         except ValueError:

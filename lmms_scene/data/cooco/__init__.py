@@ -22,12 +22,14 @@ from lmms_scene.data.cooco.builder import (
     convert_row,
     ensure_schema,
     evaluate_command,
+    folder_images,
     folder_rows,
     generate_rows,
     load_hub_rows,
     local_task_configs,
     map_columns,
     read_metadata,
+    size_warning,
     write_local,
 )
 from lmms_scene.data.cooco.card import CITATION, dataset_card
@@ -45,6 +47,7 @@ from lmms_scene.data.cooco.schema import (
     SPLIT,
     TARGETS,
     CoocoBuildError,
+    CoocoBuildWarning,
     canonical_condition,
     features,
     parse_filename,

@@ -1,6 +1,15 @@
 """Building the COOCO dataset from its releases: the hub dataset ``fmerlo/COOCO`` or a
-folder of images in the authors' naming scheme with metadata. Every row is validated;
-a bad row raises :class:`CoocoBuildError` naming it."""
+folder of images in the authors' naming scheme with metadata.
+
+The builder trusts nothing: every row is validated, and bad input raises
+:class:`CoocoBuildError` naming the row (its position in the metadata, counting from 0),
+the file, the field and the value. File name and metadata must agree on scene, target,
+replacement and condition; every image is decoded in full; booleans and numbers are
+parsed strictly; a folder's images and its metadata rows must match one to one; a
+selection with nothing to evaluate is an error. Decisions a caller asks for
+(``prefer_metadata``, ``skip_unmatched``) and warnings (very large or elongated images)
+are appended to ``notes``, which :func:`~lmms_scene.data.cooco.card.dataset_card`
+records in the card."""
 
 from __future__ import annotations
 
@@ -8,7 +17,11 @@ import csv
 import io
 import json
 import math
+import re
+import threading
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,43 +31,145 @@ from lmms_scene.data.cooco.schema import (
     HUB_REPO,
     REQUIRED_FIELDS,
     CoocoBuildError,
+    CoocoBuildWarning,
     canonical_condition,
     features,
     parse_filename,
 )
+
+#: Image files a folder build matches against the metadata (suffix, case-insensitive).
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+#: Spellings of a boolean the builder accepts (case-insensitive); anything else is an error.
+TRUE_WORDS = ("true", "1", "1.0", "yes")
+FALSE_WORDS = ("false", "0", "0.0", "no")
+#: An image whose padded square (side max(W, H)) is larger than this, or whose longer
+#: side is more than EXTREME_ASPECT times its shorter one, gets a warning: the tasks pad
+#: every view to that square and add noise to all of it (about 30 bytes per square pixel
+#: at peak). Images are never resized (the boxes and the paper's geometry refer to the
+#: released pixels).
+LARGE_IMAGE_SIDE = 4096
+EXTREME_ASPECT = 4.0
+#: How many offending rows a summarising message lists before "and N more".
+_LISTED = 10
 
 
 def _label(value: Any) -> str:
     return " ".join(str(value or "").replace("_", " ").split())
 
 
+def _missing(value: Any) -> bool:
+    """A field left empty: None, "" or a float NaN (what pandas writes for a blank cell)."""
+    return value is None or (isinstance(value, str) and value == "") or (isinstance(value, float) and math.isnan(value))
+
+
+def _number(value: Any, field: str) -> float:
+    """``value`` as a finite float, or ``ValueError`` naming the field and the value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)) and not hasattr(value, "__float__"):
+        raise ValueError(f"{field}: {value!r} is not a number")
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{field}: {value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{field}: {value!r} is not a finite number")
+    return number
+
+
 def _bbox(value: Any) -> list[float]:
+    """``[x, y, w, h]`` from a list or a string such as ``"[5, 5, 10, 8]"``, ``"(5, 5, 10,
+    8)"`` or ``"5 5 10 8"``; anything else names the field and the value."""
+    shown = value
     if isinstance(value, str):
-        value = json.loads(value.replace("(", "[").replace(")", "]"))
-    box = [float(v) for v in value]
+        text = value.strip()
+        if text[:1] in "[(" and text[-1:] in "])":
+            text = text[1:-1]
+        value = [part for part in re.split(r"[\s,]+", text) if part]
+    elif not isinstance(value, Sequence) and hasattr(value, "tolist"):  # numpy / pyarrow arrays
+        value = value.tolist()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ValueError(f"target_bbox: {shown!r} is not 4 numbers [x, y, w, h]")
+    try:
+        box = [_number(v, "target_bbox") for v in value]
+    except ValueError:
+        raise ValueError(f"target_bbox: {shown!r} is not 4 numbers [x, y, w, h]") from None
     if len(box) != 4:
-        raise ValueError(f"target_bbox needs 4 numbers (x, y, w, h), got {len(box)}")
+        raise ValueError(f"target_bbox: {shown!r} needs 4 numbers (x, y, w, h), got {len(box)}")
     return box
 
 
-def _bool(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "y", "t")
-    return bool(value) if value is not None else False
+def _bool(value: Any, field: str = "excluded") -> bool:
+    """Strict boolean: True/False, 1/0, 1.0/0.0, or one of :data:`TRUE_WORDS` /
+    :data:`FALSE_WORDS` in any case; a missing value is False. Anything else (``"x"``,
+    ``2``, ``"y"``) is an error naming the field and the value: a misread ``excluded``
+    would silently evaluate (or drop) items."""
+    if _missing(value):
+        return False
+    if type(value).__name__ in ("bool", "bool_"):  # Python and NumPy booleans
+        return bool(value)
+    if isinstance(value, (int, float)) or hasattr(value, "__index__"):
+        if value in (0, 1):
+            return bool(value)
+    elif isinstance(value, str):
+        word = value.strip().lower()
+        if word in TRUE_WORDS:
+            return True
+        if word in FALSE_WORDS or word == "":
+            return False
+    raise ValueError(
+        f"{field}: {value!r} is not a boolean; use one of {'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}"
+    )
 
 
 def _score(value: Any) -> float | None:
-    if value is None or value == "":
+    if _missing(value) or (isinstance(value, str) and value.strip().lower() in ("", "nan")):
         return None
-    score = float(value)
-    return None if math.isnan(score) else score
+    return _number(value, "rel_score")
+
+
+_DECODE_LOCK = threading.Lock()
+
+
+@contextmanager
+def _strict_decoding():
+    """PIL with truncated loading off for the duration, whatever another library set:
+    lmms-eval turns ``ImageFile.LOAD_TRUNCATED_IMAGES`` on, which would decode a cut
+    file as a grey-filled image without a word. The flag is a module global, so it is
+    switched under a lock and restored afterwards."""
+    from PIL import ImageFile
+
+    with _DECODE_LOCK:
+        previous = ImageFile.LOAD_TRUNCATED_IMAGES
+        ImageFile.LOAD_TRUNCATED_IMAGES = False
+        try:
+            yield
+        finally:
+            ImageFile.LOAD_TRUNCATED_IMAGES = previous
+
+
+def _decode(data: bytes, label: str):
+    """Open and fully decode image bytes; an unreadable, truncated or corrupt image is a
+    ``ValueError`` naming ``label`` (the file)."""
+    from PIL import Image
+
+    with _strict_decoding():
+        try:
+            pil = Image.open(io.BytesIO(data))
+            pil.load()  # every pixel, not only the header: a truncated file fails here
+        except Image.DecompressionBombError as exc:
+            raise ValueError(f"image {label}: {exc}") from exc
+        except (OSError, SyntaxError, ValueError) as exc:
+            raise ValueError(
+                f"image {label} cannot be decoded in full ({type(exc).__name__}: {exc}); "
+                f"the file is truncated or corrupt ({len(data)} bytes): replace it with the released file"
+            ) from exc
+    return pil
 
 
 def _image_bytes(image: Any, base: Path | None) -> tuple[bytes, tuple[int, int], str]:
-    """Load an image given as PIL, ``{"bytes", "path"}`` or a path; return bytes to
-    store, the size and a note. RGB JPEG/PNG bytes are kept as they are; any other
-    mode is converted to RGB (transparency composited onto the padding grey) and
-    stored as PNG.
+    """Load an image given as PIL, ``{"bytes", "path"}`` or a path, decoding it in full;
+    return bytes to store, the size and a note. RGB JPEG/PNG bytes are kept as they
+    are; any other mode is converted to RGB (transparency composited onto the padding
+    grey) and stored as PNG. Images are never resized.
 
     An EXIF Orientation tag other than 1 would make ``datasets``' ``Image`` feature
     rotate the image when decoding it, while the size and the target box refer to the
@@ -65,7 +180,13 @@ def _image_bytes(image: Any, base: Path | None) -> tuple[bytes, tuple[int, int],
     data: bytes | None = None
     if isinstance(image, Image.Image):
         pil = image
+        with _strict_decoding():
+            try:
+                pil.load()
+            except (OSError, SyntaxError, ValueError) as exc:
+                raise ValueError(f"image cannot be decoded in full ({type(exc).__name__}: {exc})") from exc
     else:
+        path = None
         if isinstance(image, Mapping):
             data = image.get("bytes")
             path = image.get("path")
@@ -80,13 +201,12 @@ def _image_bytes(image: Any, base: Path | None) -> tuple[bytes, tuple[int, int],
             if not file.is_file():
                 raise FileNotFoundError(f"image file not found: {file}")
             data = file.read_bytes()
-        pil = Image.open(io.BytesIO(data))
-    # Image.open reads only the header: size, mode and EXIF come without decoding pixels.
+            path = file
+        pil = _decode(data, str(path) if path else "(the row's image bytes)")
     orientation = pil.getexif().get(_EXIF_ORIENTATION)
     oriented = orientation is not None and orientation != 1
     if data is not None and pil.mode == "RGB" and pil.format in ("JPEG", "PNG") and not oriented:
         return data, pil.size, "kept"
-    pil.load()
     rgb = imaging.to_rgb(pil)
     buffer = io.BytesIO()
     # PNG is written without EXIF unless asked for: the Orientation tag is dropped.
@@ -99,13 +219,84 @@ def _image_bytes(image: Any, base: Path | None) -> tuple[bytes, tuple[int, int],
 _EXIF_ORIENTATION = 0x0112
 
 
-def convert_row(raw: Mapping[str, Any], index: int, base: Path | None = None) -> dict[str, Any]:
-    """One source row (already renamed to our field names) -> a validated COOCO row."""
+def size_warning(width: int, height: int) -> str | None:
+    """Why an image of ``width x height`` is costly to evaluate, or None. The tasks pad
+    each image onto a square of side max(W, H) (authors' code) and draw noise over all
+    of it; nothing is resized."""
+    side, short = max(width, height), max(1, min(width, height))
+    aspect = side / short
+    if side <= LARGE_IMAGE_SIDE and aspect <= EXTREME_ASPECT:
+        return None
+    reasons = []
+    if side > LARGE_IMAGE_SIDE:
+        reasons.append(f"longer side above {LARGE_IMAGE_SIDE}")
+    if aspect > EXTREME_ASPECT:
+        reasons.append(f"aspect {aspect:.0f}:1, above {EXTREME_ASPECT:g}:1")
+    peak = 30 * side * side / 1e9
+    return (
+        f"{width}x{height} image ({', '.join(reasons)}) is padded to a {side}x{side} square for every view, "
+        f"{side * side / (width * height):.0f}x its own pixels; adding noise to it takes about {peak:.1f} GB; "
+        f"images are not resized"
+    )
+
+
+#: (our field, how the file name's value is compared with the metadata's)
+_CROSS_CHECKED = (
+    ("scene", lambda v: _label(v).lower()),
+    ("target", lambda v: _label(v).lower()),
+    ("swapped_object", lambda v: _label(v).lower()),
+    ("rel_level", canonical_condition),
+)
+_FIELD_NAMES = {"rel_level": "condition", "swapped_object": "swapped_object (replacement)"}
+
+
+def _reconcile(
+    parsed: Mapping[str, str],
+    given: Mapping[str, Any],
+    where: str,
+    file: str,
+    prefer_metadata: bool,
+    notes: list[str] | None,
+) -> dict[str, Any]:
+    """The file name's fields overlaid with the metadata's. Where both give a value they
+    must agree (up to case and ``_`` vs space; conditions by meaning); a disagreement is
+    an error naming both values and the file, unless ``prefer_metadata`` takes the
+    metadata's value and records that in ``notes``."""
+    fields = {**parsed, **given}
+    for field, key in _CROSS_CHECKED:
+        from_file, from_meta = parsed.get(field), given.get(field)
+        if not from_file or from_meta is None or key(from_meta) == key(from_file):
+            continue
+        name = _FIELD_NAMES.get(field, field)
+        if not prefer_metadata:
+            raise ValueError(
+                f"{name} {from_meta!r} in the metadata contradicts the file name's {from_file!r} (file {file}); "
+                f"fix one of them, or pass --prefer-metadata (prefer_metadata=True) to use the metadata's "
+                f"values and record each in the dataset card"
+            )
+        if notes is not None:
+            notes.append(f"{where}: {name} {from_meta!r} taken from the metadata; the file name says {from_file!r}")
+    return fields
+
+
+def convert_row(
+    raw: Mapping[str, Any],
+    index: int,
+    base: Path | None = None,
+    *,
+    prefer_metadata: bool = False,
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    """One source row (already renamed to our field names) -> a validated COOCO row.
+
+    ``index`` is the row's position in the source (counting from 0), used in errors.
+    ``prefer_metadata`` resolves a file-name/metadata disagreement in favour of the
+    metadata, recording it in ``notes``; by default it is an error."""
     image_value = raw.get("image")
     name = raw.get("file_name") or (image_value.get("path") if isinstance(image_value, Mapping) else None)
     where = f"row {index}" + (f" ({Path(str(name)).name})" if name else "")
     try:
-        given = {k: v for k, v in raw.items() if v is not None and v != ""}
+        given = {k: v for k, v in raw.items() if not _missing(v)}
         try:
             parsed = parse_filename(Path(str(name)).name) if name else {}
         except ValueError:
@@ -113,20 +304,19 @@ def convert_row(raw: Mapping[str, Any], index: int, base: Path | None = None) ->
             if not all(f in given for f in (*REQUIRED_FIELDS, "rel_level")):
                 raise
             parsed = {}
-        if parsed and "rel_level" in given and canonical_condition(given["rel_level"]) != parsed["condition"]:
-            raise ValueError(
-                f"condition {given['rel_level']!r} in the metadata contradicts the file name's {parsed['rel_level']!r}"
-            )
-        fields = {**parsed, **given}
+        file = str(base / str(name)) if base is not None and not Path(str(name)).is_absolute() else str(name)
+        fields = _reconcile(parsed, given, where, file, prefer_metadata, notes) if parsed else dict(given)
         missing = [f for f in REQUIRED_FIELDS if f not in fields]
         if missing:
             raise ValueError(f"missing fields {missing}")
         if "rel_level" not in fields:
             raise ValueError("no condition: neither a rel_level column nor a parsable file name")
         condition = canonical_condition(fields["rel_level"])
+        box = _bbox(fields["target_bbox"])
+        rel_score = _score(fields.get("rel_score"))
+        excluded = _bool(fields.get("excluded"))
         image = image_value if image_value is not None else name
         data, size, _note = _image_bytes(image, base)
-        box = _bbox(fields["target_bbox"])
         imaging.validate_box(box, size)
         scene, target = _label(fields["scene"]), _label(fields["target"])
         swapped = _label(fields.get("swapped_object", ""))
@@ -151,8 +341,8 @@ def convert_row(raw: Mapping[str, Any], index: int, base: Path | None = None) ->
         "width": int(size[0]),
         "height": int(size[1]),
         "rel_level": str(fields["rel_level"]),
-        "rel_score": _score(fields.get("rel_score")),
-        "excluded": _bool(fields.get("excluded")),
+        "rel_score": rel_score,
+        "excluded": excluded,
     }
 
 
@@ -162,6 +352,8 @@ def map_columns(columns: Iterable[str], overrides: Mapping[str, str | None] | No
     silently losing a field."""
     mapping = {**COLUMN_MAP, **(overrides or {})}
     columns = list(columns)
+    if not columns:
+        raise CoocoBuildError("the source has no columns (no rows?): nothing to build")
     unknown = [c for c in columns if c not in mapping]
     if unknown:
         raise CoocoBuildError(
@@ -183,18 +375,95 @@ def _rename(row: Mapping[str, Any], mapping: Mapping[str, str | None]) -> dict[s
 # -- sources ------------------------------------------------------------------------
 
 
+def _read_text(path: Path) -> str:
+    """A metadata file as text: UTF-8, a leading byte-order mark (Excel's "CSV UTF-8")
+    stripped. Anything else is an error naming the file and the line: guessing an
+    encoding would silently garble labels."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise CoocoBuildError(
+            f"{path} line {line}: not UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            f"save the file as UTF-8 (Excel: 'CSV UTF-8'), e.g. iconv -f latin1 -t utf-8"
+        ) from None
+
+
+def _read_csv(path: Path, text: str) -> list[dict[str, Any]]:
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise CoocoBuildError(f"{path}: empty (no header, no rows): nothing to build")
+        header = [h.strip() for h in header]
+        repeated = sorted({h for h in header if header.count(h) > 1})
+        if repeated:
+            raise CoocoBuildError(f"{path} line 1: columns {repeated} appear more than once in the header {header}")
+        rows = []
+        for values in reader:
+            if not values:  # a blank line
+                continue
+            if len(values) != len(header):
+                raise CoocoBuildError(
+                    f"{path} line {reader.line_num}: {len(values)} fields, but the header has {len(header)} "
+                    f"({header}); a comma inside a value needs quotes"
+                )
+            rows.append(dict(zip(header, values)))
+    except csv.Error as exc:
+        raise CoocoBuildError(f"{path} line {reader.line_num}: not valid CSV ({exc})") from None
+    if not rows:
+        raise CoocoBuildError(f"{path}: a header ({header}) but no rows: nothing to build")
+    return rows
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        shown = str(value)[:80]
+        raise CoocoBuildError(f"{where}: expected a JSON object (one row), got {type(value).__name__}: {shown}")
+    return value
+
+
 def read_metadata(path: Path) -> list[dict[str, Any]]:
-    """Rows of a metadata file (``.csv``, ``.jsonl`` or ``.json`` list)."""
+    """Rows of a metadata file (``.csv``, ``.jsonl``, or ``.json`` holding a list of
+    rows or ``{"rows": [...]}``). A read error names the file and the line; a file
+    without rows is an error."""
     path = Path(path)
-    if path.suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as handle:
-            return list(csv.DictReader(handle))
-    if path.suffix == ".jsonl":
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if path.suffix == ".json":
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return data if isinstance(data, list) else data["rows"]
-    raise CoocoBuildError(f"{path}: metadata must be .csv, .jsonl or .json")
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".jsonl", ".json"):
+        raise CoocoBuildError(f"{path}: metadata must be .csv, .jsonl or .json")
+    text = _read_text(path)
+    if suffix == ".csv":
+        return _read_csv(path, text)
+    if suffix == ".jsonl":
+        rows = []
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CoocoBuildError(f"{path} line {number}: not JSON ({exc.msg} at column {exc.colno})") from None
+            rows.append(_object(value, f"{path} line {number}"))
+        if not rows:
+            raise CoocoBuildError(f"{path}: empty (no JSON lines): nothing to build")
+        return rows
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CoocoBuildError(f"{path} line {exc.lineno} column {exc.colno}: not JSON ({exc.msg})") from None
+    if isinstance(data, dict):
+        if not isinstance(data.get("rows"), list):
+            raise CoocoBuildError(
+                f"{path}: a JSON object needs a 'rows' list of row objects (keys seen: {sorted(data)[:20]}); "
+                f"or make the file a JSON list of rows"
+            )
+        data = data["rows"]
+    if not isinstance(data, list):
+        raise CoocoBuildError(f"{path}: expected a JSON list of rows or {{'rows': [...]}}, got {type(data).__name__}")
+    if not data:
+        raise CoocoBuildError(f"{path}: no rows: nothing to build")
+    return [_object(value, f"{path} row {k}") for k, value in enumerate(data)]
 
 
 def folder_rows(folder: Path, metadata: Path | None = None) -> tuple[list[dict[str, Any]], list[str]]:
@@ -213,7 +482,7 @@ def folder_rows(folder: Path, metadata: Path | None = None) -> tuple[list[dict[s
         rows = read_metadata(metadata)
         columns = list(dict.fromkeys(k for r in rows for k in r))
         return rows, columns
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    files = folder_images(folder)
     if not files:
         raise CoocoBuildError(f"{folder}: no images and no metadata file")
     # Without metadata the file name carries everything but the box, which COOCO
@@ -225,16 +494,116 @@ def folder_rows(folder: Path, metadata: Path | None = None) -> tuple[list[dict[s
     )
 
 
+def folder_images(folder: Path) -> list[Path]:
+    """Every image file under ``folder`` (:data:`IMAGE_SUFFIXES`, any depth; hidden files
+    and folders left out), sorted."""
+    folder = Path(folder)
+    return sorted(
+        p
+        for p in folder.rglob("*")
+        if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )  # fmt: skip
+
+
+def _listed(items: Sequence[str]) -> str:
+    more = f" and {len(items) - _LISTED} more" if len(items) > _LISTED else ""
+    return "; ".join(items[:_LISTED]) + more
+
+
+def _match_folder(
+    indexed: list[tuple[int, dict[str, Any]]], base: Path, skip_unmatched: bool, notes: list[str] | None
+) -> list[tuple[int, dict[str, Any]]]:
+    """Check a folder's images against its metadata rows one to one: an image without
+    a row, or a row whose image file is missing, is an error listing them all; with
+    ``skip_unmatched`` both are left out and listed in ``notes``."""
+    referenced: set[Path] = set()
+    kept, missing = [], []
+    for index, row in indexed:
+        image, name = row.get("image"), row.get("file_name")
+        if isinstance(image, Mapping) and image.get("bytes") is not None:
+            kept.append((index, row))  # the row carries its own image
+            continue
+        path = image if image is not None and not isinstance(image, Mapping) else name
+        if isinstance(image, Mapping) and not path:
+            path = image.get("path")
+        if _missing(path):
+            kept.append((index, row))  # convert_row says what is missing
+            continue
+        file = Path(str(path))
+        file = file if file.is_absolute() else base / file
+        if file.is_file():
+            referenced.add(file.resolve())
+            kept.append((index, row))
+        else:
+            missing.append(f"row {index} ({file.name}): image file not found: {file}")
+    orphans = [str(p.relative_to(base)) for p in folder_images(base) if p.resolve() not in referenced]
+    if (missing or orphans) and not skip_unmatched:
+        parts = []
+        if missing:
+            parts.append(f"{len(missing)} metadata rows without an image: {_listed(missing)}")
+        if orphans:
+            parts.append(f"{len(orphans)} images in {base} without a metadata row: {_listed(orphans)}")
+        raise CoocoBuildError(
+            "; ".join(parts) + ". Add the missing files or rows, or pass --skip-unmatched (skip_unmatched=True) "
+            "to leave them out and list them in the dataset card"
+        )
+    if notes is not None:
+        notes.extend(f"skipped (metadata row without an image): {m}" for m in missing)
+        notes.extend(f"skipped (image without a metadata row): {o}" for o in orphans)
+    return kept
+
+
 def generate_rows(
-    rows: Iterable[Mapping[str, Any]], mapping: Mapping[str, str | None], base: Path | None = None
+    rows: Iterable[Mapping[str, Any]] | Iterable[tuple[int, Mapping[str, Any]]],
+    mapping: Mapping[str, str | None] | None,
+    base: Path | None = None,
+    *,
+    prefer_metadata: bool = False,
+    notes: list[str] | None = None,
+    indexed: bool = False,
 ) -> Iterator[dict[str, Any]]:
+    """Converted rows; ``rows`` are source rows (renamed with ``mapping``) or, with
+    ``indexed``, ``(position, renamed row)`` pairs. A repeated image id is an error."""
     seen: dict[str, int] = {}
-    for index, raw in enumerate(rows):
-        row = convert_row(_rename(raw, mapping), index, base)
+    pairs = rows if indexed else enumerate(rows)
+    for index, raw in pairs:
+        renamed = raw if mapping is None else _rename(raw, mapping)
+        row = convert_row(renamed, index, base, prefer_metadata=prefer_metadata, notes=notes)
         if row["image_id"] in seen:
             raise CoocoBuildError(f"row {index} ({row['image_id']}): duplicate of row {seen[row['image_id']]}")
         seen[row["image_id"]] = index
         yield row
+
+
+def _check_selection(conditions: Sequence[str], excluded: Sequence[bool], source: str = "the data") -> None:
+    """A dataset with no naming item (every row excluded or ``clean``) is an error: the
+    tasks would have nothing to evaluate."""
+    n = len(conditions)
+    if n == 0:
+        raise CoocoBuildError(f"{source}: no rows: nothing to evaluate")
+    if any(not e and c != "clean" for c, e in zip(conditions, excluded)):
+        return
+    n_excluded = sum(bool(e) for e in excluded)
+    n_clean = sum(1 for c, e in zip(conditions, excluded) if c == "clean" and not e)
+    raise CoocoBuildError(
+        f"{source}: nothing to evaluate: all {n} rows are excluded ({n_excluded}) or clean ({n_clean}, not naming "
+        f"items); check the excluded column (accepted: {'/'.join(TRUE_WORDS)} for excluded, "
+        f"{'/'.join(FALSE_WORDS)} or empty for kept)"
+    )
+
+
+def _warn_sizes(sizes: Iterable[tuple[str, int, int]], notes: list[str] | None) -> None:
+    """One :class:`CoocoBuildWarning` listing the images :func:`size_warning` flags; each
+    is also recorded in ``notes``."""
+    flagged = [f"{where}: {message}" for where, w, h in sizes if (message := size_warning(w, h))]
+    if not flagged:
+        return
+    if notes is not None:
+        notes.extend(f"warning: {f}" for f in flagged)
+    warnings.warn(
+        CoocoBuildWarning(f"{len(flagged)} very large or elongated images: {_listed(flagged)}"), stacklevel=3
+    )
 
 
 def build_dataset(
@@ -242,23 +611,41 @@ def build_dataset(
     columns: Sequence[str],
     base: Path | None = None,
     column_map: Mapping[str, str | None] | None = None,
+    *,
+    prefer_metadata: bool = False,
+    skip_unmatched: bool = False,
+    notes: list[str] | None = None,
 ):
-    """Validated rows -> ``datasets.Dataset`` with :func:`features`."""
+    """Validated rows -> ``datasets.Dataset`` with :func:`features`.
+
+    With ``base`` (a folder build) the folder's images and the rows must match one to
+    one (``skip_unmatched`` leaves unmatched ones out). ``prefer_metadata`` resolves
+    file-name/metadata disagreements in favour of the metadata. Both decisions, and
+    warnings about very large or elongated images, are appended to ``notes`` (for the
+    card). No row to evaluate (empty, or every row excluded or clean) is an error."""
     from datasets import Dataset
 
     mapping = map_columns(columns, column_map)
-    return Dataset.from_list(list(generate_rows(rows, mapping, base)), features=features())
+    indexed: Iterable[tuple[int, dict[str, Any]]] = ((k, _rename(raw, mapping)) for k, raw in enumerate(rows))
+    if base is not None:  # a folder: match files and rows first (the hub's rows stream)
+        indexed = _match_folder(list(indexed), Path(base), skip_unmatched, notes)
+    converted = list(generate_rows(indexed, None, base, prefer_metadata=prefer_metadata, notes=notes, indexed=True))
+    _check_selection([r["condition"] for r in converted], [r["excluded"] for r in converted], str(base or "the rows"))
+    _warn_sizes(((r["image_id"], r["width"], r["height"]) for r in converted), notes)
+    return Dataset.from_list(converted, features=features())
 
 
 def ensure_schema(dataset):
     """``dataset`` in COOCO's :func:`features`: returned as is when it already has them
     (a dataset built by :func:`main` or the sample), else converted row by row with the
-    explicit :data:`COLUMN_MAP` (the hub release), failing loudly on unknown columns."""
+    explicit :data:`COLUMN_MAP` (the hub release), failing loudly on unknown columns.
+    Either way a dataset with nothing to evaluate is an error."""
     from datasets import Image
 
     ours = set(features())
     if ours <= set(dataset.column_names):
         _check_unique_ids(dataset)
+        _check_selection(dataset["condition"], dataset["excluded"], "the COOCO dataset")
         return dataset
     mapping = map_columns(dataset.column_names)
     if "image" in dataset.column_names:
@@ -270,6 +657,8 @@ def ensure_schema(dataset):
         features=features(),
     )
     _check_unique_ids(converted)
+    _check_selection(converted["condition"], converted["excluded"], "the COOCO dataset")
+    _warn_sizes(zip(converted["image_id"], converted["width"], converted["height"]), None)
     return converted
 
 
@@ -316,9 +705,12 @@ def build(
     metadata: Path | None = None,
     split: str | None = None,
     column_map: Mapping[str, str | None] | None = None,
+    prefer_metadata: bool = False,
+    skip_unmatched: bool = False,
 ):
-    """Build COOCO from the hub release (``hub``) or a local folder; returns the dataset
-    and a label naming its source (for the card)."""
+    """Build COOCO from the hub release (``hub``) or a local folder; returns the dataset,
+    a label naming its source and the build notes (for the card: values taken from the
+    metadata over the file name, skipped files, size warnings)."""
     if (hub is None) == (folder is None):
         raise ValueError("give exactly one source: hub=REPO or folder=DIR")
     if hub is not None:
@@ -327,7 +719,11 @@ def build(
     else:
         rows, columns = folder_rows(Path(folder), metadata)
         base, label = Path(folder), str(folder)
-    return build_dataset(rows, columns, base, column_map), label
+    notes: list[str] = []
+    dataset = build_dataset(
+        rows, columns, base, column_map, prefer_metadata=prefer_metadata, skip_unmatched=skip_unmatched, notes=notes
+    )
+    return dataset, label, notes
 
 
 #: where :func:`write_local` puts things inside its output folder

@@ -89,7 +89,13 @@ def features():
 
 
 class CoocoBuildError(ValueError):
-    """A row of the source data cannot be converted; the message names the row."""
+    """The source data cannot be converted; the message names the file, row, field and
+    value at fault."""
+
+
+class CoocoBuildWarning(UserWarning):
+    """Something in the source is allowed but costly or unusual (e.g. a very large or
+    elongated image); the builder also records it in the dataset card."""
 
 
 def canonical_condition(value: str) -> str:
