@@ -103,3 +103,27 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     print(f"lmms-scene demo: ran {', '.join(tasks)} with scene_blind; results: {written[-1]}")
     print(f"lmms-scene demo: print these tables again with `lmms-scene show {written[-1].parent}`")
     return 0
+
+
+def rescore(run: str | Path, output_path: str | Path, extra: list[str] | None = None) -> int:
+    """Recompute every metric of a saved run (its ``--log_samples`` files) without the
+    model: the harness replays the logged answers (``scene_from_samples``) through the
+    tasks' own ``process_results`` and aggregations, on the same data and ``--limit``.
+    The metric checkpoints are the configured ones (e.g. ``LMMS_SCENE_CLIP_MODEL``)."""
+    import json
+
+    from lmms_scene.models.from_samples import samples_files, task_of_samples_file
+
+    files = samples_files(run)
+    tasks = [task_of_samples_file(f) for f in files]
+    limit: list[str] = []
+    results = sorted(Path(run).rglob("*_results.json")) if Path(run).is_dir() else []
+    if results:
+        config = json.loads(results[-1].read_text(encoding="utf-8")).get("config", {})
+        if config.get("limit") is not None:
+            limit = ["--limit", str(config["limit"])]
+    print(f"lmms-scene rescore: replaying {', '.join(tasks)} from {', '.join(map(str, files))}")
+    return run_harness(
+        ["--model", "scene_from_samples", "--model_args", "samples=" + "|".join(map(str, files)),
+         "--tasks", ",".join(tasks), "--output_path", str(output_path), "--log_samples", *limit, *(extra or [])]
+    )  # fmt: skip

@@ -158,3 +158,33 @@ def _prescore(task: Any) -> None:
 
         done = benchmarks.resolve(spec)(task_pairs(task))
         logger.info(f"lmms-scene: pre-scored {done} of {len(task.instances)} answers of {config.task} in batches")
+
+
+# -- aggregations that never lose a run ------------------------------------------------
+
+
+def guarded_aggregation(fn):
+    """Wrap a task's aggregation so a failure is reported, not raised: lmms-eval 0.7.3
+    writes neither results nor samples when an aggregation raises, so hours of
+    generations would be lost. A guarded aggregation logs the error and returns
+    ``{"error": ...}`` (dict-valued keys) or None (numeric keys, printed as N/A)."""
+    import functools
+
+    @functools.wraps(fn)
+    def aggregate(items):
+        try:
+            return fn(items)
+        except Exception as err:
+            from loguru import logger
+
+            message = f"{type(err).__name__}: {err}"
+            logger.error(f"lmms-scene: aggregation {fn.__name__} failed over {len(items)} rows: {message}")
+            return {"error": message, "n_rows": len(items)} if getattr(fn, "returns_dict", False) else None
+
+    return aggregate
+
+
+def returns_dict(fn):
+    """Mark an aggregation whose value is a dict (see :func:`guarded_aggregation`)."""
+    fn.returns_dict = True
+    return fn

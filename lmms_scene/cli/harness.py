@@ -25,6 +25,15 @@ def register(sub) -> None:
     p.add_argument("--output_path", "--output-path", default="results", help="where lmms-eval writes results (default: results/)")
     p.set_defaults(fn=_demo, passthrough=True)
 
+    p = sub.add_parser(
+        "rescore", help="recompute every metric of a saved run from its samples files, without the model",
+        description="Replay a saved run's logged answers (its --log_samples files) through the tasks' own scoring, "
+        "so every metric is recomputed on the same data without the model. Arguments it does not know pass to lmms_eval.",
+    )  # fmt: skip
+    p.add_argument("run", type=Path, help="the run's output folder, or samples files (*_samples_<task>.jsonl)")
+    p.add_argument("--output_path", "--output-path", required=True, type=Path, help="where to write the rescored results")
+    p.set_defaults(fn=_rescore, passthrough=True)
+
 
 def _tasks_path(_args) -> int:
     from lmms_scene.registration import tasks_path
@@ -47,3 +56,9 @@ def _demo(args) -> int:
     from lmms_scene.evaluate import demo
 
     return demo(Path(args.output_path), extra=args.harness_args)
+
+
+def _rescore(args) -> int:
+    from lmms_scene.evaluate import rescore
+
+    return rescore(args.run, args.output_path, extra=args.harness_args)

@@ -511,10 +511,11 @@ MIXED_CLIP_MODELS = "mixed"
 
 def metric_entries(row: Mapping[str, Any]) -> dict[str, Any]:
     """What ``process_results`` returns for one scored row: the full row under
-    :data:`BREAKDOWN_KEY` and, per headline metric, the row's ids plus ``score`` (absent
-    when the row has no value for that metric, e.g. capture on congruent items).
-    lmms-eval reads ``score`` for its CLT standard errors."""
-    ids = {k: row[k] for k in ("image_id", "condition", "noise_area", "noise_level")}
+    :data:`BREAKDOWN_KEY` and, per headline metric, the row's ids and output plus ``score``
+    (absent when the row has no value for that metric, e.g. capture on congruent items).
+    lmms-eval reads ``score`` for its CLT standard errors; the output lets every key's
+    aggregation tell a re-gathered copy from a conflicting second answer."""
+    ids = {**{k: row[k] for k in ID_FIELDS}, "output": row.get("output")}
     out: dict[str, Any] = {BREAKDOWN_KEY: dict(row)}
     for key, field in HEADLINE.items():
         value = row.get(field)

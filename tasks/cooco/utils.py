@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from lmms_scene.data import cooco
+from lmms_scene.harness import guarded_aggregation, returns_dict
 from lmms_scene.metrics import naming
 from lmms_scene.prompts import render
 
@@ -47,9 +48,12 @@ def prescore(pairs):
     return naming.prescore(pairs)
 
 
+@guarded_aggregation
 def mean_score(entries):
     return naming.mean_score(entries)
 
 
+@guarded_aggregation
+@returns_dict
 def breakdown(rows):
     return naming.report(rows)
