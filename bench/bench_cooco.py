@@ -216,9 +216,11 @@ def noise_grid_docs(n: int, seed: int = 0) -> list[dict]:
 
 
 def bench_task_path(model, processor, n: int, batch: int) -> dict:
-    """RefCLIPScore through the task's own path: ``process_results`` on every doc (from
-    4 threads, as lmms-eval calls it) plus every metric key's aggregation, against
-    torchmetrics ``CLIPScore`` on the same (target crop, answer) pairs, same model."""
+    """RefCLIPScore through the task's own path: the batch pre-scoring pass the harness
+    hook runs after generation, ``process_results`` on every doc (from 4 threads, as
+    lmms-eval calls it) and every metric key's aggregation; the same without the batch
+    pass (row by row, the old path); and torchmetrics ``CLIPScore`` on the same (target
+    crop, answer) pairs with the same model. The two task paths must agree to 1e-6."""
     import torch
     from concurrent.futures import ThreadPoolExecutor
 
@@ -230,10 +232,13 @@ def bench_task_path(model, processor, n: int, batch: int) -> dict:
     from lmms_scene.tasks.cooco import utils
 
     docs = noise_grid_docs(n)
-    cache.clear()
-    with settings.override(clip_model=MODEL_NAME):
+
+    def task_path(batched: bool) -> tuple[float, dict]:
+        cache.clear()
         clip.use_loaded(MODEL_NAME, model, processor.tokenizer, processor.image_processor, device="cpu")
         start = time.perf_counter()
+        if batched:  # what lmms_scene.harness's hook does after generation
+            utils.prescore([(d, d["answer"]) for d in docs])
         with ThreadPoolExecutor(4) as pool:
             entries = list(pool.map(lambda d: utils.process_results(d, [d["answer"]]), docs))
         per_key: dict[str, list] = {}
@@ -241,7 +246,12 @@ def bench_task_path(model, processor, n: int, batch: int) -> dict:
             for k, v in e.items():
                 per_key.setdefault(k, []).append(v)
         aggregated = {k: (utils.breakdown(v) if k == naming.BREAKDOWN_KEY else utils.mean_score(v)) for k, v in per_key.items()}
-        ours = time.perf_counter() - start
+        return time.perf_counter() - start, aggregated
+
+    with settings.override(clip_model=MODEL_NAME):
+        per_row, agg_row = task_path(batched=False)
+        ours, aggregated = task_path(batched=True)
+    assert abs(agg_row["refclipscore"] - aggregated["refclipscore"]) < 1e-6
 
     crops = [torch.from_numpy(np.array(cooco.target_crop(d))).permute(2, 0, 1) for d in docs]
     texts = [naming.long_form(naming.normalise_output(d["answer"])) for d in docs]
@@ -254,8 +264,11 @@ def bench_task_path(model, processor, n: int, batch: int) -> dict:
     return {
         "rows": len(docs),
         "task_path_rows_per_s": len(docs) / ours,
+        "task_path_row_by_row_rows_per_s": len(docs) / per_row,
         "torchmetrics_clipscore_rows_per_s": len(docs) / tm,
         "speedup_task_path_vs_torchmetrics": tm / ours,
+        "speedup_row_by_row_vs_torchmetrics": tm / per_row,
+        "speedup_batched_vs_row_by_row": per_row / ours,
         "refclipscore": aggregated["refclipscore"],
     }
 

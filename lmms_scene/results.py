@@ -81,15 +81,9 @@ def _benchmark(task: str, config: dict[str, Any]) -> str | None:
 
 
 def _read_samples(path: Path) -> list[dict[str, Any]]:
-    samples = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    samples.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}, line {number}: not JSON ({exc.msg})") from None
-    return samples
+    from lmms_scene.files import read_jsonl
+
+    return read_jsonl(path)
 
 
 def read_results_file(path: Path) -> list[TaskResult]:

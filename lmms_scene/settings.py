@@ -10,6 +10,8 @@ take :func:`current` once and pass its values down as arguments.
                                ``none`` switches those metrics off (recorded as not computed)
 ``LMMS_SCENE_DEVICE``          device for the metric models (default: CUDA when present, else CPU)
 ``LMMS_SCENE_NO_TASK_HOOK``    any value: do not add our task folder to the harness's index
+``RANK``, ``WORLD_SIZE``,      set by ``accelerate launch`` / ``torchrun``: this process's share
+``LOCAL_RANK``                 of the work (:func:`process_group`)
 =============================  =============================================================
 
 >>> with override(clip_model="none"):
@@ -22,8 +24,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
-from typing import Iterator
 
 DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
 CLIP_MODEL_ENV = "LMMS_SCENE_CLIP_MODEL"
@@ -67,6 +69,18 @@ def current() -> Settings:
     if "clip_model" in extra:
         extra.setdefault("clip_model_explicit", True)
     return replace(base, **extra) if extra else base
+
+
+def process_group() -> tuple[int, int, int]:
+    """``(rank, world_size, local_rank)`` of this process under ``accelerate launch`` /
+    ``torchrun`` (their ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``); ``(0, 1, 0)`` alone."""
+    env = os.environ
+    try:
+        rank, world = int(env.get("RANK", "0")), int(env.get("WORLD_SIZE", "1"))
+        local = int(env.get("LOCAL_RANK", str(rank)))
+    except ValueError as exc:
+        raise ValueError(f"RANK / WORLD_SIZE / LOCAL_RANK must be integers ({exc})") from None
+    return rank, world, local
 
 
 @contextlib.contextmanager

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -137,10 +136,12 @@ def _extract(a) -> int:
         a.images, a.labels, a.image_list, min_objects=a.min_objects, skip_missing=a.skip_missing
     )
     # Under `accelerate launch` each process extracts its share of the shards.
-    rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    from lmms_scene.settings import process_group
+
+    rank, world, local_rank = process_group()
     device = a.device
     if world > 1 and device.startswith("cuda") and ":" not in device:
-        device = f"cuda:{os.environ.get('LOCAL_RANK', rank)}"
+        device = f"cuda:{local_rank}"
 
     def progress(done: int, total: int) -> None:
         print(f"pfram extract [process {rank}/{world}]: {done}/{total} images", file=sys.stderr)

@@ -121,7 +121,7 @@ _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def sanitise_output(text: str) -> tuple[str, bool]:
-    """A model answer made safe to tokenize and to write as UTF-8: lone surrogates are
+    r"""A model answer made safe to tokenize and to write as UTF-8: lone surrogates are
     dropped, NUL and other control characters (tab and newlines kept) become spaces.
     Returns the text and whether anything changed (recorded in the row).
 

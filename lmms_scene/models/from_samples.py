@@ -9,12 +9,13 @@ generated the answers. lmms-eval's own ``from_log`` model reads an older log for
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
+
+from lmms_scene.files import iter_jsonl
 
 
 def task_of_samples_file(path: Path) -> str:
@@ -48,19 +49,12 @@ def logged_answers(files: list[Path]) -> dict[tuple[str, int], Any]:
     answers: dict[tuple[str, int], Any] = {}
     for f in files:
         task = task_of_samples_file(f)
-        with f.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    sample = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{f}, line {number}: not JSON ({exc.msg})") from None
-                resp = sample.get("resps", sample.get("filtered_resps"))
-                # one instance per doc: [answer] (one per repeat) -> the first repeat's answer
-                if isinstance(resp, list) and len(resp) == 1:
-                    resp = resp[0]
-                answers[(task, int(sample["doc_id"]))] = resp
+        for _number, sample in iter_jsonl(f):
+            resp = sample.get("resps", sample.get("filtered_resps"))
+            # one instance per doc: [answer] (one per repeat) -> the first repeat's answer
+            if isinstance(resp, list) and len(resp) == 1:
+                resp = resp[0]
+            answers[(task, int(sample["doc_id"]))] = resp
     return answers
 
 

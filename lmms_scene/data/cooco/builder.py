@@ -436,15 +436,9 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
     if suffix == ".csv":
         return _read_csv(path, text)
     if suffix == ".jsonl":
-        rows = []
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CoocoBuildError(f"{path} line {number}: not JSON ({exc.msg} at column {exc.colno})") from None
-            rows.append(_object(value, f"{path} line {number}"))
+        from lmms_scene.files import iter_jsonl
+
+        rows = [_object(value, f"{path} line {n}") for n, value in iter_jsonl(path, objects=False, error=CoocoBuildError)]
         if not rows:
             raise CoocoBuildError(f"{path}: empty (no JSON lines): nothing to build")
         return rows

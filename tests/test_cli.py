@@ -1,0 +1,75 @@
+"""The command line: one package parses every argument; helpful exits for bad usage."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, harness_env
+from lmms_scene import cli
+
+
+def run_cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lmms_scene.cli", *args], capture_output=True, text=True,
+                          env=harness_env(), timeout=timeout)  # fmt: skip
+
+
+def test_argument_parsing_lives_only_in_the_cli_package():
+    users = sorted(
+        str(p.relative_to(REPO)) for p in (REPO / "lmms_scene").rglob("*.py")
+        if re.search(r"^\s*(import argparse|from argparse )", p.read_text(encoding="utf-8"), re.M)
+    )  # fmt: skip
+    assert users and all(u.startswith("lmms_scene/cli/") for u in users), users
+
+
+def test_eval_without_arguments_prints_usage_and_fails():
+    proc = run_cli("eval")
+    assert proc.returncode == 2
+    assert "usage: lmms-scene eval --model MODEL --tasks TASKS" in proc.stdout + proc.stderr
+
+
+def test_build_help_lists_every_buildable_benchmark():
+    proc = run_cli("build", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert "cooco" in proc.stdout
+    sub = run_cli("build", "cooco", "--help")
+    assert sub.returncode == 0 and "--from-folder" in sub.stdout and "--prefer-metadata" in sub.stdout
+
+
+def test_unknown_arguments_and_library_errors_exit_2_with_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["tasks-path", "--bogus"])
+    assert stop.value.code == 2
+    capsys.readouterr()
+    # a library error is one line naming the command, not a traceback
+    assert cli.main(["build-samples", "no-such-benchmark"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("lmms-scene build-samples: error: unknown benchmark 'no-such-benchmark'") and "Traceback" not in err
+
+
+def test_show_says_what_it_could_not_read(tmp_path, capsys):
+    (tmp_path / "x_results.json").write_text("{not json")
+    assert cli.main(["show", str(tmp_path), str(tmp_path / "absent")]) == 2
+    err = capsys.readouterr().err
+    assert "no lmms-scene results" in err and "x_results.json: not JSON" in err and "no such file or folder" in err
+
+
+def test_the_printed_results_table_has_numbers_only():
+    from lmms_eval import utils as harness_utils
+
+    from lmms_scene.harness import install_table_filter
+
+    assert install_table_filter()
+    result = {
+        "results": {"cooco_sample": {"alias": "cooco_sample", "accuracy,none": 0.5, "accuracy_stderr,none": 0.1,
+                                     "cooco_breakdown,none": {"overall": {"n": 29, "accuracy": 0.5}}}},
+        "higher_is_better": {"cooco_sample": {"accuracy": True}}, "n-shot": {"cooco_sample": 0},
+    }  # fmt: skip
+    table = harness_utils.make_table(result)
+    assert "|accuracy|" in table and "0.5" in table
+    assert "cooco_breakdown" not in table and "overall" not in table
+    assert "cooco_breakdown,none" in result["results"]["cooco_sample"]  # the JSON keeps it
