@@ -19,10 +19,10 @@ A task says which benchmark it belongs to in its YAML ``metadata``
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 #: The YAML ``metadata`` key through which a task declares its benchmark.
 METADATA_KEY = "benchmark"
@@ -57,6 +57,8 @@ class Benchmark:
     #: optional ``module:function`` scoring a task's ``(doc, answer)`` pairs in batches after
     #: generation and before ``process_results`` (see :func:`lmms_scene.harness.install_prescore_hook`)
     prescore: str | None = None
+    #: what to do when the release cannot be loaded (offline): how to build it locally
+    build_hint: str | None = None
 
     @property
     def task_folder(self) -> Path:
@@ -88,6 +90,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         docs="docs/cooco.md",
         cli_name="cooco",
         prescore="lmms_scene.tasks.cooco.utils:prescore",
+        build_hint="COOCO reads fmerlo/COOCO: download it once while online, or build it from a local copy "
+        "with `lmms-scene build cooco --from-folder DIR --out D` and run the command it prints (docs/cooco.md).",
     ),
     Benchmark(
         name="snus",
@@ -108,7 +112,14 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         title="Layered-VQA",
         paper="Composition, Not Conversation: VLMs Lose the Scene, Not the Thread",
         paper_file="002_23813883cfdd3a00.txt",
-        tasks=(),  # one task per delivery schedule: see lmms_scene.data.layered_vqa.SCHEDULES
+        # one task per delivery schedule (lmms_scene.data.layered_vqa.SCHEDULES; a test checks they agree)
+        tasks=tuple(
+            f"layered_vqa_{s}"
+            for s in (
+                "full", "concat_q", "sharded_q", "recap_q", "snowball_q", "concat_v", "sharded_v", "recap_v",
+                "snowball_v", "aligned", "misaligned", "ev_first", "ev_last", "shuffled", "all_lyr", "oracle",
+            )
+        ),  # fmt: skip
         groups=("layered_vqa",),
         sample_tasks=("layered_vqa_sample",),
         data_module="lmms_scene.data.layered_vqa",

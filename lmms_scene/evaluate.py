@@ -45,9 +45,65 @@ def run_harness(argv: list[str]) -> int:
         harness.cli_evaluate_single = original
         sys.argv = saved_argv
     if failures:
-        print(f"lmms-scene eval: the evaluation failed: {failures[-1]!r}", file=sys.stderr)
+        cause = root_cause(failures[-1])
+        print(f"lmms-scene eval: the evaluation failed: {type(cause).__name__}: {cause}", file=sys.stderr)
+        hint = data_hint(_tasks_of(argv), cause)
+        if hint:
+            print(f"lmms-scene eval: {hint}", file=sys.stderr)
         return 1
     return 0
+
+
+def root_cause(err: BaseException) -> BaseException:
+    """The error behind the harness's wrappers (tenacity's ``RetryError`` after its 5
+    attempts at ``process_results``, chained exceptions)."""
+    seen = set()
+    while id(err) not in seen:
+        seen.add(id(err))
+        last = getattr(err, "last_attempt", None)
+        if last is not None and hasattr(last, "exception") and last.exception() is not None:
+            err = last.exception()
+            continue
+        if err.__cause__ is not None:
+            err = err.__cause__
+            continue
+        break
+    return err
+
+
+def _tasks_of(argv: list[str]) -> list[str]:
+    for i, arg in enumerate(argv):
+        if arg == "--tasks" and i + 1 < len(argv):
+            return [t for t in argv[i + 1].split(",") if t]
+        if arg.startswith("--tasks="):
+            return [t for t in arg.split("=", 1)[1].split(",") if t]
+    return []
+
+
+#: error names that mean a dataset could not be fetched from the hub
+_OFFLINE_ERRORS = ("ConnectionError", "OfflineModeIsEnabled", "LocalEntryNotFoundError", "DatasetNotFoundError",
+                   "HfHubHTTPError", "MaxRetryError", "NameResolutionError")  # fmt: skip
+
+
+def data_hint(tasks: list[str], err: BaseException) -> str | None:
+    """What to do when one of our hub-backed tasks could not load its data: build it
+    locally (the registry's ``build_hint``)."""
+    from lmms_scene import benchmarks
+
+    text = f"{type(err).__name__}: {err}"
+    if not any(name in text for name in _OFFLINE_ERRORS):
+        return None
+    hints = []
+    for task in tasks:
+        try:
+            bench = benchmarks.benchmark_of_task(task)
+        except ValueError:
+            continue
+        if bench.build_hint and task not in bench.sample_tasks and bench.build_hint not in hints:
+            hints.append(bench.build_hint)
+    if not hints:
+        return None
+    return "the data could not be loaded from the Hugging Face hub (offline?). " + " ".join(hints)
 
 
 def _clip_for_demo() -> str | None:

@@ -7,25 +7,28 @@ error, never an empty string in a prompt.
 
 from __future__ import annotations
 
-import functools
 from importlib import resources
 from typing import Any
 
 
-@functools.cache
 def environment():
-    from jinja2 import FileSystemLoader, StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    from lmms_scene.cache import cached
 
-    root = resources.files("lmms_scene.templates")
-    return SandboxedEnvironment(
-        loader=FileSystemLoader(str(root)),
-        undefined=StrictUndefined,
-        keep_trailing_newline=False,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    def make():
+        from jinja2 import FileSystemLoader, StrictUndefined
+        from jinja2.sandbox import SandboxedEnvironment
+
+        root = resources.files("lmms_scene.templates")
+        return SandboxedEnvironment(
+            loader=FileSystemLoader(str(root)),
+            undefined=StrictUndefined,
+            keep_trailing_newline=False,
+            trim_blocks=True,
+            lstrip_blocks=True,
+            autoescape=False,
+        )
+
+    return cached(("jinja-environment",), make)
 
 
 def render(template: str, **context: Any) -> str:

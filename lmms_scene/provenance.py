@@ -8,22 +8,25 @@ libraries whose behaviour the numbers depend on), plus scorer-specific details.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lmms_scene import __version__
 
 
-@functools.cache
 def library_version(name: str) -> str | None:
     """The installed version of distribution ``name`` (None when not installed)."""
     from importlib import metadata
 
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
+    from lmms_scene.cache import memo
+
+    def look_up() -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return memo("library-versions", name, look_up)
 
 
 def scorer(

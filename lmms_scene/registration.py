@@ -156,14 +156,18 @@ def read_task_yaml(path: str | os.PathLike) -> dict[str, Any]:
     return merged
 
 
-@functools.lru_cache(maxsize=1)
 def _our_configs(root: str) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = {}
-    for path in sorted(Path(root).rglob("*.yaml")):
-        config = read_task_yaml(path)
-        if isinstance(config.get("task"), str):
-            found[config["task"]] = config | {"__yaml_path__": str(path)}
-    return found
+    from lmms_scene.cache import cached
+
+    def read() -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for path in sorted(Path(root).rglob("*.yaml")):
+            config = read_task_yaml(path)
+            if isinstance(config.get("task"), str):
+                found[config["task"]] = config | {"__yaml_path__": str(path)}
+        return found
+
+    return cached(("task-configs", root), read)
 
 
 def our_task_configs() -> dict[str, dict[str, Any]]:

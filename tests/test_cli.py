@@ -73,3 +73,22 @@ def test_the_printed_results_table_has_numbers_only():
     assert "|accuracy|" in table and "0.5" in table
     assert "cooco_breakdown" not in table and "overall" not in table
     assert "cooco_breakdown,none" in result["results"]["cooco_sample"]  # the JSON keeps it
+
+
+def test_an_offline_hub_failure_says_how_to_build_the_data_locally():
+    import tenacity
+
+    from lmms_scene.evaluate import data_hint, root_cause
+
+    class ConnectionError(OSError):  # what datasets raises offline, by name
+        pass
+
+    inner = ConnectionError("Couldn't reach 'fmerlo/COOCO' on the Hub (LocalEntryNotFoundError)")
+    attempt = tenacity.Future(1)
+    attempt.set_exception(inner)
+    wrapped = tenacity.RetryError(attempt)
+    assert root_cause(wrapped) is inner
+    hint = data_hint(["cooco", "cooco_noise"], inner)
+    assert "lmms-scene build cooco --from-folder DIR --out D" in hint and hint.count("fmerlo/COOCO") == 1
+    assert data_hint(["cooco_sample"], inner) is None  # the embedded sample needs no download
+    assert data_hint(["cooco"], ValueError("bad box")) is None

@@ -153,3 +153,19 @@ def test_aggregations_record_a_failure_instead_of_losing_the_run(utils, raw):
     report = utils.breakdown([a[naming.BREAKDOWN_KEY], b[naming.BREAKDOWN_KEY]])
     assert "DuplicateRowError" in report["error"] and "'cup' vs 'mug'" in report["error"]
     assert utils.mean_score([a["accuracy"], b["accuracy"]]) is None
+
+
+def test_an_extreme_image_warns_once_with_its_size():
+    from PIL import Image
+
+    cache.clear()
+    doc = {"image": Image.new("RGB", (5000, 40), (90, 90, 90)), "image_id": "wide", "width": 5000, "height": 40,
+           "target_bbox": [10.0, 5.0, 20.0, 20.0], "noise_area": "target", "noise_level": 0.5}  # fmt: skip
+    with pytest.warns(UserWarning, match=r"COOCO wide: 5000x40 image .*padded to a 5000x5000 square"):
+        cooco.visual(doc)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        cooco.visual(doc)  # once per image, not once per view
+    assert cooco.warn_if_costly({**doc, "image_id": "small", "width": 64, "height": 48}) is None

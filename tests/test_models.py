@@ -47,11 +47,18 @@ def _simple(model, multi_round: bool, task="scene_selftest"):
     return _inst("generate_until", ("first", {}, _doc_to_visual, 0, task, "test"))
 
 
-def test_manifests_register_both_models_with_simple_and_chat_classes():
+def test_manifests_register_every_model_and_every_class_path_imports():
+    import importlib
+
     manifests = {m.model_id: m for m in MANIFESTS()}
-    assert set(manifests) == {"echo", "scene_blind"}
+    assert set(manifests) == {"echo", "scene_blind", "scene_replay", "scene_from_samples"}
     assert manifests["echo"].chat_class_path.endswith("EchoChat")
     assert manifests["scene_blind"].simple_class_path.endswith("blind.SceneBlind")
+    for manifest in manifests.values():
+        for path in (manifest.simple_class_path, manifest.chat_class_path):
+            if path:
+                module, _, name = path.rpartition(".")
+                assert isinstance(getattr(importlib.import_module(module), name), type), path
 
 
 def test_echo_simple_records_images_and_text_per_turn(tmp_path):

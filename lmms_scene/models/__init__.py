@@ -1,12 +1,16 @@
 """lmms-scene's harness models, registered through lmms-eval's ``lmms_eval.models``
 entry-point group (see ``pyproject.toml``): ``echo`` and ``scene_blind``, each with a
-simple and a chat class. Importing this module loads no model."""
+simple and a chat class, and ``scene_replay`` (wraps any model for multi-round tasks). Importing this module loads no model."""
 
 from __future__ import annotations
 
 MODELS = {
     "echo": ("lmms_scene.models.echo.Echo", "lmms_scene.models.echo.EchoChat"),
     "scene_blind": ("lmms_scene.models.blind.SceneBlind", "lmms_scene.models.blind.SceneBlindChat"),
+    # multi-round tasks for any harness model, one request per turn (simple class only)
+    "scene_replay": ("lmms_scene.models.replay.SceneReplay", None),
+    # a saved run's answers, replayed to recompute its metrics (lmms-scene rescore)
+    "scene_from_samples": ("lmms_scene.models.from_samples.SceneFromSamples", None),
 }
 
 

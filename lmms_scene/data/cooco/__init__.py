@@ -65,6 +65,7 @@ from lmms_scene.data.cooco.views import (
     prompt_context,
     target_crop,
     visual,
+    warn_if_costly,
 )
 
 __all__ = [name for name in dir() if not name.startswith("_")]

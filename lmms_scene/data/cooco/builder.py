@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene import imaging
+from lmms_scene.data.local import DATA_FILE, TASKS_DIR  # re-exported: where write_local puts things
 from lmms_scene.data.cooco.schema import (
     COLUMN_MAP,
     HUB_REPO,
@@ -720,44 +721,22 @@ def build(
     return dataset, label, notes
 
 
-#: where :func:`write_local` puts things inside its output folder
-DATA_FILE = Path("data") / "test-00000-of-00001.parquet"
-TASKS_DIR = "tasks"
-
-
-def _slug(name: str) -> str:
-    import re
-
-    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
-    if not slug:
-        raise ValueError(f"--name: {name!r} has no letters or digits to name a task with")
-    return slug
+# The benchmark-independent part (layout, task YAMLs, the command) is
+# :mod:`lmms_scene.data.local`; these are COOCO's uses of it.
+#: our tasks a local build writes out, as ``<base>_<name>``
+LOCAL_BASES = ("cooco", "cooco_noise")
 
 
 def local_task_configs(out: Path, name: str) -> dict[str, dict[str, Any]]:
     """The task configs (``cooco_NAME``, ``cooco_noise_NAME``) that evaluate the dataset
     written under ``out``: our own COOCO tasks with the data files swapped, written out
-    in full (no ``include:``), declaring ``metadata.benchmark: cooco``."""
-    from lmms_scene.registration import our_task_configs
+    in full (no ``include:``), declaring ``metadata.benchmark: cooco``. A name that one
+    of lmms-scene's own tasks or groups has is an error naming it."""
+    from lmms_scene.data import local
 
-    ours = our_task_configs()
-    slug = _slug(name)
-    configs = {}
-    for base in ("cooco", "cooco_noise"):
-        task = f"{base}_{slug}"
-        if task in ours:
-            raise ValueError(f"--name {name!r}: task {task!r} is one of lmms-scene's own tasks; choose another name")
-        config = {k: v for k, v in ours[base].items() if not k.startswith("__")}
-        config.update(
-            task=task,
-            dataset_path="parquet",
-            # relative to the YAML's folder, so the built folder can be moved as a whole
-            dataset_kwargs={"data_files": {"test": str(Path("..") / DATA_FILE)}},
-            test_split="test",
-        )
-        config["metadata"] = {**(config.get("metadata") or {}), "benchmark": "cooco", "built_from": str(out)}
-        configs[task] = config
-    return configs
+    suffix = local.slug(name)
+    local.check_free([f"{base}_{suffix}" for base in LOCAL_BASES], name)
+    return local.task_configs(out, name, "cooco", LOCAL_BASES)
 
 
 def write_local(dataset, out: Path, card: str, name: str | None = None) -> dict[str, Any]:
@@ -765,29 +744,17 @@ def write_local(dataset, out: Path, card: str, name: str | None = None) -> dict[
     ``datasets.load_dataset(out)`` reads it too), ``README.md`` (the card) and
     ``tasks/*.yaml`` (tasks that evaluate it). Returns what was written, with the task
     names and the ``--include_path`` to use."""
-    from lmms_scene.registration import dump_task_yaml
+    from lmms_scene.data import local
 
     out = Path(out)
     configs = local_task_configs(out.resolve(), name or out.resolve().name)
-    (out / DATA_FILE).parent.mkdir(parents=True, exist_ok=True)
-    dataset.to_parquet(str(out / DATA_FILE))
-    (out / "README.md").write_text(card, encoding="utf-8")
-    tasks_dir = out / TASKS_DIR
-    tasks_dir.mkdir(exist_ok=True)
-    for task, config in configs.items():
-        header = f"# Written by `lmms-scene build cooco`: evaluates {out.resolve() / DATA_FILE}.\n"
-        (tasks_dir / f"{task}.yaml").write_text(header + dump_task_yaml(config), encoding="utf-8")
-    return {"data": out / DATA_FILE, "card": out / "README.md", "include_path": tasks_dir.resolve(), "tasks": list(configs)}
+    return local.write_local(dataset, out, card, configs, tool="lmms-scene build cooco")
 
 
 def evaluate_command(
     written: Mapping[str, Any], model: str = "MODEL", model_args: str | None = "pretrained=CHECKPOINT"
 ) -> str:
     """The command that evaluates a dataset written by :func:`write_local`."""
-    import shlex
+    from lmms_scene.data import local
 
-    args = f" --model_args {model_args}" if model_args else ""
-    return (
-        f"lmms-scene eval --include_path {shlex.quote(str(written['include_path']))} "
-        f"--tasks {written['tasks'][0]} --model {model}{args} --output_path results/ --log_samples"
-    )
+    return local.evaluate_command(written, model=model, model_args=model_args)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from lmms_scene.data.cooco.schema import CONDITIONS, SPLIT
 from lmms_scene.prompts import render

@@ -13,7 +13,6 @@ from lmms_scene import imaging
 from lmms_scene.data.cooco.builder import build_dataset
 from lmms_scene.data.cooco.schema import CONDITION_ALIASES
 
-
 _SAMPLE_ITEMS = (
     ("kitchen", "cup", "bowl", "book", "tire"),
     ("bathroom", "toilet", "towel", "umbrella", "anchor"),

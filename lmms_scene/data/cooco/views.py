@@ -37,8 +37,28 @@ def noise_seed(doc: Mapping[str, Any]) -> int:
     return imaging.noise_seed("cooco", doc["image_id"], float(doc["noise_level"]))
 
 
+def warn_if_costly(doc: Mapping[str, Any]) -> str | None:
+    """Warn, once per image, when padding and noise make an image costly (a 10000 x 50
+    image becomes a 10000 x 10000 square for every view); returns the warning or None."""
+    import warnings
+
+    from lmms_scene.cache import memo
+    from lmms_scene.data.cooco.builder import size_warning
+
+    text = size_warning(int(doc.get("width") or doc["image"].size[0]), int(doc.get("height") or doc["image"].size[1]))
+    if text is None:
+        return None
+
+    def once() -> str:
+        warnings.warn(f"COOCO {doc.get('image_id', '?')}: {text}", UserWarning, stacklevel=3)
+        return text
+
+    return memo("cooco-size-warnings", str(doc.get("image_id")), once)
+
+
 def visual(doc: Mapping[str, Any]):
     """What the model sees: the padded image with the doc's noise setting applied."""
+    warn_if_costly(doc)
     image, box = padded(doc)
     level = float(doc.get("noise_level", 0.0))
     if level == 0:

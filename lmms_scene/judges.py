@@ -1,0 +1,414 @@
+"""LLM judges: lmms-eval's judge clients, our own strict verdict parser, failures kept.
+
+The Layered-VQA paper grades with open-model cross-judges and takes their consensus.
+This module is the one way lmms-scene asks a judge model anything:
+
+* :class:`JudgeSpec` names one judge (its label, the model it asks for, the lmms-eval
+  provider, an optional OpenAI-compatible URL such as a local vLLM server).
+* :func:`ask` sends one prompt and returns a :class:`JudgeReply`: it never raises for a
+  failed call; a timeout or an error is recorded in the reply (``failure``), so callers
+  exclude it and count it, never score it.
+* :func:`parse_verdict` is strict: True only for an unambiguous yes/correct, False only
+  for an unambiguous no/incorrect, None otherwise. lmms-eval 0.7.3's own parsers read
+  "Not correct." as correct and any "1" in a reply as a yes; ours do neither.
+* :func:`panel` asks several judges, drops any judge that is the evaluated model
+  (:func:`is_self_judge`; the harness's judge and model can share ``MODEL_VERSION``, so
+  names and model arguments are compared) and takes the majority (:func:`consensus`).
+
+The provider is lmms-eval's (``lmms_eval.llm_judge``): ``openai`` (also any
+OpenAI-compatible server through ``base_url``), ``azure``, ``bedrock``, ``local`` and
+``dummy``. ``dummy`` answers "dummy", which parses as no verdict: tests stay offline.
+Nothing is imported or contacted until a judge is first asked.
+
+>>> parse_verdict("Yes."), parse_verdict("Not correct."), parse_verdict("Score: 0/10")
+(True, False, None)
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: what a failed call is recorded as
+TIMEOUT = "timeout"
+ERROR = "error"
+#: the reply came back but says neither yes nor no (not a call failure, still excluded)
+UNPARSED = "unparsed"
+
+PROVIDERS = ("openai", "azure", "async_openai", "async_azure", "bedrock", "local", "dummy")
+
+DEFAULT_PROMPT = (
+    "You are grading a visual question answering system.\n"
+    "Question: {question}\n"
+    "Gold answer: {answer}\n"
+    "Model answer: {prediction}\n"
+    "Does the model answer mean the same as the gold answer? "
+    "Reply with exactly one word: yes or no."
+)
+
+
+# -- one judge ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One judge model.
+
+    ``name`` labels it in results; ``model`` is the model name sent to the server;
+    ``provider`` an lmms-eval judge provider; ``base_url`` an OpenAI-compatible endpoint
+    (e.g. ``http://localhost:8000/v1`` for ``vllm serve``); without it the provider's own
+    configuration applies (lmms-eval reads ``OPENAI_API_URL`` / ``OPENAI_API_KEY``).
+    """
+
+    name: str
+    model: str
+    provider: str = "openai"
+    base_url: str | None = None
+    timeout: float = 60.0
+    max_tokens: int = 16
+    num_retries: int = 1
+
+    def __post_init__(self) -> None:
+        for attr in ("name", "model"):
+            value = getattr(self, attr)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"JudgeSpec.{attr}: expected a non-empty string, got {value!r}")
+        if self.provider not in PROVIDERS:
+            raise ValueError(f"JudgeSpec.provider: unknown provider {self.provider!r}; lmms-eval has {', '.join(PROVIDERS)}")
+        if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
+            raise ValueError(f"JudgeSpec.timeout: expected a positive number of seconds, got {self.timeout!r}")
+        if not (isinstance(self.max_tokens, int) and self.max_tokens > 0):
+            raise ValueError(f"JudgeSpec.max_tokens: expected a positive integer, got {self.max_tokens!r}")
+        if not (isinstance(self.num_retries, int) and self.num_retries >= 1):
+            raise ValueError(f"JudgeSpec.num_retries: expected an integer >= 1, got {self.num_retries!r}")
+
+    def describe(self) -> dict[str, Any]:
+        """The judge as recorded in results (no secrets: the spec holds none)."""
+        return {"name": self.name, "model": self.model, "provider": self.provider, "base_url": self.base_url}
+
+
+def parse_judges(spec: str) -> list[JudgeSpec]:
+    """Judges from a compact string: ``;``-separated entries ``name=model[@url]``, or just
+    ``model[@url]``; an entry may start with ``provider:`` (default ``openai``).
+
+    >>> [j.name for j in parse_judges("qwen=Qwen/Qwen2.5-VL-7B@http://localhost:8000/v1; dummy:d=x")]
+    ['qwen', 'd']
+    """
+    if not isinstance(spec, str):
+        raise TypeError(f"judges: expected a string, got {type(spec).__name__}: {spec!r}")
+    judges: list[JudgeSpec] = []
+    for i, raw in enumerate(part.strip() for part in spec.split(";")):
+        if not raw:
+            continue
+        provider = "openai"
+        head, sep, rest = raw.partition(":")
+        if sep and head in PROVIDERS and not rest.startswith("//"):
+            provider, raw = head, rest
+        name, sep, target = raw.partition("=")
+        if not sep:
+            name, target = "", raw
+        model, _, url = target.partition("@")
+        model = model.strip()
+        if not model:
+            raise ValueError(f"judges entry {i} ({raw!r}): no model name")
+        judges.append(JudgeSpec(name=(name.strip() or model), model=model, provider=provider, base_url=url.strip() or None))
+    names = [j.name for j in judges]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"judges: names must be unique, repeated: {dupes}")
+    return judges
+
+
+@dataclass(frozen=True)
+class JudgeReply:
+    """What one judge said, or why it said nothing.
+
+    ``failure`` is None for a completed call, ``"timeout"`` or ``"error"`` for a failed
+    one (``error`` holds the message). ``verdict`` is the strict parse of ``content``
+    (None when the call failed or the reply is ambiguous).
+    """
+
+    judge: str
+    content: str | None
+    verdict: bool | None
+    failure: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def status(self) -> str:
+        """``yes``, ``no``, ``unparsed``, ``timeout`` or ``error``."""
+        if self.failure is not None:
+            return self.failure
+        if self.verdict is None:
+            return UNPARSED
+        return "yes" if self.verdict else "no"
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["status"] = self.status
+        return out
+
+
+def make_client(spec: JudgeSpec) -> Any:
+    """The lmms-eval judge provider for ``spec`` (imported on first use).
+
+    With a ``base_url`` (provider ``openai`` or ``local``) it is lmms-eval's ``local``
+    provider (OpenAI-compatible chat completions, no key) pointed at that URL.
+    """
+    from lmms_eval.llm_judge import ServerConfig, get_server
+
+    config = ServerConfig(
+        model_name=spec.model,
+        temperature=0.0,
+        max_tokens=spec.max_tokens,
+        timeout=int(max(1, round(spec.timeout))),
+        num_retries=spec.num_retries,
+        retry_delay=0.5,
+    )
+    if spec.base_url and spec.provider in ("openai", "local"):
+        # lmms-eval's local provider speaks the OpenAI chat protocol with no key
+        client = get_server("local", config)
+        url = spec.base_url.rstrip("/")
+        client.api_url = url if url.endswith("/chat/completions") else url + "/chat/completions"
+        return client
+    client = get_server(spec.provider, config)
+    return client
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    if isinstance(exc, TimeoutError):
+        return True
+    names = {cls.__name__.lower() for cls in type(exc).__mro__}
+    if any("timeout" in n for n in names):
+        return True
+    text = str(exc).lower()
+    return "timed out" in text or "timeout" in text
+
+
+def ask(spec: JudgeSpec, prompt: str, *, client: Any = None) -> JudgeReply:
+    """Send ``prompt`` to the judge ``spec`` and return its reply; never raises for a
+    failed call (the failure is in the reply). ``client`` (anything with lmms-eval's
+    ``evaluate(Request) -> Response``) defaults to :func:`make_client`."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError(f"prompt: expected a non-empty string, got {prompt!r}")
+    start = time.perf_counter()
+    try:
+        if client is None:
+            client = _client(spec)
+        from lmms_eval.llm_judge import Request
+
+        response = client.evaluate(Request(messages=[{"role": "user", "content": prompt}], config=getattr(client, "config", None)))
+    except Exception as exc:  # a judge failure is data, not a crash
+        kind = TIMEOUT if _is_timeout(exc) else ERROR
+        return JudgeReply(spec.name, None, None, kind, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    if response is None:
+        return JudgeReply(spec.name, None, None, ERROR, "the provider returned no response", seconds)
+    if getattr(response, "success", True) is False:
+        message = getattr(response, "error_message", None) or "the provider reported a failure"
+        return JudgeReply(spec.name, None, None, TIMEOUT if "timeout" in str(message).lower() else ERROR, str(message), seconds)
+    content = getattr(response, "content", None)
+    if not isinstance(content, str):
+        return JudgeReply(spec.name, None, None, ERROR, f"the reply has no text content: {content!r}", seconds)
+    return JudgeReply(spec.name, content, parse_verdict(content), None, None, seconds)
+
+
+def _client(spec: JudgeSpec) -> Any:
+    from lmms_scene.cache import cached
+
+    return cached(("lmms_scene.judges", spec), lambda: make_client(spec))
+
+
+def grading_prompt(question: str, answer: str, prediction: str, template: str = DEFAULT_PROMPT) -> str:
+    """The default correctness prompt (one-word yes/no reply)."""
+    return template.format(question=question, answer=answer, prediction=prediction)
+
+
+def judge_answer(spec: JudgeSpec, question: str, answer: str, prediction: str, *, client: Any = None) -> JudgeReply:
+    """Ask one judge whether ``prediction`` answers ``question`` like ``answer``."""
+    return ask(spec, grading_prompt(question, answer, prediction), client=client)
+
+
+# -- the strict verdict parser ---------------------------------------------------------
+
+_MARKUP = re.compile(r"[*_`#>\"“”]+")
+_LABEL = re.compile(r"^(?:final\s+)?(?:verdict|answer|judgement|judgment|decision|result|grade|output|response)\s*[:\-]\s*")
+_NO_HEAD = r"(?:not\s+correct|not\s+right|not\s+true|incorrect|wrong|false|no)"
+_YES_HEAD = r"(?:yes|correct|right|true)"
+_SUBJECT = r"(?:(?:the|this|that)\s+)?(?:(?:model'?s?|predicted|candidate|given|provided)\s+)?(?:answer|prediction|response)\s+is\s+"
+_END = r"(?=$|[\s.,!;:])"
+_HEAD = re.compile(rf"^(?:{_SUBJECT}|it\s+is\s+|it's\s+)?(?P<verdict>{_NO_HEAD}|{_YES_HEAD}){_END}")
+_CONTRA_YES = re.compile(r"\b(?:no|not|incorrect|wrong|false|isn't|doesn't|don't|never|partially|partly)\b|n't\b")
+_CONTRA_NO = re.compile(r"\byes\b|(?<!not )\bis\s+(?:correct|right)\b")
+
+
+def parse_verdict(text: str) -> bool | None:
+    """A judge's reply read strictly: True for an unambiguous yes/correct, False for an
+    unambiguous no/incorrect, None for anything else (hedged, scored, empty, both).
+
+    >>> [parse_verdict(t) for t in ("Correct", "**No**", "The answer is correct.", "1", "Yes and no")]
+    [True, False, True, None, None]
+    """
+    if not isinstance(text, str):
+        return None
+    norm = _MARKUP.sub(" ", text.lower().replace("’", "'"))
+    norm = " ".join(norm.split())
+    norm = _LABEL.sub("", norm).strip()
+    if not norm:
+        return None
+    match = _HEAD.match(norm)
+    if match is None:
+        return None
+    word = " ".join(match.group("verdict").split())
+    verdict = not re.fullmatch(_NO_HEAD, word)
+    rest = norm[match.end():]
+    if verdict and _CONTRA_YES.search(rest):
+        return None
+    if not verdict and _CONTRA_NO.search(rest):
+        return None
+    return verdict
+
+
+# -- several judges --------------------------------------------------------------------
+
+_MODEL_KEYS = ("pretrained", "model", "model_name", "model_version", "model_id", "model_path", "path", "checkpoint")
+
+
+def _model_args(model_args: str | Mapping[str, Any] | None) -> dict[str, str]:
+    if model_args is None:
+        return {}
+    if isinstance(model_args, Mapping):
+        return {str(k): str(v) for k, v in model_args.items()}
+    if not isinstance(model_args, str):
+        raise TypeError(f"model_args: expected a string or a mapping, got {type(model_args).__name__}: {model_args!r}")
+    out = {}
+    for part in model_args.split(","):
+        key, sep, value = part.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _identities(value: str) -> set[str]:
+    value = value.strip().strip("/").lower()
+    if not value:
+        return set()
+    return {value, value.rsplit("/", 1)[-1]}
+
+
+def is_self_judge(spec: JudgeSpec, model: str | None, model_args: str | Mapping[str, Any] | None = None) -> bool:
+    """Whether ``spec`` would be judging the evaluated model itself.
+
+    Compares the judge's name and model with the evaluated model's name and every
+    checkpoint-like model argument (``pretrained``, ``model``, ``model_version``, ...),
+    in full and by their last path component, case-insensitively.
+
+    >>> is_self_judge(JudgeSpec("q", "Qwen/Qwen2.5-VL-7B-Instruct"), "vllm", "model=Qwen/Qwen2.5-VL-7B-Instruct,tp=1")
+    True
+    """
+    judge_ids = _identities(spec.model) | _identities(spec.name)
+    args = _model_args(model_args)
+    model_ids: set[str] = set()
+    for key in _MODEL_KEYS:
+        if key in args:
+            model_ids |= _identities(args[key])
+    if model:
+        model_ids |= _identities(model)
+    return bool(judge_ids & model_ids)
+
+
+@dataclass(frozen=True)
+class Consensus:
+    """The majority verdict of several judges.
+
+    ``correct`` is None when no judge gave a usable verdict or the votes tie. ``failed``
+    counts failed calls (timeouts, errors), ``unparsed`` replies with no verdict;
+    ``excluded`` lists judges left out as the evaluated model itself.
+    """
+
+    correct: bool | None
+    yes: int
+    no: int
+    failed: int
+    unparsed: int
+    excluded: tuple[str, ...] = ()
+    replies: tuple[JudgeReply, ...] = field(default_factory=tuple)
+
+    @property
+    def voters(self) -> int:
+        return self.yes + self.no
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "correct": self.correct,
+            "yes": self.yes,
+            "no": self.no,
+            "failed": self.failed,
+            "unparsed": self.unparsed,
+            "excluded": list(self.excluded),
+            "replies": [r.to_dict() for r in self.replies],
+        }
+
+
+def consensus(replies: Iterable[JudgeReply], excluded: Sequence[str] = ()) -> Consensus:
+    """Majority vote over the usable verdicts; a tie or no usable verdict is None."""
+    replies = tuple(replies)
+    yes = sum(1 for r in replies if r.ok and r.verdict is True)
+    no = sum(1 for r in replies if r.ok and r.verdict is False)
+    failed = sum(1 for r in replies if not r.ok)
+    unparsed = sum(1 for r in replies if r.ok and r.verdict is None)
+    correct = None if yes == no else yes > no
+    return Consensus(correct, yes, no, failed, unparsed, tuple(excluded), replies)
+
+
+def panel(
+    judges: Sequence[JudgeSpec],
+    prompt: str,
+    *,
+    model: str | None = None,
+    model_args: str | Mapping[str, Any] | None = None,
+    clients: Mapping[str, Any] | None = None,
+) -> Consensus:
+    """Ask every judge that is not the evaluated model (``model``/``model_args``) and
+    take the majority. ``clients`` maps judge names to ready clients (tests)."""
+    if not judges:
+        raise ValueError("judges: expected at least one JudgeSpec")
+    clients = clients or {}
+    excluded = [j.name for j in judges if is_self_judge(j, model, model_args)]
+    replies = [ask(j, prompt, client=clients.get(j.name)) for j in judges if j.name not in excluded]
+    return consensus(replies, excluded)
+
+
+def provenance(judges: Sequence[JudgeSpec], **details: Any) -> dict[str, Any]:
+    """The record saying which judges computed a score."""
+    from lmms_scene.provenance import scorer
+
+    return scorer("llm_judge_majority", judges=[j.describe() for j in judges], parser="lmms_scene.judges.parse_verdict", **details)
+
+
+__all__ = [
+    "ERROR",
+    "TIMEOUT",
+    "UNPARSED",
+    "Consensus",
+    "JudgeReply",
+    "JudgeSpec",
+    "ask",
+    "consensus",
+    "grading_prompt",
+    "is_self_judge",
+    "judge_answer",
+    "make_client",
+    "panel",
+    "parse_judges",
+    "parse_verdict",
+    "provenance",
+]

@@ -1,0 +1,1 @@
+"""Layered-VQA task folder (lmms-eval YAML + thin wiring); the logic lives in lmms_scene."""

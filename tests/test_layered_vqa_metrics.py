@@ -1,0 +1,241 @@
+"""Layered-VQA grading, evidence selection, grounding and the report."""
+
+from __future__ import annotations
+
+import pytest
+
+from lmms_scene.data import layered_vqa as L
+from lmms_scene.metrics import vqa
+from lmms_scene.metrics.vqa import grade, parse_selection, selection_scores
+
+
+def fake_lemmas(word):
+    # stands in for WordNet (lmms_scene.nlp.wordnet.lemma_names) in unit tests
+    table = {"bottle": {"bottle", "flask"}, "range": {"range", "mountain range", "chain"}, "bear": {"bear"},
+             "mountain range": {"mountain range", "range of mountains", "mountain chain"}}  # fmt: skip
+    return table.get(word, {word})
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "qtype", "ok"),
+    [
+        ("It is a bottle.", "A bottle.", "direct ask", True),
+        ("bottles", "A bottle.", "direct ask", True),
+        ("That is a flask", "A bottle.", "direct ask", True),  # synonym
+        ("a cup", "A bottle.", "direct ask", False),
+        ("I see a mountain chain behind the barns", "A mountain range.", "direct ask", True),
+        ("a teddy bear", "A teddy bear.", "multi-hop", True),
+        ("The white triangle", "The white triangle.", "occlusion", True),
+        ("The blue triangle", "The white triangle.", "occlusion", False),
+        ("Red", "Red.", "attribute binding", True),
+        ("It is red in colour.", "Red.", "attribute binding", True),
+        ("red and blue", "Red.", "attribute binding", False),
+        ("Green.", "Red.", "attribute binding", False),
+        ("2", "Two.", "counting", True),
+        ("There are two of them.", "Two.", "counting", True),
+        ("three", "Two.", "counting", False),
+        ("There are five lions visible", "There are five lions visible in the field.", "counting", True),
+        ("2 circles and 1 square", "Two circles and one square.", "counting", True),
+        ("One square and two circles", "Two circles and one square.", "counting", True),  # bound to nouns
+        ("two squares and one circle", "Two circles and one square.", "counting", False),
+        ("2 and 1", "Two circles and one square.", "counting", True),  # in order
+        ("Two dogs face the camera and one faces away", "Two dogs are facing frontward, and one dog is facing backward.", "counting", True),
+        ("It is above the black square.", "Above the black square.", "spatial", True),
+        ("below it", "Above the black square.", "spatial", False),
+        ("To the left of the white bird", "The brown hawk is to the left of the white bird.", "spatial", True),
+        ("left or right, hard to say", "To the left of the blue circle.", "spatial", False),
+        ("", "A bottle.", "direct ask", False),
+        ("   ", "Two.", "counting", False),
+    ],
+)
+def test_rule_grader_paraphrases_and_wrong_answers(pred, gold, qtype, ok):
+    assert grade(pred, gold, qtype, fake_lemmas).correct is ok
+
+
+def test_empty_is_recorded_as_empty():
+    assert grade("", "A bottle.").reason == "empty"
+
+
+def test_grader_with_real_wordnet_if_installed():
+    lemma_names, source = vqa.default_lemma_names()
+    if lemma_names is None:
+        pytest.skip(source)
+    assert grade("a feeding bottle", "A bottle.", "direct ask", lemma_names).correct
+
+
+def test_selection_parsing_and_scores():
+    sel, answer = parse_selection("A bottle.\nLayers: 2, 3", 4)
+    assert sel == [2, 3] and answer == "A bottle."
+    assert parse_selection("A bottle. Layers: 9", 4)[0] is None  # out of range: invalid
+    assert parse_selection("A bottle.", 4) == (None, "A bottle.")
+    s = selection_scores([1, 2, 3], minimal=[1, 2], distractors=[3])
+    assert s["precision"] == pytest.approx(2 / 3) and s["recall"] == 1.0 and s["complete"] and s["excess"] and s["distractor"]
+    assert not s["exact"] and not s["invalid"]
+    assert selection_scores([1, 2], [1, 2], [3])["exact"]
+    bad = selection_scores(None, [1], [])
+    assert bad["invalid"] and bad["f1"] == 0.0
+
+
+def test_attempt_detection_and_bins():
+    assert vqa.is_attempt("A red square.")
+    assert not vqa.is_attempt("Sure, please provide the rest of the question.")
+    assert not vqa.is_attempt("What do you want to know?")
+    assert not vqa.is_attempt("")
+    assert [vqa.position_bin(t, 5) for t in range(5)] == list(vqa.POSITION_BINS)
+    assert [vqa.position_bin(t, 3) for t in range(3)] == ["earliest", "midway", "latest"]
+    with pytest.raises(ValueError):
+        vqa.position_bin(0, 1)
+
+
+def _doc(schedule):
+    return dict(L.toy_item(4), schedule=schedule, seed=0)
+
+
+def test_score_row_grounding_commit_and_failures():
+    doc = _doc("sharded-v")  # 4 turns, evidence complete at turn 2
+    turns = L.turns_of(doc)
+    row = vqa.score_row(doc, ["Please show me more.", "A red square.", "A red square.", "A red square."], turns, lemma_names=fake_lemmas)
+    assert row["correct"] and row["first_attempt"] == 1 and row["grounded"] is False and row["committed"]
+    assert row["attempt_bin"] == "early" and row["grounded_correct"] is False and row["n_turns"] == 4
+    late = vqa.score_row(doc, ["Go ahead.", "Waiting for more.", "A blue square.", "A red square."], turns)
+    assert late["grounded"] is True and late["committed"] is False and late["grounded_correct"] is True
+    short = vqa.score_row(dict(doc, question_id="toy-1"), ["A red square."], turns)
+    assert short["failure"] == "conversation stopped after 1 of 4 turns" and short["correct"] is None
+    assert short["grade_reason"] == "failed" and short["grounded_correct"] is None
+    rep = vqa.report([row, short], n_boot=50)
+    assert rep["n_failed_conversations"] == 1 and rep["overall"]["not_computed"]["accuracy"] == 1
+    assert rep["overall"]["accuracy"] == 1.0  # the failed conversation is left out, not a 0
+
+
+def test_score_row_selection_and_joint():
+    doc = _doc("oracle")
+    row = vqa.score_row(doc, ["A red square.\nLayers: 1, 2"], L.turns_of(doc))
+    assert row["correct"] and row["exact"] and row["joint"] and row["selection"] == [1, 2]
+    row = vqa.score_row(doc, ["A red square.\nLayers: 1, 3"], L.turns_of(doc))
+    assert row["correct"] and row["distractor"] and not row["joint"]
+
+
+def _rows(correct_by_schedule, scenes=4):
+    rows = []
+    for s in range(scenes):
+        for q in range(3):
+            doc = dict(L.toy_item(4), scene_id=f"s{s}", question_id=f"s{s}-q{q}", question_type=L.QUESTION_TYPES[q])
+            for schedule, correct in correct_by_schedule.items():
+                d = dict(doc, schedule=schedule, seed=0)
+                turns = L.turns_of(d)
+                ans = "A red square." if correct(s, q) else "A green circle."
+                outs = [ans] * len(turns)
+                if schedule in L.SELECTION:
+                    outs[-1] += "\nLayers: 1, 2"
+                rows.append(vqa.score_row(d, outs, turns))
+    return rows
+
+
+def test_report_retained_accuracy_depth_and_relational():
+    rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "concat-v": lambda s, q: q != 2, "oracle": lambda s, q: True})
+    rep = vqa.report(rows, n_boot=200)
+    assert rep["n_rows"] == len(rows) and rep["grader"] == "rule"
+    assert rep["by_schedule"]["full"]["accuracy"] == 1.0
+    assert rep["by_schedule"]["sharded-v"]["accuracy"] == pytest.approx(1 / 3)
+    assert rep["retained"]["sharded-v"]["retained_accuracy"] == pytest.approx(1 / 3)
+    assert rep["retained"]["by_column"]["visual"]["retained_accuracy"] == pytest.approx((4 + 8) / 24)
+    lo, hi = rep["by_schedule"]["sharded-v"]["ci95"]["accuracy"]
+    assert lo <= 1 / 3 <= hi
+    # question type 2 ("occlusion") is relational, types 0-1 are not; concat-v loses only on type 2
+    rel = rep["relational"]["concat-v"]
+    assert rel["relational"] == -1.0 and rel["single_object"] == 0.0 and rel["extra_loss"] == -1.0
+    assert rel["ci95"] == [-1.0, -1.0]  # every scene loses the same: no spread
+    assert rep["retained"]["sharded-v"]["ci95"] == pytest.approx([1 / 3, 1 / 3])
+    assert rep["by_depth"]["4"]["delta_concat-v"]["loss"] == pytest.approx(-1 / 3)
+    assert rep["evidence"]["oracle"]["exact_match"] == 1.0
+    assert set(rep["by_type_schedule"]) == set(L.QUESTION_TYPES[:3])
+
+
+def test_report_deduplicates_regathered_rows():
+    rows = _rows({"full": lambda s, q: True})
+    assert vqa.report(rows + rows[:3], n_boot=50)["n_duplicates"] == 3
+
+
+def test_judge_rows_majority_self_exclusion_and_failures():
+    from lmms_scene.judges import JudgeSpec
+
+    class Client:
+        def __init__(self, reply=None, exc=None):
+            self.reply, self.exc = reply, exc
+
+        def evaluate(self, request):
+            if self.exc:
+                raise self.exc
+            return type("R", (), {"content": self.reply, "success": True})()
+
+    rows = _rows({"full": lambda s, q: q == 0}, scenes=2)
+    judges = [JudgeSpec("a", "org/A"), JudgeSpec("b", "org/B"), JudgeSpec("c", "org/C")]
+    clients = {"a": Client("Yes."), "b": Client("Not correct."), "c": Client(exc=TimeoutError("slow"))}
+    judged = vqa.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/C", clients=clients)
+    # c is the evaluated model: excluded; a says yes, b says no: a tie, no consensus
+    assert all(r["judge"]["excluded"] == ["c"] and r["correct"] is None for r in judged)
+    summary = vqa.judge_summary(judged)
+    assert summary["no_consensus"] == len(rows) and summary["self_judges_excluded"] == ["c"]
+    rep = vqa.report(judged, n_boot=50)
+    assert rep["grader"] == "llm_judge_majority" and rep["overall"]["not_computed"]["accuracy"] == len(rows)
+    judged = vqa.judge_rows(rows, judges, model="other", model_args="pretrained=org/D", clients={**clients, "b": Client("Correct")})
+    assert all(r["correct"] is True and r["judge"]["failed"] == 1 for r in judged)
+    matrix = vqa.self_preference({"other": judged})
+    assert matrix == {"a": {"other": 1.0}, "b": {"other": 1.0}}
+
+
+def test_tables_render_from_results():
+    from lmms_scene.results import TaskResult
+
+    rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "oracle": lambda s, q: True})
+    res = TaskResult("layered_vqa_sample", "layered_vqa", {}, {}, "m", "pretrained=x/tiny", None, samples=[{"layered_vqa_report": r} for r in rows])
+    text = vqa.tables([res])
+    assert "Table 1" in text and "tiny" in text and "Table 7" in text and "Table 2" in text
+    none = TaskResult("layered_vqa_full", "layered_vqa", {}, {}, "m", "", None, samples=None)
+    assert "without logged samples" in vqa.tables([none])
+
+
+def test_repeats_expand_and_reliability():
+    from lmms_scene.tasks.layered_vqa import utils
+
+    doc = dict(L.toy_item(4), schedule="full", seed=0)
+    # three repeats of a one-turn conversation, in two of the harness's shapes
+    out = utils.process_results(doc, [["A red square."], "('A blue circle.',)", ["red square"]])
+    row = out["accuracy"]
+    assert row["repeat"] == 0 and [r["repeat"] for r in row["repeat_rows"]] == [1, 2]
+    assert [r["correct"] for r in vqa.expand_repeats([row])] == [True, False, True]
+    rep = vqa.report([row], n_boot=50)
+    assert rep["n_rows"] == 3
+    cell = rep["reliability"]["full"]
+    assert cell["aptitude"] == pytest.approx(2 / 3) and cell["p90"] == 1.0 and cell["unreliability"] == pytest.approx(0.8)  # numpy linear percentiles of [0, 1, 1]
+    # one repeat: a single conversation, however the harness shapes it
+    assert L.conversations([["a", "b"]]) == [[["a", "b"]]]
+    assert L.conversations(["('a', 'b')"]) == [["('a', 'b')"]]
+    assert L.conversations(["a", "b"]) == [["a", "b"]]
+    # through the tasks' KeepRepeats filter: every sample, in either shape
+    (kept,) = L.KeepRepeats().apply([[["a", "b"], "('c', 'd')"]], [None])
+    assert L.conversations([kept]) == [["a", "b"], ["('c', 'd')"]]
+
+
+def test_cli_judge_over_a_results_folder_with_offline_dummy_judges(tmp_path, capsys):
+    import json
+
+    from lmms_scene.cli import main
+
+    rows = _rows({"full": lambda s, q: True, "oracle": lambda s, q: q == 0}, scenes=2)
+    run = tmp_path / "out" / "model"
+    run.mkdir(parents=True)
+    results = {"results": {"layered_vqa_sample": {"accuracy,none": 0.5}}, "configs": {"layered_vqa_sample": {"metadata": {"benchmark": "layered_vqa"}}},
+               "config": {"model": "qwen2_5_vl", "model_args": "pretrained=org/judged"}}  # fmt: skip
+    (run / "20260101_results.json").write_text(json.dumps(results))
+    (run / "20260101_samples_layered_vqa_sample.jsonl").write_text("".join(json.dumps({"doc_id": i, "layered_vqa_report": r}) + "\n" for i, r in enumerate(rows)))
+    # "judged" is the evaluated model: excluded; the dummy providers answer "dummy" (no verdict)
+    code = main(["layered-vqa", "judge", str(tmp_path / "out"), "--judges", "dummy:d1=x;dummy:judged=org/judged", "--out", str(tmp_path / "j.json")])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert f"{len(rows)} without consensus" in text and "self-judges excluded: ['judged']" in text
+    saved = json.loads((tmp_path / "j.json").read_text())
+    rep = saved["reports"]["judged"]
+    assert rep["grader"] == "llm_judge_majority" and rep["judges"]["unparsed_replies"] == len(rows)
+    assert rep["overall"]["not_computed"]["accuracy"] == len(rows)
+    assert main(["layered-vqa", "judge", str(tmp_path / "nothing"), "--judges", "dummy:d=x"]) == 2
