@@ -248,3 +248,17 @@ def test_report_with_several_clip_models_names_none_of_them(monkeypatch):
     assert report["scorer"]["clip_model"] == "mixed"
     assert report["scorer"]["clip_models"] == ["clip-1", "clip-2"] == report["clip_models"]
     assert "env-clip" not in str(report["scorer"])
+
+
+def test_show_tables_for_noise_runs_print_figure_4(tmp_path):
+    from lmms_scene.results import TaskResult
+
+    rows = [fake_row(f"i{k}", c, a, lv, refclipscore=0.1 * k) for k, (c, a, lv) in enumerate(
+        [("original", "none", 0.0), ("original", "target", 0.5), ("low", "context", 1.0), ("low", "all", 0.5)])]  # fmt: skip
+    result = TaskResult(task="cooco_noise", benchmark="cooco", metrics={naming.BREAKDOWN_KEY: naming.report(rows)},
+                        config={}, model="m", model_args="pretrained=org/my-vlm", source=tmp_path)  # fmt: skip
+    text = naming.tables([result])
+    assert "## Figure 3: RefCLIPScore at noise level 0" in text and "| condition | my-vlm |" in text
+    assert "## Figure 4a: RefCLIPScore by relatedness x noise area x level (my-vlm)" in text
+    assert "| low |  |  | 0.200 (n=1) |" in text  # low, context 1.0
+    assert "Not computed" not in text

@@ -633,15 +633,27 @@ def tables(results: Sequence[Any]) -> str:
     if not by_model:
         return "no COOCO breakdown found (run with --log_samples, or give the results JSON)"
     grids = {m: merge_reports(reps) for m, reps in by_model.items()}
+
+    def computed(grid: Mapping[str, Any], metric: str) -> bool:
+        cells = [cell for areas in grid.values() for levels in areas.values() for cell in levels.values()]
+        return any(cell.get(metric) is not None for cell in cells)
+
     out = []
+    skipped = []
     for metric, title in (("refclipscore", "RefCLIPScore"), ("accuracy", "accuracy (CLIP text cosine >= 0.9)"),
                           ("levenshtein_accuracy", "Levenshtein accuracy")):  # fmt: skip
+        if not any(computed(g, metric) for g in grids.values()):
+            skipped.append(title)
+            continue
         out.append(f"## Figure 3: {title} at noise level 0 (mean [95% CI] (n))\n\n{figure3_table(grids, metric)}")
     for model, grid in grids.items():
         if not any(a != "none" for areas in grid.values() for a in areas):
             continue
         for metric, title in (("refclipscore", "4a: RefCLIPScore"), ("accuracy", "4b: accuracy")):
-            out.append(f"## Figure {title} by relatedness x noise area x level ({model})\n\n{figure4_table(grid, metric)}")
+            if computed(grid, metric):
+                out.append(f"## Figure {title} by relatedness x noise area x level ({model})\n\n{figure4_table(grid, metric)}")
+    if skipped:
+        out.append(f"Not computed in these results (no CLIP checkpoint): {', '.join(skipped)}; Figure 4 likewise.")
     reports = [r for reps in by_model.values() for r in reps]
     capture = [
         f"{m}: {r['context_capture_rate']:.3f} of incongruent answers ({r['context_capture_rate_among_wrong']:.3f} of wrong ones)"
