@@ -7,7 +7,7 @@ PIP := $(BIN)/pip install --disable-pip-version-check -c constraints.txt
 STAMP := $(VENV)/.lmms-scene-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup test test-fast demo bench samples clean
+.PHONY: setup nlp-data test test-fast demo bench samples clean
 
 setup: $(STAMP)
 
@@ -19,7 +19,22 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 	$(PIP) torch torchvision
 	$(PIP) -e ".[test,offline,models]"
 	@command -v java >/dev/null || echo "note: no java on PATH; pycocoevalcap's METEOR (SNUS baselines) needs a JRE (Debian: default-jre-headless)"
+	$(MAKE) nlp-data
 	touch $(STAMP)
+
+# WordNet for NLTK (CESG synonym matching) from Debian's packages, copied into the venv's
+# nltk_data; installed with apt-get when we are root, else we say how.
+WORDNET_DEBS := wordnet-base wordnet-sense-index
+nlp-data:
+	@if [ ! -f /usr/share/wordnet/index.sense ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get install -y -qq --no-install-recommends $(WORDNET_DEBS) >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq --no-install-recommends $(WORDNET_DEBS) >/dev/null; }; \
+	  else \
+	    echo "WordNet data missing: run 'sudo apt-get install $(WORDNET_DEBS)' then 'make nlp-data'" >&2; exit 1; \
+	  fi; \
+	fi
+	$(BIN)/python -m lmms_scene.nlp.install
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

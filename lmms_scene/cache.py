@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -22,7 +23,7 @@ _guard = threading.Lock()
 
 #: default size of a :func:`memo` namespace (entries)
 MEMO_SIZE = 50_000
-_memos: dict[str, "LRU"] = {}
+_memos: dict[str, LRU] = {}
 
 
 def cached(key: Hashable, loader: Callable[[], T]) -> T:

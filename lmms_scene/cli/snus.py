@@ -1,0 +1,208 @@
+"""SNUS commands: ``cesg`` (score prediction/reference pairs), ``snus-ac`` (the AC stress
+test: references with negation stripped, scored by every metric), ``build snus``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
+    rows = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise FileNotFoundError(f"{path}: cannot be read ({exc.strerror})") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}, line {n}: not JSON ({exc.msg})") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}, line {n}: expected a JSON object, got {type(row).__name__}")
+        missing = [f for f in required if f not in row]
+        if missing:
+            raise ValueError(f"{path}, line {n}: missing field(s) {missing}; a row is {{{', '.join(map(repr, required))}}}")
+        refs = row.get("references")
+        if refs is not None:
+            if isinstance(refs, str):
+                row["references"] = [refs]
+            elif not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+                raise ValueError(f"{path}, line {n}: field 'references': expected a string or a non-empty list of strings, got {refs!r}")
+        if "prediction" in required and not isinstance(row["prediction"], str):
+            raise ValueError(f"{path}, line {n}: field 'prediction': expected a string, got {row['prediction']!r}")
+        row["_line"] = n
+        rows.append(row)
+    if not rows:
+        raise ValueError(f"{path}: no rows")
+    return rows
+
+
+def _options(args) -> dict[str, Any]:
+    opts: dict[str, Any] = {"coref": args.coref, "parser": args.parser, "lambda_": args.lambda_, "synonyms": not args.no_synonyms}
+    opts["encoder"] = None if args.encoder == "none" else args.encoder
+    if args.weights:
+        try:
+            opts["weights"] = tuple(float(w) for w in args.weights.split(","))
+        except ValueError:
+            raise ValueError(f"--weights: expected three numbers w_o,w_a,w_r, got {args.weights!r}") from None
+    if getattr(args, "verifier", None):
+        from lmms_scene.judges import parse_judges
+        from lmms_scene.metrics.cesg.judges import SynonymVerifier
+
+        judges = parse_judges(args.verifier)
+        if len(judges) != 1:
+            raise ValueError(f"--verifier: expected one judge, got {len(judges)}")
+        opts["verifier"] = SynonymVerifier(judges[0])
+    return opts
+
+
+def register(sub) -> None:
+    c = sub.add_parser("cesg", help="CESG scores of prediction/reference pairs (JSONL)", description=__doc__)
+    c.add_argument("--input", required=True, type=Path, help='JSONL rows {"id", "prediction", "references"}')
+    c.add_argument("--json", action="store_true", help="print the per-row scores, means, counts and provenance as JSON")
+    c.add_argument("--coref", default="rule", choices=["rule", "lingmess"])
+    c.add_argument("--parser", default="rule", choices=["rule", "factual"])
+    c.add_argument("--encoder", default="default", help="sentence encoder: default (MiniLM, offline), simcse, a name or folder, or none")
+    c.add_argument("--lambda", dest="lambda_", type=float, default=None, help="interactive-matching threshold")
+    c.add_argument("--weights", default=None, help="w_o,w_a,w_r (default 0.5,0.25,0.25)")
+    c.add_argument("--no-synonyms", action="store_true", help="switch WordNet synonym matching off")
+    c.add_argument("--verifier", default=None, metavar="JUDGE",
+                   help="LLM synonym verifier Q_v, e.g. 'qwen=Qwen/Qwen2.5-7B-Instruct@http://localhost:8000/v1' "
+                   "(lmms_scene.judges spec; failures are listed per row, never scored)")  # fmt: skip
+    c.set_defaults(fn=_cesg, command_name="cesg")
+
+    a = sub.add_parser("snus-ac", help="the AC stress test: references with negation stripped, scored by every metric")
+    src = a.add_mutually_exclusive_group(required=True)
+    src.add_argument("--input", type=Path, help='JSONL rows {"id", "references"}')
+    src.add_argument("--sample", action="store_true", help="the embedded SNUS sample's captions")
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(fn=_snus_ac, command_name="snus-ac")
+
+    g = sub.add_parser("agreement", help="metric-versus-judge agreement (SNUS Table 3) and the CESG weight grid (Table 4)")
+    g.add_argument("--input", required=True, type=Path,
+                   help="JSONL rows with an image id, per-sample metric scores and the judge/human score")  # fmt: skip
+    g.add_argument("--target", default="human", help="field holding the judge or human score (default: human)")
+    g.add_argument("--metrics", default=None, help="comma-separated metric fields (default: every numeric field but the target)")
+    g.add_argument("--group", default="image_id", help="field naming the image (pairwise accuracy within it; bootstrap clusters)")
+    g.add_argument("--weights", action="store_true", help="also evaluate Table 4's (w_o, w_a, w_r) grid from F1_o, F1_a, F1_r")
+    g.add_argument("--n-boot", type=int, default=1000)
+    g.add_argument("--json", action="store_true")
+    g.set_defaults(fn=_agreement, command_name="agreement")
+
+
+def _cesg(args) -> int:
+    from lmms_scene.metrics.cesg import score_corpus
+    from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA
+    from lmms_scene.results import markdown_table
+
+    if args.lambda_ is None:
+        args.lambda_ = DEFAULT_LAMBDA
+    rows = _read_jsonl(args.input, ("id", "prediction", "references"))
+    ids = [r["id"] for r in rows]
+    dup = sorted({str(i) for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ValueError(f"{args.input}: duplicate ids {dup[:5]}")
+    result = score_corpus([(r["id"], r["prediction"], r["references"]) for r in rows], **_options(args))
+    if args.json:
+        json.dump(result, sys.stdout, indent=1, default=str)
+        print()
+        return 0
+    keys = ("CESG", "F1_o", "F1_a", "F1_r", "P_o", "R_o", "P_a", "R_a", "P_r", "R_r")
+    print(markdown_table(["id", *keys, "status"], [[r["id"], *(r[k] for k in keys), r["status"]] for r in result["rows"]]))
+    print()
+    print(markdown_table(["mean", *keys], [["all scored rows", *(result["means"][k] for k in keys)]]))
+    print(
+        f"\n{result['n_scored']} of {result['n']} rows scored; {result['n_reference_without_absent_information']} references without "
+        f"absent information excluded; {result['n_empty_prediction']} empty predictions and "
+        f"{result['n_prediction_without_absent_information']} predictions without absent information scored 0; "
+        f"{result['n_parse_failures']} sentence parse failures."
+    )
+    prov = result["provenance"]
+    print(f"CESG components: coref={prov['coref']}; parser={prov['parser']}; similarity={prov['similarity_model']}; "
+          f"lambda={prov['interactive_lambda']}; weights={prov['weights']}")  # fmt: skip
+    return 0
+
+
+def _snus_ac(args) -> int:
+    from lmms_scene.metrics.cesg import report
+
+    if args.sample:
+        import datasets
+
+        from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
+
+        ds = datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test")
+        rows = [{"image_id": d["image_id"], "references": [d["caption"]]} for d in ds]
+    else:
+        rows = [{"image_id": str(r["id"]), "references": r["references"]} for r in _read_jsonl(args.input, ("id", "references"))]
+    report.preflight(clip_metrics=False)  # no images here: CLIPScore is not computed
+    rep = report.corpus_report([{**r, "output": ""} for r in rows])["ac"]
+    if args.json:
+        json.dump(rep, sys.stdout, indent=1, default=str)
+        print()
+        return 0
+    print(report.table2([("AC (references, negation stripped)", rep)]))
+    print("\nscores x100. The baselines reward the affirmative opposite of the truth; CESG gives it 0.")
+    return 0
+
+
+def _agreement(args) -> int:
+    from lmms_scene.metrics.cesg.agreement import STATISTICS, agreement, weight_grid
+    from lmms_scene.results import markdown_table, with_interval
+
+    rows = _read_jsonl(args.input, (args.group, args.target))
+    if args.metrics:
+        metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    else:
+        skip = {args.group, args.target, "id", "_line"}
+        metrics = [k for k in rows[0] if k not in skip and isinstance(rows[0][k], (int, float)) and not isinstance(rows[0][k], bool)]
+    if not metrics:
+        raise ValueError(f"{args.input}: no numeric metric fields besides {args.target!r}; give --metrics")
+    result = agreement(rows, metrics, args.target, args.group, n_boot=args.n_boot)
+    grid = weight_grid(rows, args.target, group=args.group, n_boot=args.n_boot) if args.weights else None
+    if args.json:
+        json.dump({"agreement": result, "weights": grid}, sys.stdout, indent=1)
+        print()
+        return 0
+
+    def cells(entry):
+        return [with_interval(entry[s]["value"], entry[s]["ci95"]) for s in STATISTICS]
+
+    print(f"## Table 3: agreement with {args.target!r} (value [95% CI], images resampled, {args.n_boot} resamples)\n")
+    print(markdown_table(["metric", "n", "excluded", *STATISTICS], [[m, e["n"], e["excluded"], *cells(e)] for m, e in result["metrics"].items()]))
+    if grid:
+        print("\n## Table 4: CESG weights\n")
+        print(markdown_table(["w_o", "w_a", "w_r", "n", *STATISTICS], [[f"{g['w_o']:.2f}", f"{g['w_a']:.2f}", f"{g['w_r']:.2f}", g["n"], *cells(g)] for g in grid]))
+    return 0
+
+
+def register_build(builds) -> None:
+    p = builds.add_parser("snus", help="convert a local SNUS release (images + metadata) into a dataset plus a task",
+                          description="Convert a local SNUS release into parquet splits with explicit Features and a card; "
+                          "with --name also write a task YAML that evaluates its test split.")  # fmt: skip
+    p.add_argument("--from-folder", required=True, type=Path, metavar="DIR", help="folder with the images and metadata.{jsonl,json,csv}")
+    p.add_argument("--metadata", type=Path, help="metadata file (default: DIR/metadata.*); fields image, caption, "
+                   "missing_objects, missing_attributes, missing_relations, scene, split")  # fmt: skip
+    p.add_argument("--out", required=True, type=Path, help="output folder: data/<split>.parquet, README.md, tasks/snus_<name>.yaml")
+    p.add_argument("--name", default=None, help="task name suffix (default: the --out folder's name)")
+    p.set_defaults(fn=_build, command_name="build snus")
+
+
+def _build(args) -> int:
+    from lmms_scene.data import snus
+
+    dataset = snus.build(args.from_folder, args.metadata)
+    written = snus.write(dataset, args.out, source=f"the local release {args.from_folder.resolve()}")
+    if "test" in dataset:
+        task = snus.write_task(args.out, args.name or args.out.resolve().name)
+        written.append(task)
+        print(f"run it: lmms-scene eval --model MODEL --include_path {task.parent.resolve()} --tasks {task.stem} --log_samples --output_path results")
+    for path in written:
+        print(path)
+    return 0

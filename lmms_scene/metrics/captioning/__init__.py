@@ -1,0 +1,41 @@
+"""Caption baselines behind one interface (:mod:`~lmms_scene.metrics.captioning.base`):
+BLEU-4, METEOR, ROUGE-L, CIDEr-D (pycocoevalcap), a SPICE-style tuple F1 reimplementation
+and a CAPTURE-style score. ``SCORERS`` maps each column name to its scorer class;
+:func:`score_all` computes them once over a corpus. Importing loads nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Hashable
+
+from lmms_scene.metrics.captioning.base import CaptionScorer, CorpusScore, check_corpus
+
+#: column name -> "module:Class" (one file per metric)
+SCORERS: dict[str, str] = {
+    "rouge_l": "lmms_scene.metrics.captioning.coco:RougeL",
+    "meteor": "lmms_scene.metrics.captioning.coco:MeteorScore",
+    "cider": "lmms_scene.metrics.captioning.coco:CiderD",
+    "bleu4": "lmms_scene.metrics.captioning.coco:Bleu4",
+    "capture_style": "lmms_scene.metrics.captioning.capture_style:CaptureStyle",
+    "spice_style": "lmms_scene.metrics.captioning.spice_style:SpiceStyle",
+}
+
+
+def get(name: str) -> CaptionScorer:
+    from lmms_scene.benchmarks import resolve
+
+    if name not in SCORERS:
+        raise KeyError(f"unknown caption metric {name!r}; known: {', '.join(SCORERS)}")
+    return resolve(SCORERS[name])()
+
+
+def score_all(
+    references: Mapping[Hashable, list[str]], predictions: Mapping[Hashable, str], metrics: Sequence[str] | None = None
+) -> dict[str, CorpusScore]:
+    """Every requested metric over one corpus."""
+    check_corpus(references, predictions)
+    return {name: get(name).score(references, predictions) for name in (metrics or SCORERS)}
+
+
+__all__ = ["SCORERS", "CaptionScorer", "CorpusScore", "check_corpus", "get", "score_all"]

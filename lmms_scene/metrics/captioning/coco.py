@@ -1,0 +1,131 @@
+"""BLEU-4, METEOR, ROUGE-L and CIDEr-D through pycocoevalcap, on its PTB tokenizer
+(Java), for parity with lmms-eval's ``coco_cap``: BLEU ``option='closest'``, ROUGE-L
+beta 1.2, CIDEr-D sigma 6 x10 with IDF from the evaluated corpus (so CIDEr is a
+corpus-level score: the same caption scores differently in another corpus).
+METEOR keeps one JVM per process (:func:`lmms_scene.cache.cached`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Hashable
+
+from lmms_scene import cache, provenance
+from lmms_scene.metrics.captioning.base import CorpusScore, check_corpus
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("pycocoevalcap")
+
+
+def tokenize(references: dict, predictions: dict) -> tuple[dict, dict]:
+    """PTB-tokenise both sides (one Java call each), memoised per corpus."""
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    key = (tuple(sorted((str(k), tuple(v)) for k, v in references.items())), tuple(sorted((str(k), v) for k, v in predictions.items())))
+
+    def run() -> tuple[dict, dict]:
+        tok = PTBTokenizer()
+        gts = tok.tokenize({k: [{"caption": c} for c in v] for k, v in references.items()})
+        res = tok.tokenize({k: [{"caption": v}] for k, v in predictions.items()})
+        return gts, res
+
+    return cache.memo("ptb_tokenized", key, run, max_entries=16)
+
+
+class _Coco:
+    name = ""
+    label = ""
+    details: dict[str, Any] = {}
+
+    def provenance(self) -> dict[str, Any]:
+        return provenance.scorer(self.name, implementation=f"pycocoevalcap {_version()} ({self.label})", tokenizer="PTB (Stanford CoreNLP PTBTokenizer, Java)", **self.details)
+
+    def _compute(self, gts: dict, res: dict) -> tuple[float, list[float]]:
+        raise NotImplementedError
+
+    def score(self, references: Mapping[Hashable, list[str]], predictions: Mapping[Hashable, str]) -> CorpusScore:
+        refs, preds = check_corpus(references, predictions)
+        if not refs:
+            return CorpusScore(self.name, None, {}, self.provenance())
+        gts, res = tokenize(refs, preds)
+        empty = {k for k, v in res.items() if not v[0].strip()}
+        ids = list(gts)
+        corpus, items = self._compute(gts, res)
+        per_item = {k: float(s) for k, s in zip(ids, items)}
+        return CorpusScore(self.name, float(corpus), per_item, self.provenance(), n_empty=len(empty))
+
+
+class Bleu4(_Coco):
+    name, label = "bleu4", "Bleu(4), option='closest'"
+    details = {"n": 4, "option": "closest"}
+
+    def _compute(self, gts, res):
+        from pycocoevalcap.bleu.bleu import Bleu
+
+        score, scores = Bleu(4).compute_score(gts, res, verbose=0)
+        return score[3], scores[3]
+
+
+class RougeL(_Coco):
+    name, label = "rouge_l", "Rouge(), beta 1.2"
+    details = {"beta": 1.2}
+
+    def _compute(self, gts, res):
+        from pycocoevalcap.rouge.rouge import Rouge
+
+        score, scores = Rouge().compute_score(gts, res)
+        return score, list(scores)
+
+
+class CiderD(_Coco):
+    name, label = "cider", "Cider() = CIDEr-D, sigma 6, x10, IDF from the evaluated corpus"
+    details = {"sigma": 6.0, "scale": 10, "idf": "evaluated corpus (corpus-level)"}
+
+    def _compute(self, gts, res):
+        from pycocoevalcap.cider.cider import Cider
+
+        score, scores = Cider().compute_score(gts, res)
+        return score, list(scores)
+
+
+def meteor_process() -> Any:
+    """The one METEOR JVM of this process."""
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    def start() -> Any:
+        import atexit
+
+        meteor = Meteor()
+        atexit.register(_stop, meteor)
+        return meteor
+
+    return cache.cached(("pycocoevalcap", "meteor"), start)
+
+
+def _stop(meteor: Any) -> None:
+    proc = meteor.meteor_p
+    with meteor.lock:
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+        proc.kill()
+        proc.wait()
+
+
+class MeteorScore(_Coco):
+    name, label = "meteor", "Meteor 1.5 (-l en -norm)"
+    details = {"language": "en", "norm": True}
+
+    def _compute(self, gts, res):
+        # METEOR's jar can stall on an empty hypothesis: those score 0 without asking it.
+        ids = list(gts)
+        asked = {k: gts[k] for k in ids if res[k][0].strip()}
+        if not asked:
+            return 0.0, [0.0] * len(ids)
+        _, scores = meteor_process().compute_score(asked, {k: res[k] for k in asked})
+        by_id = dict(zip(asked, scores))
+        items = [by_id.get(k, 0.0) for k in ids]
+        return sum(items) / len(items), items

@@ -1,0 +1,274 @@
+"""CESG construction: the paper's six stages, each a replaceable component.
+
+I. Resolution (coref) -> II. Transformation (negation stripping) -> III. Split ->
+IV. Parse (negative and affirmative sentences) -> V. Comparison -> VI. Combination.
+(Paper, "CESG Construction Pipeline".) Stage III runs before stage II here so the
+negative and affirmative sentences stay aligned one to one; the stripping never moves a
+sentence boundary, so this is the same text the paper's order gives.
+
+:class:`Pipeline` holds the components; :func:`default_pipeline` is the offline default
+(rule coref, lexical stripping, Punkt, dependency-rule parser). ``Pipeline.build(text)``
+is memoised per (pipeline, text), so a reference is built once per run however many
+predictions meet it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from lmms_scene import cache
+from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, ParseFailure, Relation, SceneGraph
+
+
+def compare(negative: SceneGraph, affirmative: SceneGraph) -> CESG:
+    """Stage V: what the affirmative graph has and the factual (negative-sentence) graph
+    lacks is absent (objects) or negated (attributes, relations); counted as multisets."""
+    present = Counter(negative.objects)
+    absent_counts = Counter(affirmative.objects) - present
+    absent_nodes = tuple(Node(name, True) for name, n in absent_counts.items() for _ in range(n))
+
+    def node(name: str) -> Node:
+        # the paper's e^m marker: a dependent is absent when it is absent in this sentence
+        return Node(name, name in absent_counts and name not in present)
+
+    neg_attrs = Counter(affirmative.attributes) - Counter(negative.attributes)
+    kept_attrs = Counter(negative.attributes)
+    attributes = tuple(
+        [Attribute(node(o), a, False) for (o, a), n in kept_attrs.items() for _ in range(n)]
+        + [Attribute(node(o), a, True) for (o, a), n in neg_attrs.items() for _ in range(n)]
+    )
+    neg_rels = Counter(affirmative.relations) - Counter(negative.relations)
+    kept_rels = Counter(negative.relations)
+    relations = tuple(
+        [Relation(node(s), p, node(o), False) for (s, p, o), n in kept_rels.items() for _ in range(n)]
+        + [Relation(node(s), p, node(o), True) for (s, p, o), n in neg_rels.items() for _ in range(n)]
+    )
+    return CESG(
+        present_objects=tuple(dict.fromkeys(negative.objects)),
+        absent_objects=absent_nodes,
+        attributes=attributes,
+        relations=relations,
+    )
+
+
+def combine(sentence_graphs: Sequence[CESG], failures: Sequence[ParseFailure] = ()) -> CESG:
+    """Stage VI: present objects merged when their descriptions are identical; absent
+    information kept as is (never merged); present attributes/relations deduplicated."""
+    present: dict[str, None] = {}
+    absent: list[Node] = []
+    attrs: dict[Attribute, None] = {}
+    neg_attrs: list[Attribute] = []
+    rels: dict[Relation, None] = {}
+    neg_rels: list[Relation] = []
+    for g in sentence_graphs:
+        present.update(dict.fromkeys(g.present_objects))
+        absent.extend(g.absent_objects)
+        for a in g.attributes:
+            (neg_attrs.append(a) if a.negated else attrs.setdefault(a, None))
+        for r in g.relations:
+            (neg_rels.append(r) if r.negated else rels.setdefault(r, None))
+    return CESG(
+        present_objects=tuple(present),
+        absent_objects=tuple(absent),
+        attributes=(*attrs, *neg_attrs),
+        relations=(*rels, *neg_rels),
+        failures=tuple(failures),
+    )
+
+
+@dataclass
+class Construction:
+    """Every intermediate of one text's construction (for inspection and tests)."""
+
+    text: str
+    resolved: str
+    negative_sentences: list[str]
+    affirmative_sentences: list[str]
+    sentence_graphs: list[CESG]
+    cesg: CESG
+    failures: list[ParseFailure] = field(default_factory=list)
+
+
+@dataclass(frozen=True, eq=False)
+class Pipeline:
+    """The six stages' components (each replaceable)."""
+
+    coref: Any
+    strip: Callable[[str], str]
+    split: Callable[[str], list[str]]
+    parser: Any
+
+    @property
+    def key(self) -> tuple:
+        return (getattr(self.coref, "name", repr(self.coref)), getattr(self.strip, "__qualname__", ""), getattr(self.parser, "name", repr(self.parser)), id(self))
+
+    def provenance(self) -> dict[str, Any]:
+        from lmms_scene.metrics.cesg.negation import PROVENANCE as NEG
+        from lmms_scene.nlp.sentences import PROVENANCE as SPLIT
+
+        return {
+            **(self.coref.provenance() if hasattr(self.coref, "provenance") else {"coref": repr(self.coref)}),
+            **(NEG if self.strip.__module__.endswith("negation") else {"negation_stripping": repr(self.strip)}),
+            **(SPLIT if self.split.__module__.endswith("sentences") else {"sentence_splitter": repr(self.split)}),
+            **self.parser.provenance(),
+        }
+
+    def construct(self, text: str) -> Construction:
+        return self.construct_many([text])[0]
+
+    def construct_many(self, texts: Sequence[str]) -> list[Construction]:
+        """Every stage for several texts; coref and parsing run as one batch each (the
+        sentences of all texts go to the parser together)."""
+        texts = list(texts)
+        fast = self._one_parse(texts)
+        if fast is not None:
+            return fast
+        failures: list[list[ParseFailure]] = [[] for _ in texts]
+        resolved = self._resolve(texts, failures)
+        negative = [self.split(r) for r in resolved]
+        affirmative = [[self.strip(s) for s in sentences] for sentences in negative]
+        flat_neg = [s for sentences in negative for s in sentences]
+        flat_aff = [s for sentences in affirmative for s in sentences]
+        try:
+            flat = list(self.parser.parse_pairs(flat_neg, flat_aff))
+        except Exception as exc:  # the batch failed as a whole: parse sentence by sentence
+            flat = []
+            for n, a in zip(flat_neg, flat_aff):
+                try:
+                    flat.extend(self.parser.parse_pairs([n], [a]))
+                except Exception as one:
+                    flat.append(one)
+            del exc
+        out, k = [], 0
+        for i, text in enumerate(texts):
+            graphs: list[CESG] = []
+            for sentence in negative[i]:
+                result = flat[k]
+                k += 1
+                if isinstance(result, Exception):
+                    failures[i].append(ParseFailure("parse", sentence, f"{type(result).__name__}: {result}"))
+                    continue
+                graphs.append(compare(*result))
+            out.append(Construction(text, resolved[i], negative[i], affirmative[i], graphs, combine(graphs, failures[i]), failures[i]))
+        return out
+
+    def _one_parse(self, texts: list[str]) -> list[Construction] | None:
+        """The default pipeline's shortcut: each sentence is parsed once. Rule coref runs on
+        the sentence parses joined into one Doc and hands the parser its antecedents
+        (a resolved pronoun is read as its antecedent's node), instead of re-parsing the
+        resolved text; the resolved and affirmative texts are still produced for
+        inspection. Only for RuleCoref + RuleParser with a shared spaCy pipeline."""
+        from lmms_scene.metrics.cesg.coref import _QUICK, RuleCoref, antecedents, render
+        from lmms_scene.metrics.cesg.parse import RuleParser, graphs_from_doc
+
+        if not (type(self.coref) is RuleCoref and type(self.parser) is RuleParser and self.coref.nlp is self.parser.nlp):
+            return None
+        from spacy.tokens import Doc
+
+        sentences = [self.split(t) for t in texts]
+        flat = [s for ss in sentences for s in ss]
+        try:
+            docs = list(self.parser.nlp.pipe(flat))
+        except Exception:
+            return None  # let the general path find the failing sentence
+        out, k = [], 0
+        for text, ss in zip(texts, sentences):
+            parts, k = docs[k : k + len(ss)], k + len(ss)
+            failures: list[ParseFailure] = []
+            if not parts:
+                out.append(Construction(text, text, [], [], [], combine([], failures), failures))
+                continue
+            found: dict = {}
+            joined = None
+            if _QUICK.search(text):  # most captions have no pronoun: no coref work
+                joined = Doc.from_docs(parts) if len(parts) > 1 else parts[0]
+                try:
+                    found = antecedents(joined)
+                except Exception as exc:  # coref is an aid: a failure keeps the text as written
+                    failures.append(ParseFailure("coref", text[:200], f"{type(exc).__name__}: {exc}"))
+            if not found:
+                joined = None
+            negative, graphs, start = [], [], 0
+            for sentence, part in zip(ss, parts):
+                span = joined[start : start + len(part)] if joined is not None else part
+                start += len(part)
+                negative.append(render(span, found).strip() if found else sentence)
+                try:
+                    graphs.append(compare(*graphs_from_doc(span, found)))
+                except Exception as exc:
+                    failures.append(ParseFailure("parse", sentence, f"{type(exc).__name__}: {exc}"))
+            resolved = " ".join(negative) if found else text
+            out.append(Construction(text, resolved, negative, [self.strip(s) for s in negative], graphs, combine(graphs, failures), failures))
+        return out
+
+    def _resolve(self, texts: list[str], failures: list[list[ParseFailure]]) -> list[str]:
+        many = getattr(self.coref, "resolve_many", None)
+        if many is not None:
+            try:
+                return list(many(texts))
+            except Exception:
+                pass  # find the failing text one by one below
+        out = []
+        for i, text in enumerate(texts):
+            try:
+                out.append(self.coref.resolve(text))
+            except Exception as exc:  # coref is an aid: a failure keeps the text as written
+                failures[i].append(ParseFailure("coref", text[:200], f"{type(exc).__name__}: {exc}"))
+                out.append(text)
+        return out
+
+    def build(self, text: str) -> CESG:
+        """The scene-level CESG of ``text`` (memoised per pipeline and text)."""
+        return self.build_many([text])[0]
+
+    def build_many(self, texts: Sequence[str], batch_size: int = 256) -> list[CESG]:
+        """The CESGs of ``texts``, building the ones not memoised yet in batches."""
+        for i, text in enumerate(texts):
+            if not isinstance(text, str):
+                raise TypeError(f"text[{i}]: expected a string, got {type(text).__name__}: {text!r}")
+        memo = cache.memo_namespace("cesg.build")
+        todo = list(dict.fromkeys(t for t in texts if (self.key, t) not in memo))
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start : start + batch_size]
+            for text, c in zip(chunk, self.construct_many(chunk)):
+                memo.put((self.key, text), c.cesg)
+        return [memo.get_or_compute((self.key, t), lambda t=t: self.construct(t).cesg) for t in texts]
+
+
+def default_pipeline() -> Pipeline:
+    """The offline default: rule coref, lexical stripping, Punkt, dependency rules."""
+
+    def make() -> Pipeline:
+        from lmms_scene.metrics.cesg.coref import RuleCoref
+        from lmms_scene.metrics.cesg.negation import strip_negation
+        from lmms_scene.metrics.cesg.parse import RuleParser
+        from lmms_scene.nlp.sentences import split_sentences
+
+        return Pipeline(RuleCoref(), strip_negation, split_sentences, RuleParser())
+
+    return cache.cached(("cesg", "default_pipeline"), make)
+
+
+def pipeline(coref: str = "rule", parser: str = "rule", device: str | None = None) -> Pipeline:
+    """A pipeline by component names: coref ``rule`` | ``lingmess``; parser ``rule`` |
+    ``factual`` (the T5 parser; loaded here, so a missing checkpoint fails now)."""
+    if coref not in ("rule", "lingmess"):
+        raise ValueError(f"coref: expected 'rule' or 'lingmess', got {coref!r}")
+    if parser not in ("rule", "factual"):
+        raise ValueError(f"parser: expected 'rule' or 'factual', got {parser!r}")
+    if coref == "rule" and parser == "rule":
+        return default_pipeline()
+
+    def make() -> Pipeline:
+        from lmms_scene.metrics.cesg.coref import FastCoref, RuleCoref
+        from lmms_scene.metrics.cesg.negation import strip_negation
+        from lmms_scene.metrics.cesg.parse import FactualT5Parser, RuleParser
+        from lmms_scene.nlp.sentences import split_sentences
+
+        c = RuleCoref() if coref == "rule" else FastCoref(device or "cpu")
+        p = RuleParser() if parser == "rule" else FactualT5Parser(device=device)
+        return Pipeline(c, strip_negation, split_sentences, p)
+
+    return cache.cached(("cesg", "pipeline", coref, parser, device), make)

@@ -1,0 +1,200 @@
+"""SNUS results: the corpus report the task writes, and Table 2 for ``lmms-scene show``.
+
+Each doc's scored row carries its id, output and reference captions; every metric key's
+aggregation calls :func:`corpus_report` through :func:`lmms_scene.metrics.rows.corpus_value`,
+so CESG, the caption baselines and the AC stress test are computed once per run.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lmms_scene import provenance as _provenance
+from lmms_scene.metrics import rows as rows_lib
+from lmms_scene.metrics.cesg.score import KEYS
+
+ID_FIELDS = ("image_id",)
+#: Table 2's columns: (row key, header); baselines first, then CESG's components
+BASELINES = (("rouge_l", "ROU"), ("meteor", "MET"), ("cider", "CID"), ("bleu4", "BL4"), ("capture_style", "CAP*"), ("clipscore", "CS"), ("spice_style", "SPI*"))
+CESG_COLUMNS = (("P_o", "P_o"), ("R_o", "R_o"), ("F1_o", "F1_o"), ("P_r", "P_r"), ("R_r", "R_r"), ("F1_r", "F1_r"), ("P_a", "P_a"), ("R_a", "R_a"), ("F1_a", "F1_a"), ("CESG", "CESG"))
+CAPTION_METRICS = ("rouge_l", "meteor", "cider", "bleu4", "capture_style", "spice_style")
+CLIPSCORE_OFF = "not computed: CLIP metrics switched off (LMMS_SCENE_CLIP_MODEL=none)"
+#: CLIP-S = w * max(cos, 0) (Hessel et al.); w = 1 here, so the table's x100 is on the
+#: paper's 20-30 scale (lmms_scene.metrics.clip.clip_score uses w = 2.5)
+CLIP_W = 1.0
+
+
+def preflight(clip_metrics: bool = True) -> dict[str, Any]:
+    """Resolve everything the metrics need before the model runs (spaCy, WordNet, the
+    sentence encoder, Java for pycocoevalcap); raises with how to install what is missing."""
+    from lmms_scene.metrics.cesg.score import configuration
+    from lmms_scene.nlp.wordnet import wordnet
+
+    wordnet()
+    prov = configuration()
+    from lmms_scene.metrics import clip
+
+    if clip_metrics and clip.clip_enabled():
+        clip.encoder()  # a missing CLIP checkpoint stops the run now, saying how to get it
+    if shutil.which("java") is None:
+        raise RuntimeError("SNUS's caption baselines (pycocoevalcap PTB tokenizer, METEOR) need Java: apt-get install default-jre-headless")
+    from lmms_scene.metrics.captioning.coco import meteor_process
+
+    meteor_process()  # one JVM per run, started now
+    return prov
+
+
+def doc_row(doc: Mapping[str, Any], output: str) -> dict[str, Any]:
+    """One doc's row: ids, output, references, and its CLIPScores (model output and AC text)
+    when the CLIP metrics are on (they need the image, which only process_results has)."""
+    from lmms_scene.metrics import clip
+    from lmms_scene.metrics.cesg.negation import strip_negation
+
+    output = output if isinstance(output, str) else str(output)
+    row: dict[str, Any] = {"image_id": str(doc["image_id"]), "output": output, "references": [doc["caption"]], "scene": doc.get("scene", "")}
+    row["clipscore"] = row["clipscore_ac"] = None
+    row["clip_model"] = None
+    if clip.clip_enabled() and doc.get("image") is not None:
+        image = doc["image"].convert("RGB")
+        texts = [output or " ", strip_negation(doc["caption"])]
+        scores = clip.clip_score([image, image], texts, image_keys=[row["image_id"], row["image_id"]])
+        # clip_score is 2.5 * max(cos, 0); rescale to w = CLIP_W
+        row["clipscore"], row["clipscore_ac"] = (CLIP_W * v / clip.CLIP_S_WEIGHT for v in scores)
+        if not output.strip():
+            row["clipscore"] = 0.0  # an empty output scores 0 (counted with the empty outputs)
+        row["clip_model"] = clip.resolve_model()
+    return row
+
+
+def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], clip_field: str = "clipscore") -> dict[str, Any]:
+    from lmms_scene.metrics.captioning import score_all
+    from lmms_scene.metrics.cesg.score import score_corpus
+
+    refs = {r["image_id"]: list(r["references"]) for r in rows}
+    cesg = score_corpus([(i, predictions[i], refs[i]) for i in refs])
+    caps = score_all(refs, predictions, CAPTION_METRICS)
+    per_row = []
+    clip_of = {r["image_id"]: r.get(clip_field) for r in rows}
+    clip_models = sorted({str(r["clip_model"]) for r in rows if r.get("clip_model")})
+    for r in cesg["rows"]:
+        row = {"image_id": r["id"], **{k: r[k] for k in KEYS}, "status": r["status"]}
+        for name, score in caps.items():
+            row[name] = score.per_item.get(r["id"])
+        row["clipscore"] = clip_of.get(r["id"])
+        per_row.append(row)
+    metrics = [k for k, _ in (*BASELINES, *CESG_COLUMNS)]
+    summary = rows_lib.cell(per_row, metrics, cluster="image_id")
+    # CIDEr-D is corpus-level (IDF from the evaluated set): report pycocoevalcap's corpus value
+    corpus = {name: s.score for name, s in caps.items()}
+    return {
+        "summary": summary,
+        "corpus": corpus,
+        "counts": {k: cesg[k] for k in cesg if k.startswith("n")},
+        "provenance": {
+            "cesg": cesg["provenance"],
+            **{n: s.provenance for n, s in caps.items()},
+            "clipscore": _provenance.scorer("clipscore", clip_model=clip_models[0] if len(clip_models) == 1 else clip_models or None,
+                                            formula=f"{CLIP_W:g} * max(cos(image, text), 0)", text="the whole output (CLIP truncates at 77 tokens)")
+            if clip_models else CLIPSCORE_OFF,
+        },
+        "rows": per_row,
+    }
+
+
+def corpus_report(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Model scores and the AC baseline (references with negation stripped) on one corpus."""
+    from lmms_scene.metrics.cesg.negation import strip_negation
+
+    rows = list(rows)
+    model = _scores(rows, {r["image_id"]: r["output"] for r in rows})
+    ac = _scores(rows, {r["image_id"]: " ".join(strip_negation(t) for t in r["references"]) for r in rows}, clip_field="clipscore_ac")
+    ac.pop("rows")
+    return {"model": model, "ac": ac, "n": len(rows), "interval": f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}"}
+
+
+def report_of(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return rows_lib.corpus_value("snus_report", items, corpus_report, id_fields=ID_FIELDS, content_fields=("output",))
+
+
+def metric_value(items: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    """One metric key's aggregated value (mean over scored rows; CIDEr: corpus value)."""
+    rep = report_of(items)["model"]
+    if key == "cider":
+        return rep["corpus"]["cider"]
+    return rep["summary"].get(key)
+
+
+# -- Table 2 -----------------------------------------------------------------------------
+
+
+def _cell(summary: Mapping[str, Any], corpus: Mapping[str, Any], key: str) -> str:
+    if key == "cider":
+        v = corpus.get("cider")
+        return "" if v is None else f"{100 * v:.2f}"
+    entry = summary.get(key)
+    if isinstance(entry, dict):
+        mean, ci = entry.get("mean"), entry.get("ci95")
+    else:
+        mean, ci = entry, (summary.get("ci95") or {}).get(key) if isinstance(summary.get("ci95"), dict) else None
+    if mean is None:
+        return ""
+    text = f"{100 * mean:.2f}"
+    return text + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+
+
+def table2(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    from lmms_scene.results import markdown_table
+
+    header = ["Method", "n", *(h for _, h in BASELINES), *(h for _, h in CESG_COLUMNS)]
+    body = []
+    for label, part in entries:
+        s, c = part["summary"], part["corpus"]
+        body.append([label, part["counts"].get("n_scored", ""), *(_cell(s, c, k) for k, _ in (*BASELINES, *CESG_COLUMNS))])
+    return markdown_table(header, body)
+
+
+def _clip_line(prov: Any) -> str:
+    if isinstance(prov, dict):
+        return f"CLIPScore = {prov.get('formula')} with {prov.get('clip_model')}"
+    return str(prov or CLIPSCORE_OFF)
+
+
+def tables(results: Sequence[Any]) -> str:
+    """Table 2 (scores x100, mean [95% CI], n scored) per model plus the AC row, and the
+    components that computed every column."""
+    entries: list[tuple[str, Mapping[str, Any]]] = []
+    ac = None
+    prov = None
+    counts = []
+    for result in results:
+        rep = result.metrics.get("snus_report")
+        if not isinstance(rep, dict) or "model" not in rep:
+            continue
+        entries.append((f"{result.label} ({result.task})", rep["model"]))
+        ac, prov = ac or rep["ac"], prov or rep["model"]["provenance"]
+        counts.append((result.label, rep["model"]["counts"]))
+    if not entries:
+        return "no SNUS report found (give the results JSON of a snus task)"
+    if ac is not None:
+        entries.append(("AC (references, negation stripped)", ac))
+    out = ["## Table 2: SNUS (x100; mean [95% CI]; CIDEr is corpus-level, no interval)", table2(entries)]
+    for label, c in counts:
+        out.append(
+            f"{label}: {c.get('n_scored')} of {c.get('n')} rows scored; {c.get('n_reference_without_absent_information')} references "
+            f"without absent information excluded; {c.get('n_empty_prediction')} empty outputs (scored 0); "
+            f"{c.get('n_prediction_without_absent_information')} outputs with no absent information (scored 0); "
+            f"{c.get('n_parse_failures')} sentences failed to parse."
+        )
+    if prov:
+        cp = prov["cesg"]
+        out.append(
+            "Computed by: CESG with coref = " + str(cp.get("coref")) + "; parser = " + str(cp.get("parser"))
+            + f" ({cp.get('spacy_model')} {cp.get('spacy_model_version')}); similarity = {cp.get('similarity_model')}; "
+            f"lambda = {cp.get('interactive_lambda')}; extra matching {cp.get('extra_matching')}; weights {cp.get('weights')}. "
+            f"ROU/MET/CID/BL4: {prov['bleu4'].get('implementation', 'pycocoevalcap')} with the PTB tokenizer. "
+            "CAP* = CAPTURE-style reimplementation (soft match: " + str(prov["capture_style"].get("soft_match_model")) + "); "
+            "SPI* = SPICE-style tuple F1 reimplementation (not Java SPICE). CS: " + _clip_line(prov.get("clipscore")) + "."
+        )
+    return "\n\n".join(out)

@@ -1,0 +1,107 @@
+"""WordNet through NLTK's reader, offline (data installed by :mod:`lmms_scene.nlp.install`).
+
+Used for synonym matching (CESG's W(x), the SPICE-style and CAPTURE-style synonym steps,
+Layered-VQA's synonym grading).
+
+>>> "hat" in lemma_names("chapeau")  # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from lmms_scene import cache
+from lmms_scene.nlp import INSTALL_HINT, MissingNLPComponent
+
+PROVENANCE = {"wordnet": "WordNet 3.0 (Debian wordnet-base) via nltk"}
+#: part-of-speech spellings accepted by :func:`lemma_names`
+POS = {"n": "n", "noun": "n", "v": "v", "verb": "v", "a": "a", "adj": "a", "s": "s", "r": "r", "adv": "r"}
+# NLTK's lazy corpus loader is not thread-safe on first use; process_results runs in threads.
+_lock = threading.Lock()
+
+
+def _load() -> Any:
+    try:
+        from nltk.corpus.reader.wordnet import WordNetCorpusReader
+        import nltk.data
+    except ImportError as exc:
+        raise MissingNLPComponent(f"nltk is not installed; {INSTALL_HINT}") from exc
+    try:
+        root = nltk.data.find("corpora/wordnet")
+    except LookupError as exc:
+        raise MissingNLPComponent(
+            "NLTK WordNet data not found: apt-get install wordnet-base wordnet-sense-index && "
+            "python -m lmms_scene.nlp.install (copies it into the virtualenv's nltk_data)"
+        ) from exc
+    import warnings
+
+    with _lock, warnings.catch_warnings():
+        # "multilingual functions are not available": we pass no Open Multilingual Wordnet.
+        warnings.simplefilter("ignore", UserWarning)
+        reader = WordNetCorpusReader(root, None)
+        reader.synsets("dog")  # force the index load now, under the lock
+    return reader
+
+
+def wordnet() -> Any:
+    """NLTK's ``WordNetCorpusReader`` (loaded once)."""
+    return cache.cached(("nlp", "wordnet"), _load)
+
+
+def _key(word: str) -> str:
+    return " ".join(word.strip().lower().replace("_", " ").split())
+
+
+def lemma_names(word: str, pos: str | None = None) -> set[str]:
+    """Every lemma name of every synset of ``word`` (lower case, spaces for underscores),
+    ``word`` itself included. Multi-word expressions are looked up as WordNet compounds
+    ("safety hat"). ``pos``: n/v/a/r (or noun/verb/adj/adv); None for all.
+
+    Unknown words give ``{word}``. Memoised (thread-safe).
+    """
+    if not isinstance(word, str):
+        raise TypeError(f"word: expected a string, got {type(word).__name__}: {word!r}")
+    if pos is not None and pos not in POS:
+        raise ValueError(f"pos: expected one of {sorted(POS)} or None, got {pos!r}")
+    key = _key(word)
+    if not key:
+        return set()
+    return set(cache.memo("wordnet.lemma_names", (key, POS.get(pos) if pos else None), lambda: _lemmas(key, pos)))
+
+
+def _lemmas(key: str, pos: str | None) -> frozenset[str]:
+    wn = wordnet()
+    wn_pos = POS[pos] if pos else None
+    out = {key}
+    with _lock:
+        synsets = wn.synsets(key.replace(" ", "_"), pos=wn_pos)
+        if wn_pos == "a":
+            synsets += wn.synsets(key.replace(" ", "_"), pos="s")
+        for synset in synsets:
+            out.update(_key(name) for name in synset.lemma_names())
+    return frozenset(out)
+
+
+def synonyms(a: str, b: str, pos: str | None = None) -> bool:
+    """Whether ``a`` and ``b`` are equal or share a WordNet synset."""
+    ka, kb = _key(a), _key(b)
+    if ka == kb:
+        return True
+    return kb in lemma_names(ka, pos) or ka in lemma_names(kb, pos)
+
+
+def lexname(word: str, pos: str = "n") -> str | None:
+    """The lexicographer file of ``word``'s first synset (e.g. ``noun.person``), or None."""
+    key = _key(word)
+    if not key:
+        return None
+
+    def compute() -> str | None:
+        wn = wordnet()
+        with _lock:
+            found = wn.synsets(key.replace(" ", "_"), pos=POS[pos])
+            return found[0].lexname() if found else None
+
+    return cache.memo("wordnet.lexname", (key, pos), compute)
