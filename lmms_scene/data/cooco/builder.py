@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene import imaging
-from lmms_scene.data.local import DATA_FILE, TASKS_DIR  # re-exported: where write_local puts things
 from lmms_scene.data.cooco.schema import (
     COLUMN_MAP,
     HUB_REPO,
@@ -37,6 +36,7 @@ from lmms_scene.data.cooco.schema import (
     features,
     parse_filename,
 )
+from lmms_scene.data.local import DATA_FILE, TASKS_DIR  # noqa: F401  (re-exported: where write_local puts things)
 
 #: Image files a folder build matches against the metadata (suffix, case-insensitive).
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
