@@ -99,11 +99,19 @@ def read_results_file(path: Path) -> list[TaskResult]:
     run = data.get("config") if isinstance(data.get("config"), dict) else {}
     configs = data.get("configs") if isinstance(data.get("configs"), dict) else {}
     prefix = path.name[: -len("_results.json")] if path.name.endswith("_results.json") else None
+    groups = data.get("group_subtasks") if isinstance(data.get("group_subtasks"), dict) else {}
     out = []
     for task, metrics in data["results"].items():
         if not isinstance(metrics, dict):
             continue
         config = configs.get(task) if isinstance(configs.get(task), dict) else {}
+        if not config and task in groups:
+            # a group has no config of its own: it belongs to the benchmark all its tasks declare
+            from lmms_scene import benchmarks
+
+            declared = {benchmarks.declared_benchmark(configs.get(t) or {}) for t in groups[task] or []}
+            if len(declared) == 1 and None not in declared:
+                config = {"metadata": {"benchmark": declared.pop()}, "group": task}
         samples = None
         if prefix is not None:
             candidate = path.with_name(f"{prefix}_samples_{task}.jsonl")

@@ -92,3 +92,20 @@ def test_an_offline_hub_failure_says_how_to_build_the_data_locally():
     assert "lmms-scene build cooco --from-folder DIR --out D" in hint and hint.count("fmerlo/COOCO") == 1
     assert data_hint(["cooco_sample"], inner) is None  # the embedded sample needs no download
     assert data_hint(["cooco"], ValueError("bad box")) is None
+
+
+def test_a_group_in_results_belongs_to_the_benchmark_its_tasks_declare(tmp_path):
+    import json
+
+    from lmms_scene.results import load
+
+    results = {
+        "results": {"layered_vqa_mine": {"accuracy,none": 0.5}, "layered_vqa_full_mine": {"accuracy,none": 0.5},
+                    "other_group": {"x,none": 1.0}},
+        "group_subtasks": {"layered_vqa_mine": ["layered_vqa_full_mine"], "other_group": ["pope_pop"]},
+        "configs": {"layered_vqa_full_mine": {"metadata": {"benchmark": "layered_vqa"}}, "pope_pop": {"metadata": {}}},
+        "config": {"model": "m", "model_args": ""},
+    }  # fmt: skip
+    (tmp_path / "x_results.json").write_text(json.dumps(results))
+    by_task = {r.task: r.benchmark for r in load(tmp_path).results}
+    assert by_task == {"layered_vqa_mine": "layered_vqa", "layered_vqa_full_mine": "layered_vqa", "other_group": None}
