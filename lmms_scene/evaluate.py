@@ -154,11 +154,37 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
         return 1
     from lmms_scene.results import show_text
 
+    run_dir = written[-1].parent
     text, _ = show_text([written[-1]])
     print(f"\n{text}\n")
     print(f"lmms-scene demo: ran {', '.join(tasks)} with scene_blind; results: {written[-1]}")
-    print(f"lmms-scene demo: print these tables again with `lmms-scene show {written[-1].parent}`")
+    print(f"lmms-scene demo: print these tables again with `lmms-scene show {run_dir}`")
+    _report_and_submission(run_dir)
     return 0
+
+
+def _report_and_submission(run_dir: Path) -> None:
+    """The demo's last step: the HTML report of the run, and the leaderboard submission
+    it would make, which is refused (sample splits are not the benchmarks) with its reasons."""
+    import json
+
+    from lmms_scene.report import build_report
+    from lmms_scene.report.submission import Refused, build
+
+    info = build_report([run_dir], run_dir / "report" / "report.html")
+    print(f"lmms-scene demo: report: {info.out} (tables as Markdown: {info.markdown})")
+    target = run_dir / "submission.json"
+    try:
+        submission = build([run_dir])
+    except Refused as refused:
+        reasons = run_dir / "submission_refused.txt"
+        reasons.write_text("\n".join(refused.reasons) + "\n", encoding="utf-8")
+        print(f"lmms-scene demo: no leaderboard submission, as expected for sample splits ({reasons}):")
+        for reason in refused.reasons:
+            print(f"  - {reason}")
+        return
+    target.write_text(json.dumps(submission, indent=2) + "\n", encoding="utf-8")
+    print(f"lmms-scene demo: submission: {target}")
 
 
 def rescore(run: str | Path, output_path: str | Path, extra: list[str] | None = None) -> int:

@@ -60,6 +60,13 @@ def test_demo_runs_offline_and_says_what_it_did_not_compute(tmp_path):
     # CLIP is off here: the CLIP figures say so instead of printing empty tables
     assert "Not computed in these results (no CLIP checkpoint): RefCLIPScore" in proc.stdout
     assert "## Figure 3: RefCLIPScore" not in proc.stdout
+    # ... then the HTML report, and the submission it refuses for sample splits, with why
+    (report,) = out.rglob("report/report.html")
+    assert f"report: {report}" in proc.stdout and "<img" in report.read_text()
+    (refused,) = out.rglob("submission_refused.txt")
+    assert "no leaderboard submission, as expected for sample splits" in proc.stdout
+    assert "cooco_sample: a sample split" in refused.read_text()
+    assert not list(out.rglob("submission.json"))
     cooco = find_results(out)["results"]["cooco_sample"]
     assert cooco["refclipscore,none"] is None
     assert 0.0 <= cooco["levenshtein_accuracy,none"] <= 1.0

@@ -91,7 +91,11 @@ def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], c
     return {
         "summary": summary,
         "corpus": corpus,
-        "counts": {k: cesg[k] for k in cesg if k.startswith("n")},
+        "counts": {
+            **{k: cesg[k] for k in cesg if k.startswith("n")},
+            # failed optional-judge calls (Q_v / Q_e), counted and excluded, never scored
+            "n_judge_failures": sum(len(r.get("judge_failures") or []) for r in cesg["rows"]),
+        },
         "provenance": {
             "cesg": cesg["provenance"],
             **{n: s.provenance for n, s in caps.items()},

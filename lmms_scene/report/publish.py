@@ -1,0 +1,308 @@
+"""Publishing a built dataset on the Hugging Face hub: validated, with its dataset card.
+
+``lmms-scene build NAME ... --out D`` writes ``D/data/<split>[-...].parquet`` and
+``D/README.md`` (:mod:`lmms_scene.data.local`). :func:`prepare` reads such a folder,
+checks every split against the benchmark's explicit ``datasets.Features`` (the data
+module's ``features()``: every column present with its declared type, no extra column,
+no missing image) and composes the card (:func:`card`: source, license, splits with row
+counts, features, citation; the builder's own card text kept below it). Then:
+
+- :func:`write_folder` (``--dry-run``) writes exactly what would be pushed to a local
+  folder: ``data/<split>-00000-of-00001.parquet``, ``README.md`` and ``publish.json``
+  (the target repo, splits, row counts, features, checks);
+- :func:`push` calls ``DatasetDict.push_to_hub`` and ``DatasetCard.push_to_hub`` (a thin
+  call; nothing else differs from the dry run).
+
+Nothing is published when a check fails; the error names the split, column (or row) and
+what was found.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: citations of the benchmarks whose data module defines none (COOCO's: ``lmms_scene.data.cooco.CITATION``)
+CITATIONS: dict[str, str] = {
+    "snus": """@misc{jiang_snus_cesg,
+  title  = {Benchmarking {MLLMs} via Cognitive Expected Scene Graph ({CESG}) for
+            Safety-Critical Visual Negation Understanding},
+  author = {Jiang and others},
+  note   = {SNUS benchmark}
+}""",
+    "layered_vqa": """@misc{layered_vqa,
+  title  = {Composition, Not Conversation: {VLMs} Lose the Scene, Not the Thread},
+  author = {Sai Teja and others},
+  note   = {Layered-VQA benchmark}
+}""",
+}
+
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+@dataclass
+class Prepared:
+    """A validated dataset ready to publish."""
+
+    benchmark: str
+    repo: str
+    #: split name -> datasets.Dataset (features equal to the benchmark's)
+    splits: dict[str, Any]
+    card: str
+    license: str
+    source: str
+    checks: list[str] = field(default_factory=list)
+
+    def manifest(self) -> dict[str, Any]:
+        return {
+            "repo": self.repo,
+            "benchmark": self.benchmark,
+            "license": self.license,
+            "source": self.source,
+            "splits": {name: len(ds) for name, ds in self.splits.items()},
+            "features": {name: repr(feature) for name, feature in next(iter(self.splits.values())).features.items()},
+            "checks": self.checks,
+        }
+
+
+def check_repo(repo: str) -> str:
+    if not isinstance(repo, str) or not _REPO.match(repo):
+        raise ValueError(f"--repo: expected OWNER/NAME (letters, digits, '-', '_', '.'), got {repo!r}")
+    return repo
+
+
+def _data_module(benchmark: str):
+    import importlib
+
+    from lmms_scene import benchmarks
+
+    bench = benchmarks.get(benchmark)
+    return bench, importlib.import_module(bench.data_module)
+
+
+def _split_of(path: Path) -> str:
+    # hub layout: data/<split>-00000-of-00001.parquet; older builds: data/<split>.parquet
+    return re.sub(r"-\d{5}-of-\d{5}$", "", path.stem)
+
+
+def read_splits(folder: str | Path) -> dict[str, Any]:
+    """The splits of a built folder (``data/*.parquet``), shards of a split concatenated."""
+    from datasets import Dataset, concatenate_datasets
+
+    folder = Path(folder)
+    files = sorted((folder / "data").glob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"{folder}: no data/*.parquet (build it first with `lmms-scene build ... --out {folder}`)")
+    grouped: dict[str, list[Path]] = {}
+    for f in files:
+        grouped.setdefault(_split_of(f), []).append(f)
+    out = {}
+    for split, paths in grouped.items():
+        parts = [Dataset.from_parquet(str(p)) for p in paths]
+        out[split] = parts[0] if len(parts) == 1 else concatenate_datasets(parts)
+    return out
+
+
+def validate_features(splits: Mapping[str, Any], features: Any) -> list[str]:
+    """Check every split against ``features``; returns the checks passed, raises
+    ``ValueError`` naming split, column and what was found on the first failure."""
+    from datasets import Image
+
+    checks = []
+    expected = dict(features)
+    for split, ds in splits.items():
+        found = dict(ds.features)
+        missing = [c for c in expected if c not in found]
+        extra = [c for c in found if c not in expected]
+        if missing:
+            raise ValueError(f"split {split!r}: missing column(s) {missing} (the schema has {list(expected)})")
+        if extra:
+            raise ValueError(f"split {split!r}: column(s) {extra} are not in the schema {list(expected)}")
+        for name, feature in expected.items():
+            if found[name] != feature:
+                raise ValueError(f"split {split!r}: column {name!r}: expected {feature!r}, found {found[name]!r}")
+        for name, feature in expected.items():
+            if isinstance(feature, Image):
+                column = ds.data.column(name)
+                if column.null_count:
+                    row = next(i for i, v in enumerate(column.to_pylist()) if v is None)
+                    raise ValueError(f"split {split!r}: row {row}: column {name!r}: no image")
+        if len(ds) == 0:
+            raise ValueError(f"split {split!r}: no rows")
+        checks.append(f"split {split!r}: {len(ds)} rows, {len(expected)} columns match the {type(features).__name__}")
+    return checks
+
+
+def _front_matter(text: str) -> tuple[dict[str, str], str]:
+    """Top-level ``key: value`` pairs of a card's YAML front matter, and the body."""
+    if not text.startswith("---\n"):
+        return {}, text
+    end = text.find("\n---", 4)
+    if end < 0:
+        return {}, text
+    head, body = text[4:end], text[end + 4 :].lstrip("\n")
+    pairs = {}
+    for line in head.splitlines():
+        m = re.match(r"^([A-Za-z_]+):\s*(.*)$", line)
+        if m and m.group(2):
+            pairs[m.group(1)] = m.group(2).strip()
+    return pairs, body
+
+
+def _card_line(body: str, field: str) -> str | None:
+    """The value of a ``- Source: ...`` / ``- **License:** ...`` line of a built card
+    (continuation lines included, Markdown emphasis dropped), or None."""
+    lines = body.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(rf"^\s*[-*]?\s*(?:\*\*)?{field}:(?:\*\*)?\s*(.+)$", line, flags=re.IGNORECASE)
+        if m:
+            value = [m.group(1).strip()]
+            for more in lines[i + 1 :]:
+                if not more.startswith("  ") or not more.strip():
+                    break
+                value.append(more.strip())
+            return " ".join(value)
+    m = re.search(r"Converted by `[^`]+` from ([^\n]+?)\.\s*$", body, flags=re.MULTILINE)
+    return m.group(1) if m and field.lower() == "source" else None
+
+
+def _citation(benchmark: str) -> str:
+    if benchmark == "cooco":
+        from lmms_scene.data.cooco import CITATION
+
+        return CITATION
+    return CITATIONS[benchmark]
+
+
+def card(benchmark: str, splits: Mapping[str, Any], *, license: str, source: str, built_card: str = "",
+         terms: str | None = None) -> str:  # fmt: skip
+    """The dataset card pushed with the data: YAML front matter (license, the configs
+    pointing at each split's files), then source, license, splits, features and citation,
+    then the builder's own card (build decisions, field meanings). ``terms``: the license
+    in words (the built card's ``License:`` line), shown beside the identifier."""
+    from lmms_scene import __version__, benchmarks
+
+    bench = benchmarks.get(benchmark)
+    _, body = _front_matter(built_card)
+    features = next(iter(splits.values())).features
+    lines = [
+        "---",
+        f"license: {license}",
+        f"pretty_name: {bench.title}",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        *(f"  - split: {s}\n    path: data/{s}-*" for s in splits),
+        "---",
+        f"# {bench.title}",
+        "",
+        f"Published with lmms-scene {__version__} (`lmms-scene publish {bench.cli_name}`). Paper: {bench.paper}.",
+        "",
+        "## Source",
+        "",
+        source,
+        "",
+        "## License",
+        "",
+        f"`{license}`" + (f": {terms}" if terms and terms != license else ""),
+        "",
+        "## Splits",
+        "",
+        "| split | rows |",
+        "|---|---|",
+        *(f"| {s} | {len(ds)} |" for s, ds in splits.items()),
+        "",
+        "## Features",
+        "",
+        *(f"- `{name}`: `{feature!r}`" for name, feature in features.items()),
+        "",
+        "## Citation",
+        "",
+        "```bibtex",
+        _citation(benchmark),
+        "```",
+    ]
+    text = "\n".join(lines) + "\n"
+    if body.strip():
+        text += "\n## Build card\n\n" + body.rstrip() + "\n"
+    return text
+
+
+def prepare(benchmark: str, folder: str | Path, repo: str, *, source: str | None = None, license: str | None = None) -> Prepared:
+    """Read and validate a built folder; compose its card. ``source``/``license`` default
+    to what the built card says (its ``Source:`` line; its front matter ``license``),
+    else the folder and ``other``."""
+    bench, module = _data_module(benchmark)
+    check_repo(repo)
+    folder = Path(folder)
+    splits = read_splits(folder)
+    checks = validate_features(splits, module.features())
+    built = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
+    front, body = _front_matter(built)
+    license = license or front.get("license") or "other"
+    terms = _card_line(body, "License")
+    source = source or _card_line(body, "Source") or f"built by lmms-scene from {folder.resolve()}"
+    text = card(bench.name, splits, license=license, source=source, built_card=built, terms=terms)
+    return Prepared(bench.name, repo, splits, text, license, source, checks)
+
+
+def write_folder(prepared: Prepared, out: str | Path) -> list[Path]:
+    """The dry run: everything :func:`push` would upload, written under ``out``."""
+    out = Path(out)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    written = []
+    for split, ds in prepared.splits.items():
+        path = out / "data" / f"{split}-00000-of-00001.parquet"
+        ds.to_parquet(str(path))
+        written.append(path)
+    (out / "README.md").write_text(prepared.card, encoding="utf-8")
+    (out / "publish.json").write_text(json.dumps(prepared.manifest(), indent=2) + "\n", encoding="utf-8")
+    return [*written, out / "README.md", out / "publish.json"]
+
+
+def push(prepared: Prepared, *, private: bool = False, token: str | None = None) -> str:
+    """Push the data and its card to ``prepared.repo`` (needs the network and a token)."""
+    from datasets import DatasetDict
+    from huggingface_hub import DatasetCard
+
+    DatasetDict(prepared.splits).push_to_hub(prepared.repo, private=private, token=token)
+    DatasetCard(prepared.card).push_to_hub(prepared.repo, token=token)
+    return f"https://huggingface.co/datasets/{prepared.repo}"
+
+
+def build_from_source(benchmark: str, out: str | Path, *, folder: Path | None = None, hub: str | None = None,
+                      metadata: Path | None = None) -> tuple[Path, str]:  # fmt: skip
+    """Run the benchmark's builder into ``out`` (the layout :func:`prepare` reads);
+    returns the folder and a sentence naming the source."""
+    from lmms_scene import benchmarks
+
+    bench = benchmarks.get(benchmark)
+    out = Path(out)
+    if bench.name == "cooco":
+        from lmms_scene.data import cooco
+
+        if (folder is None) == (hub is None):
+            raise ValueError("publish cooco: give one of --from-folder DIR, --from-hub REPO or --dataset D")
+        dataset, label, notes = cooco.build(hub=hub, folder=folder, metadata=metadata)
+        cooco.write_local(dataset, out, cooco.dataset_card(dataset, label, notes=notes), name="publish")
+        return out, f"built by `lmms-scene publish cooco` from {label}"
+    if hub is not None:
+        raise ValueError(f"publish {bench.cli_name}: --from-hub is only for cooco; give --from-folder DIR or --dataset D")
+    if folder is None:
+        raise ValueError(f"publish {bench.cli_name}: give --from-folder DIR or --dataset D")
+    if bench.name == "snus":
+        from lmms_scene.data import snus
+
+        dataset = snus.build(folder, metadata)
+        snus.write(dataset, out, source=f"the local release {folder.resolve()}")
+        return out, f"built by `lmms-scene publish snus` from the local release {folder.resolve()}"
+    if metadata is not None:
+        raise ValueError("publish layered-vqa: --metadata does not apply (the release folder holds its items)")
+    from lmms_scene.data import layered_vqa
+
+    layered_vqa.build_release(folder, out, source=str(folder), name="publish")
+    return out, f"built by `lmms-scene publish layered-vqa` from the local release {folder.resolve()}"
