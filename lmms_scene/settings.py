@@ -10,6 +10,7 @@ take :func:`current` once and pass its values down as arguments.
                                ``none`` switches those metrics off (recorded as not computed)
 ``LMMS_SCENE_DEVICE``          device for the metric models (default: CUDA when present, else CPU)
 ``LMMS_SCENE_NO_TASK_HOOK``    any value: do not add our task folder to the harness's index
+``LMMS_SCENE_NO_PROGRESS``     ``1``: no progress bars on long steps
 ``RANK``, ``WORLD_SIZE``,      set by ``accelerate launch`` / ``torchrun``: this process's share
 ``LOCAL_RANK``                 of the work (:func:`process_group`)
 =============================  =============================================================
@@ -31,6 +32,7 @@ DEFAULT_CLIP_MODEL = "openai/clip-vit-base-patch32"
 CLIP_MODEL_ENV = "LMMS_SCENE_CLIP_MODEL"
 DEVICE_ENV = "LMMS_SCENE_DEVICE"
 NO_TASK_HOOK_ENV = "LMMS_SCENE_NO_TASK_HOOK"
+NO_PROGRESS_ENV = "LMMS_SCENE_NO_PROGRESS"
 #: the ``clip_model`` value that switches the CLIP metrics off
 CLIP_DISABLED = "none"
 
@@ -44,6 +46,8 @@ class Settings:
     #: device for metric models; None: CUDA when present, else CPU
     device: str | None = None
     no_task_hook: bool = False
+    #: progress bars on long steps (``LMMS_SCENE_NO_PROGRESS=1`` switches them off)
+    progress: bool = True
 
     @property
     def clip_enabled(self) -> bool:
@@ -63,6 +67,7 @@ def current() -> Settings:
         clip_model_explicit=clip is not None,
         device=env.get(DEVICE_ENV) or None,
         no_task_hook=bool(env.get(NO_TASK_HOOK_ENV)),
+        progress=env.get(NO_PROGRESS_ENV, "").strip() in ("", "0"),
     )
     with _lock:
         extra = dict(_overrides)

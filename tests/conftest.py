@@ -22,6 +22,8 @@ _OFFLINE = {
     "TRANSFORMERS_OFFLINE": "1",
     "HF_HUB_DISABLE_TELEMETRY": "1",
     "TOKENIZERS_PARALLELISM": "false",
+    # no progress bars in test logs (tests/test_cli.py checks they work)
+    "LMMS_SCENE_NO_PROGRESS": "1",
 }
 os.environ.update(_OFFLINE)
 

@@ -109,3 +109,14 @@ def test_a_group_in_results_belongs_to_the_benchmark_its_tasks_declare(tmp_path)
     (tmp_path / "x_results.json").write_text(json.dumps(results))
     by_task = {r.task: r.benchmark for r in load(tmp_path).results}
     assert by_task == {"layered_vqa_mine": "layered_vqa", "layered_vqa_full_mine": "layered_vqa", "other_group": None}
+
+
+def test_progress_bars_show_on_long_steps_unless_switched_off(monkeypatch, capsys):
+    from lmms_scene.progress import progress
+
+    monkeypatch.delenv("LMMS_SCENE_NO_PROGRESS", raising=False)
+    assert list(progress(range(5), "building rows", unit="row")) == list(range(5))
+    assert "building rows" in capsys.readouterr().err
+    monkeypatch.setenv("LMMS_SCENE_NO_PROGRESS", "1")
+    assert list(progress(range(5), "quiet rows")) == list(range(5))
+    assert "quiet rows" not in capsys.readouterr().err

@@ -154,7 +154,9 @@ def score_features(
     per_layer: dict[tuple[str, int, str], dict[str, float]] = {}
     intervals: dict[tuple[str, int, str], dict[str, list[float]]] = {}
     skipped: dict[tuple[str, int, str], int] = {}
-    for layer in chosen:
+    from lmms_scene.progress import progress
+
+    for layer in progress(chosen, "pfram score", unit="layer"):
         _, feats = store.load(layer)
         feats = [feats[i] for i in keep]
         try:

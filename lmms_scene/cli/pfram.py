@@ -143,8 +143,19 @@ def _extract(a) -> int:
     if world > 1 and device.startswith("cuda") and ":" not in device:
         device = f"cuda:{local_rank}"
 
+    bar = None
+
     def progress(done: int, total: int) -> None:
-        print(f"pfram extract [process {rank}/{world}]: {done}/{total} images", file=sys.stderr)
+        nonlocal bar
+        from lmms_scene import settings
+
+        if not settings.current().progress:
+            return
+        if bar is None:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=total, desc=f"pfram extract [process {rank}/{world}]", unit="image")
+        bar.update(done - bar.n)
 
     with _warnings_as_lines("pfram extract"):
         out = extract_features(
@@ -153,6 +164,8 @@ def _extract(a) -> int:
             dtype=a.dtype, device_map=a.device_map, processor_kwargs=_processor_kwargs(a.processor_arg),
             progress=progress, process_index=rank, num_processes=world,
         )  # fmt: skip
+    if bar is not None:
+        bar.close()
     store = FeatureStore(out)
     return _emit(
         {"features": str(out), "n_images": len(names), "skipped_missing": len(missing), "layers": store.layers}, None

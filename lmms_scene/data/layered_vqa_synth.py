@@ -309,7 +309,9 @@ def generate(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max
         raise ValueError(f"max_objects: expected 1..{len(COLOURS)}, got {max_objects}")
     rng = random.Random(seed)
     items = []
-    for index in range(scenes):
+    from lmms_scene.progress import progress
+
+    for index in progress(range(scenes), "layered scenes", unit="scene"):
         # the first scenes take every depth once, deepest first (a one-object scene
         # allows the fewest question types); later ones draw a depth at random
         n_objects = max_objects - index if index < max_objects else rng.randint(1, max_objects)

@@ -562,6 +562,9 @@ def generate_rows(
     ``indexed``, ``(position, renamed row)`` pairs. A repeated image id is an error."""
     seen: dict[str, int] = {}
     pairs = rows if indexed else enumerate(rows)
+    from lmms_scene.progress import progress
+
+    pairs = progress(pairs, "COOCO rows", unit="row")
     for index, raw in pairs:
         renamed = raw if mapping is None else _rename(raw, mapping)
         row = convert_row(renamed, index, base, prefer_metadata=prefer_metadata, notes=notes)

@@ -152,7 +152,9 @@ def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any
     except TypeError:
         pass  # a malformed row: the loop below names it
     rows = []
-    for i, (row_id, prediction, refs) in enumerate(pairs):
+    from lmms_scene.progress import progress
+
+    for i, (row_id, prediction, refs) in enumerate(progress(pairs, "CESG", unit="pair")):
         if not isinstance(prediction, str):
             raise TypeError(f"row {i} (id {row_id!r}): prediction: expected a string, got {type(prediction).__name__}: {prediction!r}")
         rows.append({"id": row_id, **_score(pipe, opts, prediction, texts(refs, f"row {i} (id {row_id!r}): references", allow_empty=False))})
