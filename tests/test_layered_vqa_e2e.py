@@ -138,7 +138,7 @@ def test_headline_group_on_generated_data_and_show(run_lmms_eval, tmp_path):
 
     folder = tmp_path / "tasks"
     shutil.copytree(tasks_path() / "layered_vqa", folder / "layered_vqa")
-    report = L.build_synthetic(tmp_path / "built", scenes=2, seed=7, size=(64, 48))
+    report = L.build_synthetic(tmp_path / "built", scenes=3, seed=7, size=(64, 48))
     template = folder / "layered_vqa" / "_default_template_yaml"
     text = template.read_text()
     assert text.count(f"    test: {L.PLACEHOLDER_FILE.as_posix()}\n") == 1
@@ -149,6 +149,16 @@ def test_headline_group_on_generated_data_and_show(run_lmms_eval, tmp_path):
     assert code == 0, log[-3000:]
     assert set(results["results"]) >= {L.task_name(s) for s in L.SCHEDULES}
     assert 0.0 <= results["groups"]["layered_vqa"]["accuracy,none"] <= 1.0
+    # the group's retained accuracy, combined from the schedules' parts
+    parts = {s: results["results"][L.task_name(s)]["retained_accuracy,none"] for s in L.SCHEDULES}
+    assert all(p["schedule"] == s and p["n_graded"] > 0 for s, p in parts.items()), parts
+    group_retained = results["groups"]["layered_vqa"]["retained_accuracy,none"]
+    if parts["full"]["n_correct"] == 0:
+        assert group_retained is None  # nothing right under full: undefined, never 0 or inf
+    else:
+        base = parts["full"]["n_correct"] / parts["full"]["n_graded"]
+        expected = [(p["n_correct"] / p["n_graded"]) / base for s, p in parts.items() if s != "full"]
+        assert group_retained == pytest.approx(sum(expected) / 15)
     for s in L.SCHEDULES:
         rep = results["results"][L.task_name(s)]["layered_vqa_report,none"]
         assert rep["n_rows"] == report.rows and list(rep["by_schedule"]) == [s]

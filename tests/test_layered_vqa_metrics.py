@@ -239,3 +239,22 @@ def test_cli_judge_over_a_results_folder_with_offline_dummy_judges(tmp_path, cap
     assert rep["grader"] == "llm_judge_majority" and rep["judges"]["unparsed_replies"] == len(rows)
     assert rep["overall"]["not_computed"]["accuracy"] == len(rows)
     assert main(["layered-vqa", "judge", str(tmp_path / "nothing"), "--judges", "dummy:d=x"]) == 2
+
+
+def test_group_retained_accuracy_from_the_schedules_parts():
+    from lmms_scene.metrics import vqa
+
+    def rows(schedule, correct):
+        return [{"schedule": schedule, "correct": c, "scene_id": f"s{k}"} for k, c in enumerate(correct)]
+
+    full = vqa.schedule_part(rows("full", [True, True, False, None]))
+    assert full["n_correct"] == 2 and full["n_graded"] == 3 and full["retained_accuracy"] is None
+    half = vqa.schedule_part(rows("sharded-q", [True, False, False]))
+    same = vqa.schedule_part(rows("oracle", [True, True, False]))
+    # (1/3)/(2/3) = 0.5 and (2/3)/(2/3) = 1: the group's number is their mean
+    assert vqa.retained_from_parts([full, half, same]) == pytest.approx(0.75)
+    assert vqa.retained_from_parts([half, same]) is None  # no full: undefined, not 0
+    assert vqa.schedule_part(rows("full", [None])) is None
+    assert vqa.schedule_part(rows("full", [True]) + rows("oracle", [True])) is None
+    # the group's accuracy mean leaves the parts out instead of failing on them
+    assert vqa.pooled_mean([0.5, full, None, 1.0], [1, 1, 1, 1]) == 0.75

@@ -553,9 +553,40 @@ def pooled_mean(values: Sequence[Any], sizes: Sequence[int], weight_by_size: boo
     >>> pooled_mean([0.5, None, 1.0], [10, 10, 30], weight_by_size=True)
     0.875
     """
-    pairs = [(float(v), (s if weight_by_size else 1)) for v, s in zip(values, sizes) if R.is_computed(v)]
+    # a task's part of a group metric (a dict, see schedule_part) is not a value to average
+    numeric = [(v, s) for v, s in zip(values, sizes) if isinstance(v, (int, float)) or v is None]
+    pairs = [(float(v), (s if weight_by_size else 1)) for v, s in numeric if R.is_computed(v)]
     total = sum(w for _, w in pairs)
     return sum(v * w for v, w in pairs) / total if total else None
+
+
+def schedule_part(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """A one-schedule task's part of the group's retained accuracy: its schedule and how
+    many answers were correct out of how many were graded (None when the rows mix
+    schedules or none was graded)."""
+    schedules = {r.get("schedule") for r in rows}
+    graded = [r for r in rows if r.get("correct") is not None]
+    if len(schedules) != 1 or not graded:
+        return None
+    return {
+        "schedule": schedules.pop(), "n_correct": int(sum(bool(r["correct"]) for r in graded)), "n_graded": len(graded),
+        "retained_accuracy": None,
+        "why": "retained accuracy needs the full schedule's accuracy: the layered_vqa group combines the schedules' parts",
+    }  # fmt: skip
+
+
+def retained_from_parts(parts: Sequence[Any]) -> float | None:
+    """Retained accuracy of a group of one-schedule tasks: the mean over the fragmented
+    schedules of accuracy(schedule) / accuracy(full), both over the same questions
+    (every task runs every question; rows a grader could not grade are left out on each
+    side). ``lmms-scene show`` pairs the questions one by one and adds intervals."""
+    parts = [p for p in parts if isinstance(p, Mapping) and p.get("schedule") and p.get("n_graded")]
+    full = next((p for p in parts if p["schedule"] == "full"), None)
+    if full is None or not full["n_correct"]:
+        return None
+    base = full["n_correct"] / full["n_graded"]
+    ratios = [(p["n_correct"] / p["n_graded"]) / base for p in parts if p["schedule"] != "full"]
+    return sum(ratios) / len(ratios) if ratios else None
 
 
 def expand_repeats(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -87,11 +87,22 @@ def empty_output_rate(rows):
 
 
 def retained_accuracy(rows):
-    """Mean retained accuracy over the fragmented schedules present with ``full`` (None
-    for a one-schedule task: see ``lmms-scene show`` for retained accuracy across tasks)."""
-    retained = _report(rows).get("retained", {})
+    """Mean retained accuracy over the fragmented schedules present with ``full``.
+
+    A one-schedule task (``layered_vqa_<schedule>``) cannot compute it alone: it returns
+    its part instead (schedule, correct and scored counts), and the ``layered_vqa`` group
+    combines the parts of its 16 tasks into the number (:func:`group_retained`)."""
+    report = _report(rows)
+    retained = report.get("retained", {})
     values = [v["retained_accuracy"] for k, v in retained.items() if k != "by_column" and v.get("retained_accuracy") is not None]
-    return sum(values) / len(values) if values else None
+    if values:
+        return sum(values) / len(values)
+    return vqa.schedule_part(R.dedupe(vqa.expand_repeats(rows), L.ID_FIELDS).rows)
+
+
+def group_retained(metrics, sizes, weight_by_size=False):
+    """The group's retained accuracy from its tasks' parts (:func:`retained_accuracy`)."""
+    return vqa.retained_from_parts(metrics)
 
 
 def layered_vqa_report(rows):
