@@ -11,20 +11,10 @@ from typing import Any
 
 
 def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
+    from lmms_scene.files import iter_jsonl
+
     rows = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise FileNotFoundError(f"{path}: cannot be read ({exc.strerror})") from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}, line {n}: not JSON ({exc.msg})") from None
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}, line {n}: expected a JSON object, got {type(row).__name__}")
+    for n, row in iter_jsonl(path):
         missing = [f for f in required if f not in row]
         if missing:
             raise ValueError(f"{path}, line {n}: missing field(s) {missing}; a row is {{{', '.join(map(repr, required))}}}")

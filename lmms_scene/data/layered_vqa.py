@@ -769,20 +769,12 @@ class BuildReport:
 
 
 def _read_questions(path: Path) -> list[dict[str, Any]]:
-    import json
-
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no question file (expected layout:\n{RELEASE_LAYOUT})")
+    from lmms_scene.files import iter_jsonl
+
     out = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ValueError(f"{path}:{lineno}: not JSON: {err}") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
+    for lineno, record in iter_jsonl(path):
         record["_line"] = lineno
         out.append(record)
     if not out:

@@ -5,17 +5,11 @@ long form, CLIP text similarity and thresholds as the COOCO task's scores)."""
 import datasets
 import evaluate
 
+from lmms_scene.data.cooco.card import CITATION
 from lmms_scene.metrics import clip, naming
 from lmms_scene.metrics.rows import mean
 
-_CITATION = """@inproceedings{merlo2025cooco,
-  title  = {{COOCO} -- Common Objects Out-of-Context -- Semantic Violation in Scenes:
-            Investigating Multimodal Context in Referential Communication},
-  author = {Merlo, Filippo and Takmaz, Ece and Chen, Wenkai and Gatt, Albert},
-  year   = {2025},
-  eprint = {2506.22274},
-  archivePrefix = {arXiv}
-}"""
+_CITATION = CITATION
 
 _DESCRIPTION = """A model's object name is correct when the CLIP text embeddings of
 "A photo depicts a/an {output}" and "A photo depicts a/an {gold}" have cosine >= 0.9
