@@ -198,12 +198,16 @@ def rescore(run: str | Path, output_path: str | Path, extra: list[str] | None = 
 
     files = samples_files(run)
     tasks = [task_of_samples_file(f) for f in files]
-    limit: list[str] = []
-    results = sorted(Path(run).rglob("*_results.json")) if Path(run).is_dir() else []
-    if results:
-        config = json.loads(results[-1].read_text(encoding="utf-8")).get("config", {})
-        if config.get("limit") is not None:
-            limit = ["--limit", str(config["limit"])]
+    # the --limit of the run these samples files come from: the results JSON beside them
+    limits = set()
+    for f in files:
+        prefix = f.name.split("_samples_", 1)[0]
+        results = f.with_name(f"{prefix}_results.json")
+        if results.is_file():
+            limits.add(json.loads(results.read_text(encoding="utf-8")).get("config", {}).get("limit"))
+    if len(limits) > 1:
+        raise ValueError(f"the samples files come from runs with different --limit ({sorted(map(str, limits))}); rescore one run at a time")
+    limit = ["--limit", str(next(iter(limits)))] if limits and next(iter(limits)) is not None else []
     print(f"lmms-scene rescore: replaying {', '.join(tasks)} from {', '.join(map(str, files))}")
     return run_harness(
         ["--model", "scene_from_samples", "--model_args", "samples=" + "|".join(map(str, files)),

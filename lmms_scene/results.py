@@ -145,9 +145,9 @@ def load(paths: str | Path | Iterable[str | Path]) -> Loaded:
     files: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(p.rglob("*_results.json"))
-            files += found or sorted(p.rglob("*_samples_*.jsonl"))
-            if not found and not files:
+            here = sorted(p.rglob("*_results.json")) or sorted(p.rglob("*_samples_*.jsonl"))
+            files += here
+            if not here:
                 loaded.skipped.append((str(p), "no *_results.json or *_samples_*.jsonl in this folder"))
         elif p.is_file():
             files.append(p)

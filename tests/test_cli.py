@@ -120,3 +120,24 @@ def test_progress_bars_show_on_long_steps_unless_switched_off(monkeypatch, capsy
     monkeypatch.setenv("LMMS_SCENE_NO_PROGRESS", "1")
     assert list(progress(range(5), "quiet rows")) == list(range(5))
     assert "quiet rows" not in capsys.readouterr().err
+
+
+def test_a_logged_answer_is_replayed_as_the_model_gave_it():
+    from lmms_scene.models.from_samples import logged_answer
+
+    assert logged_answer({"filtered_resps": "oven"}) == "oven"  # resps popped: filters changed nothing
+    assert logged_answer({"resps": [" oven\n"], "filtered_resps": "oven"}) == " oven\n"  # before the filters
+    assert logged_answer({"filtered_resps": "{'lmms_scene_repeats': [['A circle.', 'two']]}"}) == ["A circle.", "two"]
+    assert logged_answer({"filtered_resps": ["r0", "r1"]}) == ["r0", "r1"]  # a multi-round conversation
+
+
+def test_load_lists_every_empty_folder(tmp_path):
+    import json
+
+    from lmms_scene.results import load
+
+    full, empty = tmp_path / "full", tmp_path / "empty"
+    full.mkdir()
+    empty.mkdir()
+    (full / "x_results.json").write_text(json.dumps({"results": {}, "config": {}}))
+    assert [p for p, _ in load([full, empty]).skipped] == [str(empty)]

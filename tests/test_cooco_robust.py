@@ -169,3 +169,21 @@ def test_an_extreme_image_warns_once_with_its_size():
         warnings.simplefilter("error")
         cooco.visual(doc)  # once per image, not once per view
     assert cooco.warn_if_costly({**doc, "image_id": "small", "width": 64, "height": 48}) is None
+
+
+def test_a_full_embedding_cache_never_loses_this_calls_hits(tiny_clip, monkeypatch):
+    from PIL import Image
+
+    cache.clear()
+    enc = clip.encoder(str(tiny_clip))
+    monkeypatch.setattr(enc._texts, "max_entries", 3)
+    monkeypatch.setattr(enc._images, "max_entries", 2)
+    first = enc.embed_texts(["a", "b", "c"])
+    # "a" is the oldest entry; the three new texts evict it while this call still needs it
+    mixed = enc.embed_texts(["a", "d", "e", "f"])
+    assert mixed.shape[0] == 4 and float((mixed[0] - first[0]).abs().max()) < 1e-6
+    images = [Image.new("RGB", (12, 12), (k * 40, 10, 10)) for k in range(4)]
+    base = enc.embed_images(images[:2], keys=["i0", "i1"])
+    again = enc.embed_images(images, keys=["i0", "i1", "i2", "i3"])
+    assert again.shape[0] == 4 and float((again[0] - base[0]).abs().max()) < 1e-6
+    cache.clear()

@@ -116,8 +116,14 @@ class ClipEncoder:
 
         texts = [str(t) for t in texts]
         with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._texts))
-            fresh: dict[str, torch.Tensor] = {}
+            # read the hits first: storing this call's new embeddings may evict them
+            have: dict[str, torch.Tensor] = {}
+            for t in dict.fromkeys(texts):
+                hit = self._texts.get(t)
+                if hit is not None:
+                    have[t] = hit
+            missing = [t for t in dict.fromkeys(texts) if t not in have]
+            fresh = have
             for start in range(0, len(missing), batch_size):
                 chunk = missing[start : start + batch_size]
                 batch = self.tokenize(chunk)
@@ -130,7 +136,7 @@ class ClipEncoder:
                 for text, row in zip(chunk, emb):
                     self._texts.put(text, row)
                     fresh[text] = row
-            rows = [fresh[t] if t in fresh else self._texts.get(t) for t in texts]
+            rows = [fresh[t] for t in texts]
         if not rows:
             return torch.empty(0, self.model.config.projection_dim)
         return torch.stack(rows)
@@ -149,11 +155,14 @@ class ClipEncoder:
         if keys is not None:
             if len(keys) != len(images):
                 raise ValueError(f"keys: {len(keys)} keys for {len(images)} images")
-            todo = {k: im for k, im in zip(keys, images) if k not in self._images}
-            fresh = dict(zip(todo, self.embed_images(list(todo.values()), batch_size))) if todo else {}
-            for key, row in fresh.items():
-                self._images.put(key, row)
-            rows = [fresh[k] if k in fresh else self._images.get(k) for k in keys]
+            with self._lock:  # hits read before anything is stored (a store may evict them)
+                have = {k: hit for k in dict.fromkeys(keys) if (hit := self._images.get(k)) is not None}
+                todo = {k: im for k, im in zip(keys, images) if k not in have}
+                if todo:
+                    for key, row in zip(todo, self.embed_images(list(todo.values()), batch_size)):
+                        self._images.put(key, row)
+                        have[key] = row
+            rows = [have[k] for k in keys]
             return torch.stack(rows) if rows else torch.empty(0, self.model.config.projection_dim)
 
         chunks = []

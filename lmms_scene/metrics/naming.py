@@ -46,19 +46,6 @@ CONDITIONS: tuple[str, ...] = ("original", "same_target", "high", "medium", "low
 INCONGRUENT: tuple[str, ...] = ("high", "medium", "low")
 NO_NOISE_AREA = "none"
 
-#: Per-row fields averaged in every breakdown cell, in report order.
-CELL_METRICS: tuple[str, ...] = (
-    "refclipscore",
-    "clip_score",
-    "reference_similarity",
-    "accuracy",
-    "levenshtein_accuracy",
-    "text_similarity",
-    "output_scene_similarity",
-    "context_captured",
-    "empty",
-)
-
 # End-of-turn markers that leak into decoded outputs of the model families COOCO uses:
 # the answer ends at the first one.
 _END_OF_TURN = re.compile(
@@ -414,8 +401,12 @@ def output_statistics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "n_unscored": len(unscored),
     }
     stats: dict[str, Any] = {"n": n, **counts}
+    scored = n - len(unscored)  # rates over the answers that were scored, as in the cells
     for key, count in counts.items():
-        stats[key[2:] + "_output_rate"] = count / n if n else None
+        if key == "n_unscored":
+            stats["unscored_rate"] = len(unscored) / n if n else None
+            continue
+        stats[key[2:] + "_output_rate"] = count / scored if scored else None
     stats["mean_output_words"] = rows_lib.mean(r.get("output_words") for r in rows)
     stats["verbose_threshold_words"] = VERBOSE_WORDS
     # the first unscored rows with their reasons (all are counted above)

@@ -44,17 +44,36 @@ def samples_files(paths: str | Path | list) -> list[Path]:
     return [found[t] for t in sorted(found)]
 
 
+def logged_answer(sample: dict[str, Any]) -> Any:
+    """The answer a samples-file line logged, as the model returned it (first repeat).
+
+    lmms-eval 0.7.3 keeps ``resps`` (before the task's filters) only when the filters
+    changed the answer, else just ``filtered_resps``; one request per doc is unwrapped to
+    ``[answer per repeat]``. A filter that keeps every repeat as a dict (Layered-VQA's
+    ``KeepRepeats``) is logged as that dict's ``str()``, parsed back here."""
+    import ast
+
+    resp = sample.get("resps", sample.get("filtered_resps"))
+    if isinstance(resp, str) and resp.startswith("{'lmms_scene_repeats'"):
+        try:
+            resp = ast.literal_eval(resp)
+        except (ValueError, SyntaxError):
+            return resp
+    if isinstance(resp, dict) and "lmms_scene_repeats" in resp:
+        repeats = resp["lmms_scene_repeats"]
+        return repeats[0] if repeats else None
+    if isinstance(resp, list) and len(resp) == 1:
+        resp = resp[0]
+    return resp
+
+
 def logged_answers(files: list[Path]) -> dict[tuple[str, int], Any]:
     """(task, doc_id) -> the model's answer as generated (before the task's filters)."""
     answers: dict[tuple[str, int], Any] = {}
     for f in files:
         task = task_of_samples_file(f)
         for _number, sample in iter_jsonl(f):
-            resp = sample.get("resps", sample.get("filtered_resps"))
-            # one instance per doc: [answer] (one per repeat) -> the first repeat's answer
-            if isinstance(resp, list) and len(resp) == 1:
-                resp = resp[0]
-            answers[(task, int(sample["doc_id"]))] = resp
+            answers[(task, int(sample["doc_id"]))] = logged_answer(sample)
     return answers
 
 

@@ -393,7 +393,8 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
     paths = [Path(p) for p in paths]
     loaded = load(paths)
     reasons: list[str] = [f"skipped {p}: {why}" for p, why in loaded.skipped]
-    ours = [r for r in loaded.results if r.benchmark in HEADLINES and r.metrics]
+    # a group's entry in the results only pools its tasks, which are checked one by one
+    ours = [r for r in loaded.results if r.benchmark in HEADLINES and r.metrics and not r.config.get("group")]
     if not ours:
         raise Refused(reasons + [f"no lmms-scene task results in {', '.join(map(str, paths))}"])
     models = sorted({(r.model, r.model_args) for r in ours})

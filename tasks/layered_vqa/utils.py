@@ -5,7 +5,7 @@ protocol live in :mod:`lmms_scene.data.layered_vqa`, scoring in
 from __future__ import annotations
 
 from lmms_scene.data import layered_vqa as L
-from lmms_scene.harness import round_outputs
+from lmms_scene.harness import guarded_aggregation, returns_dict, round_outputs
 from lmms_scene.metrics import rows as R
 from lmms_scene.metrics import vqa
 
@@ -75,17 +75,21 @@ METRIC_KEYS = ("accuracy", "empty_output_rate", "retained_accuracy", "layered_vq
 
 
 def _report(rows):
-    return R.corpus_value("layered_vqa.report", rows, vqa.report, id_fields=L.ID_FIELDS, content_fields=("output",))
+    # the gold answer is part of the corpus: two datasets with the same ids are two corpora
+    return R.corpus_value("layered_vqa.report", rows, vqa.report, id_fields=L.ID_FIELDS, content_fields=("output", "answer"))
 
 
+@guarded_aggregation
 def accuracy(rows):
     return _report(rows)["overall"].get("accuracy")
 
 
+@guarded_aggregation
 def empty_output_rate(rows):
     return _report(rows)["overall"].get("empty_output_rate")
 
 
+@guarded_aggregation
 def retained_accuracy(rows):
     """Mean retained accuracy over the fragmented schedules present with ``full``.
 
@@ -105,6 +109,8 @@ def group_retained(metrics, sizes, weight_by_size=False):
     return vqa.retained_from_parts(metrics)
 
 
+@guarded_aggregation
+@returns_dict
 def layered_vqa_report(rows):
     from lmms_scene.provenance import scorer
 

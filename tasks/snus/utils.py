@@ -5,6 +5,7 @@ loads no model."""
 from __future__ import annotations
 
 from lmms_scene.data import snus
+from lmms_scene.harness import guarded_aggregation, returns_dict
 from lmms_scene.metrics.cesg import report
 from lmms_scene.prompts import render
 
@@ -39,7 +40,7 @@ def _aggregation(key):
         return report.metric_value(items, key)
 
     aggregate.__name__ = key
-    return aggregate
+    return guarded_aggregation(aggregate)
 
 
 METRICS = ("CESG", "P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r",
@@ -54,6 +55,8 @@ capture_style, spice_style = _aggregation("capture_style"), _aggregation("spice_
 clipscore = _aggregation("clipscore")
 
 
+@guarded_aggregation
+@returns_dict
 def snus_report(items):
     """Everything: per-metric means with intervals, counts, provenance, the AC baseline."""
     rep = report.report_of(items)

@@ -119,7 +119,8 @@ def corpus_report(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def report_of(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    return rows_lib.corpus_value("snus_report", items, corpus_report, id_fields=ID_FIELDS, content_fields=("output",))
+    # the references are part of the corpus: two datasets with the same ids are two corpora
+    return rows_lib.corpus_value("snus_report", items, corpus_report, id_fields=ID_FIELDS, content_fields=("output", "references"))
 
 
 def metric_value(items: Sequence[Mapping[str, Any]], key: str) -> float | None:
