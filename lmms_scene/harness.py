@@ -38,6 +38,24 @@ def round_outputs(results: Any) -> list[str]:
     return ["" if o is None else str(o) for o in outputs]
 
 
+# -- wrapping a harness function once ---------------------------------------------------
+
+
+def patch_once(owner: Any, name: str, mark: str, wrap: Any) -> bool:
+    """Replace ``owner.name`` by ``wrap(original)`` unless it is already our wrapper
+    (marked with the attribute ``mark``). Returns False, changing nothing, when the
+    harness has no such attribute; True when our wrapper is in place."""
+    original = getattr(owner, name, None)
+    if original is None:
+        return False
+    if getattr(original, mark, False):
+        return True
+    wrapper = wrap(original)
+    setattr(wrapper, mark, True)
+    setattr(owner, name, wrapper)
+    return True
+
+
 # -- the printed results table --------------------------------------------------------
 
 _TABLE_MARK = "__lmms_scene_numbers_only__"
@@ -75,21 +93,20 @@ def install_table_filter() -> bool:
     except Exception:  # pragma: no cover - the harness itself is broken
         return False
     original = getattr(harness_utils, "make_table", None)
-    if original is None:
+
+    def wrap(make_table_fn):
+        def make_table(result_dict, column: str = "results", *args, **kwargs):
+            return make_table_fn(numbers_only(result_dict), column, *args, **kwargs)
+
+        return make_table
+
+    if not patch_once(harness_utils, "make_table", _TABLE_MARK, wrap):
         return False
-    if getattr(original, _TABLE_MARK, False):
-        return True
-
-    def make_table(result_dict, column: str = "results", *args, **kwargs):
-        return original(numbers_only(result_dict), column, *args, **kwargs)
-
-    setattr(make_table, _TABLE_MARK, True)
-    harness_utils.make_table = make_table
     # modules that imported the name before the hook ran hold the original
     for name in ("lmms_eval.evaluator", "lmms_eval.__main__"):
         module = sys.modules.get(name)
-        if module is not None and getattr(module, "make_table", None) is original:
-            module.make_table = make_table
+        if module is not None and original is not None and getattr(module, "make_table", None) is original:
+            module.make_table = harness_utils.make_table
     return True
 
 
@@ -124,24 +141,19 @@ def install_prescore_hook() -> bool:
         from lmms_eval.api.task import ConfigurableTask
     except Exception:  # pragma: no cover - the harness itself is broken
         return False
-    original = getattr(ConfigurableTask, "apply_filters", None)
-    if original is None:
-        return False
-    if getattr(original, _PRESCORE_MARK, False):
-        return True
+    def wrap(original):
+        def apply_filters(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            try:
+                _prescore(self)
+            except Exception as err:
+                task = getattr(getattr(self, "config", None), "task", "?")
+                warnings.warn(f"lmms-scene: batch pre-scoring of {task} failed ({err!r}); scoring row by row", stacklevel=2)
+            return out
 
-    def apply_filters(self, *args, **kwargs):
-        out = original(self, *args, **kwargs)
-        try:
-            _prescore(self)
-        except Exception as err:
-            task = getattr(getattr(self, "config", None), "task", "?")
-            warnings.warn(f"lmms-scene: batch pre-scoring of {task} failed ({err!r}); scoring row by row", stacklevel=2)
-        return out
+        return apply_filters
 
-    setattr(apply_filters, _PRESCORE_MARK, True)
-    ConfigurableTask.apply_filters = apply_filters
-    return True
+    return patch_once(ConfigurableTask, "apply_filters", _PRESCORE_MARK, wrap)
 
 
 def _prescore(task: Any) -> None:

@@ -61,10 +61,8 @@ def install_task_path_hook() -> bool:
     except Exception as err:  # the harness itself is broken; not ours to report
         warnings.warn(f"lmms-scene: could not import lmms_eval.tasks ({err}); use --include_path", stacklevel=2)
         return False
-    original = TaskManager.initialize_tasks
-    if getattr(original, _PATCH_MARK, False):
-        return True
-    params = list(inspect.signature(original).parameters)
+    # (once wrapped, inspect follows __wrapped__ to the harness's own signature)
+    params = list(inspect.signature(TaskManager.initialize_tasks).parameters)
     if params[:3] != ["self", "include_path", "include_defaults"]:
         warnings.warn(
             "lmms-scene: this lmms-eval's TaskManager differs from the tested 0.7.x one, so lmms-scene's "
@@ -75,19 +73,21 @@ def install_task_path_hook() -> bool:
         return False
     ours = tasks_path()
 
-    @functools.wraps(original)
-    def initialize_tasks(self, include_path=None, include_defaults=True):
-        paths = [include_path] if isinstance(include_path, (str, os.PathLike)) else list(include_path or [])
-        if not any(_same(p, ours) for p in paths):
-            paths.append(str(ours))
-        index = original(self, include_path=paths, include_defaults=include_defaults)
-        record_index(index)
-        return index
+    def wrap(original):
+        @functools.wraps(original)
+        def initialize_tasks(self, include_path=None, include_defaults=True):
+            paths = [include_path] if isinstance(include_path, (str, os.PathLike)) else list(include_path or [])
+            if not any(_same(p, ours) for p in paths):
+                paths.append(str(ours))
+            index = original(self, include_path=paths, include_defaults=include_defaults)
+            record_index(index)
+            return index
 
-    setattr(initialize_tasks, _PATCH_MARK, True)
-    TaskManager.initialize_tasks = initialize_tasks
-    from lmms_scene.harness import install_prescore_hook, install_table_filter
+        return initialize_tasks
 
+    from lmms_scene.harness import install_prescore_hook, install_table_filter, patch_once
+
+    patch_once(TaskManager, "initialize_tasks", _PATCH_MARK, wrap)
     install_table_filter()
     install_prescore_hook()
     return True

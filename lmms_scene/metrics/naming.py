@@ -335,11 +335,6 @@ CLUSTER = "image_id"
 DuplicateRowError = rows_lib.DuplicateRowError
 
 
-def row_key(row: Mapping[str, Any]) -> tuple:
-    """The stable id of a scored row."""
-    return rows_lib.row_id(row, ID_FIELDS)
-
-
 def dedupe_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], int]:
     """Rows deduplicated by :data:`ID_FIELDS` (first wins), sorted by id, and how many
     duplicates were dropped (see :func:`lmms_scene.metrics.rows.dedupe`)."""
