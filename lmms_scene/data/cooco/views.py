@@ -115,13 +115,14 @@ def padded_geometry(doc: Mapping[str, Any]) -> tuple[int, imaging.Box]:
 
 def prompt_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Box coordinates on the padded square in every form a prompt template uses:
-    ``x1..y2`` absolute integer pixels (the covered pixel rectangle, x2/y2 exclusive;
-    Qwen's format), ``nx1..ny2`` the float box (xyxy) normalised by the side to [0, 1],
-    ``cx, cy`` the float box's centre on a 0-100 grid, ``side`` the square's side,
-    ``patch_ul, patch_lr`` Kosmos-2 patch indices of the normalised float box. Only the
-    integer pixels are rounded (as the crop and the noise mask are)."""
+    ``x1..y2`` absolute integer pixels (Qwen's format): each edge of the float box
+    rounded to the nearest integer, the rectangle the RefCLIPScore crop takes
+    (:func:`lmms_scene.imaging.crop_pixels`; x2/y2 exclusive); ``nx1..ny2`` the float box
+    (xyxy) normalised by the side to [0, 1], ``cx, cy`` the float box's centre on a
+    0-100 grid, ``side`` the square's side, ``patch_ul, patch_lr`` Kosmos-2 patch indices
+    of the normalised float box. Only the integer pixels are rounded."""
     side, box = padded_geometry(doc)
-    x1, y1, x2, y2 = imaging.box_pixels(box, (side, side))
+    x1, y1, x2, y2 = imaging.crop_pixels(box, (side, side))
     clip01 = lambda v: min(max(v, 0.0), 1.0)
     norm = tuple(clip01(v / side) for v in imaging.xywh_to_xyxy(box))
     ul, lr = kosmos_patch_indices(norm)
