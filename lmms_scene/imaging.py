@@ -98,21 +98,6 @@ def crop_pixels(box: Sequence[float], size: tuple[int, int]) -> tuple[int, int, 
     return x0, y0, x1, y1
 
 
-def validate_box(box: Sequence[float], size: tuple[int, int], tolerance: float = 1.0) -> None:
-    """Raise ``ValueError`` unless ``box = (x, y, w, h)`` has positive area and lies inside
-    ``size = (width, height)`` (up to ``tolerance`` pixels, for rounding in annotations)."""
-    if len(box) != 4:
-        raise ValueError(f"box must have 4 numbers (x, y, w, h), got {len(box)}: {box!r}")
-    x, y, w, h = (float(v) for v in box)
-    if not all(math.isfinite(v) for v in (x, y, w, h)):
-        raise ValueError(f"box {tuple(box)} has a non-finite coordinate")
-    if w <= 0 or h <= 0:
-        raise ValueError(f"box {tuple(box)} has zero or negative area (w={w}, h={h})")
-    width, height = size
-    if x < -tolerance or y < -tolerance or x + w > width + tolerance or y + h > height + tolerance:
-        raise ValueError(f"box {tuple(box)} lies outside the {width}x{height} image")
-
-
 def xywh_to_xyxy(box: Sequence[float]) -> tuple[float, float, float, float]:
     x, y, w, h = (float(v) for v in box)
     return x, y, x + w, y + h
