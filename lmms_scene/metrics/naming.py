@@ -479,6 +479,16 @@ def selection_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | Non
     return {"mixed": seen}
 
 
+def selection_line(chosen: Mapping[str, Any]) -> str:
+    """One line saying what a run evaluated of the release and what it left out."""
+    if "mixed" in chosen:
+        return "rows from several selections: " + "; ".join(selection_line(c) for c in chosen["mixed"])
+    evaluated = f"{chosen.get('evaluated')} of {chosen.get('release_rows')} release rows evaluated"
+    if chosen.get("clean_included"):
+        return f"{evaluated} (clean images included); left out {chosen.get('skipped_excluded')} excluded rows"
+    return f"{evaluated}; left out {chosen.get('skipped_excluded')} excluded rows and {chosen.get('skipped_clean')} clean images"
+
+
 def provenance(model: str | None = None) -> dict[str, Any]:
     """What computed the COOCO scores (checkpoint, device, thresholds, normaliser, versions)."""
     from lmms_scene.provenance import scorer
@@ -689,6 +699,9 @@ def tables(results: Sequence[Any]) -> str:
     ]  # fmt: skip
     if capture:
         out.append("Context capture (output closer to the original target than to the gold): " + "; ".join(capture))
+    chosen = {selection_line(r["selection"]) for r in reports if isinstance(r.get("selection"), Mapping)}
+    if chosen:
+        out.append("Selection: " + "; ".join(sorted(chosen)))
     out.append(f"Computed by: {_scorer_line(reports)}. Intervals: 95% percentile bootstrap, images resampled, "
                f"{rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}.")  # fmt: skip
     return "\n\n".join(out)
