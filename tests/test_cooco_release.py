@@ -428,6 +428,27 @@ def test_a_hub_dataset_with_unknown_columns_names_them_and_the_column_map(releas
     assert cli.main([*args, "--column-map", "annotator=-"]) == 0
 
 
+def test_hub_rows_without_file_names_need_a_coco_id(release):
+    from datasets import Image as HFImage
+
+    # generated rows: their metadata gives the condition, so only the id is missing
+    hub = hub_dataset(release).select([2, 3]).cast_column("image", HFImage(decode=False))
+    nameless = hub.map(lambda row: {"image": {"bytes": row["image"]["bytes"], "path": None}})
+    with pytest.raises(cooco.CoocoBuildError, match=r"row 0: .*no COCO image id: the row has no image file name"):
+        cooco.ensure_schema(nameless)
+
+
+def test_a_coco_id_that_contradicts_the_file_name_is_an_error(release, tmp_path, capsys):
+    name = "000000397133_kitchen_bottle_original.jpg"
+
+    def wrong_id(meta, _):
+        meta[name]["coco_id"] = 37777
+
+    copy = _rewrite(release, tmp_path, wrong_id)
+    assert build_cli(copy, tmp_path / "out") == 2
+    assert f"({name}): coco_id 37777 in the metadata contradicts the file name's '000000397133'" in capsys.readouterr().err
+
+
 # -- whole runs through the harness ------------------------------------------------------
 
 

@@ -426,10 +426,15 @@ def _coco_id(parsed: Mapping[str, str], given: Mapping[str, Any], name: Any, fil
         return text
     if from_file:
         return from_file
-    shown = f"the file name {Path(str(name)).name!r}" if name else "the row (no image file name)"
+    if not name:
+        raise ValueError(
+            "no COCO image id: the row has no image file name to read it from and no coco_id; "
+            "add a coco_id field (or the image's file name) to the metadata"
+        )
     raise ValueError(
-        f"no COCO image id: {shown} does not start with a 12-digit COCO id ('{{id12}}_...' or '{{id12}}__...') "
-        f"and the metadata has no coco_id (file {file}); add a coco_id field to the metadata or rename the file"
+        f"no COCO image id: the file name {Path(str(name)).name!r} does not start with a 12-digit COCO id "
+        f"('{{id12}}_...' or '{{id12}}__...') and the metadata has no coco_id (file {file}); add a coco_id field "
+        f"to the metadata or rename the file"
     )
 
 
