@@ -353,7 +353,11 @@ def test_noise_regions_equal_an_independent_map_int_computation(release, built):
 
 def test_the_crop_is_pils_crop_of_the_float_box_before_noise(release, built):
     _, metadata = release
-    for doc in cooco.naming_docs(load_built(built)):
+    ds = load_built(built)
+    # level 0 and the strongest target noise: the crop RefCLIPScore scores is the same
+    noisy = cooco.noise_grid_docs(ds).filter(lambda a, lv: a == "target" and lv == 1.0, input_columns=["noise_area", "noise_level"])
+    assert len(noisy) == 19
+    for doc in [*cooco.naming_docs(ds), *noisy]:
         clean, _ = cooco.padded(doc)
         width, height = doc["width"], doc["height"]
         side = max(width, height)
