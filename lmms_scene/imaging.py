@@ -1,9 +1,15 @@
 """Image geometry and perturbations shared by the benchmarks.
 
-Boxes follow COCO: ``(x, y, w, h)`` in pixels, origin at the top-left corner. A box
-covers the integer pixel columns ``floor(x) .. ceil(x + w) - 1`` (and the same for rows):
-every pixel the box touches. :func:`box_pixels` is the one place that rounds, so the
-noise mask, the CLIP crop and the prompt coordinates agree on which pixels are "target".
+Boxes follow COCO: ``(x, y, w, h)`` in pixels, origin at the top-left corner. COOCO's
+evaluation (the authors' ``utils.py``) turns a float box into pixels in two ways, and so
+do we, each in one function:
+
+- the **noise region** (:func:`box_pixels`): ``x, y, w, h = map(int, box)``, columns
+  ``int(x) .. int(x) + int(w) - 1`` (rows likewise), clipped to the image; so our noise
+  touches exactly the pixels the authors' noise touches;
+- the **crop** (:func:`crop_pixels`): PIL's ``image.crop((x, y, x + w, y + h))``, which
+  rounds each edge to the nearest integer (Python's ``round``); the RefCLIPScore crop
+  and Qwen's integer prompt coordinates use it.
 """
 
 from __future__ import annotations
@@ -50,33 +56,46 @@ def to_rgb(image: Image.Image, background: tuple[int, int, int] = PAD_COLOUR) ->
 
 
 def box_pixels(box: Sequence[float], size: tuple[int, int]) -> tuple[int, int, int, int]:
-    """The integer pixel rectangle ``(x0, y0, x1, y1)`` (``x1``/``y1`` exclusive) that
-    ``box = (x, y, w, h)`` covers inside an image of ``size = (width, height)``,
-    clipped to the image. Raises ``ValueError`` if nothing of the box is inside."""
-    x, y, w, h = (float(v) for v in box)
+    """The noise region of ``box = (x, y, w, h)`` in an image of ``size = (width,
+    height)``: the integer rectangle ``(x0, y0, x1, y1)`` (``x1``/``y1`` exclusive) with
+    ``x0 = int(x)``, ``x1 = int(x) + int(w)`` (rows likewise), clipped to the image.
+
+    COOCO's evaluation code does ``x, y, w, h = map(int, bbox)`` (truncation toward
+    zero) and noises ``[y:y + h, x:x + w]``; this is that region, pixel for pixel, for
+    every box inside the image (a coordinate below 0, which the builder allows down to
+    -1 for annotation rounding, is clipped to 0 instead of wrapping around as a negative
+    numpy index would). Raises ``ValueError`` if the region holds no pixel.
+
+    >>> box_pixels((10.7, 5.2, 20.9, 9.99), (100, 100))
+    (10, 5, 30, 14)
+    """
+    x, y, w, h = (int(float(v)) for v in box)
     width, height = size
-    x0 = max(0, math.floor(x))
-    y0 = max(0, math.floor(y))
-    x1 = min(width, math.ceil(x + w))
-    y1 = min(height, math.ceil(y + h))
+    x0, y0 = max(0, x), max(0, y)
+    x1, y1 = min(width, x + w), min(height, y + h)
     if x1 <= x0 or y1 <= y0:
         raise ValueError(f"box {tuple(box)} covers no pixel of an image of size {width}x{height}")
     return x0, y0, x1, y1
 
 
-def validate_box(box: Sequence[float], size: tuple[int, int], tolerance: float = 1.0) -> None:
-    """Raise ``ValueError`` unless ``box = (x, y, w, h)`` has positive area and lies inside
-    ``size = (width, height)`` (up to ``tolerance`` pixels, for rounding in annotations)."""
-    if len(box) != 4:
-        raise ValueError(f"box must have 4 numbers (x, y, w, h), got {len(box)}: {box!r}")
+def crop_pixels(box: Sequence[float], size: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The crop of ``box = (x, y, w, h)``: the rectangle ``(x0, y0, x1, y1)`` (exclusive
+    ends) that PIL's ``image.crop((x, y, x + w, y + h))`` takes, each edge rounded to
+    the nearest integer with Python's ``round`` (half to even), clipped to the image
+    (PIL would pad a crop that leaves the image with black instead). This is how the
+    authors' ``get_image_patch`` crops the RefCLIPScore image. Raises ``ValueError`` if
+    the crop holds no pixel.
+
+    >>> crop_pixels((10.4, 30.7, 20.4, 9.6), (100, 100))
+    (10, 31, 31, 40)
+    """
     x, y, w, h = (float(v) for v in box)
-    if not all(math.isfinite(v) for v in (x, y, w, h)):
-        raise ValueError(f"box {tuple(box)} has a non-finite coordinate")
-    if w <= 0 or h <= 0:
-        raise ValueError(f"box {tuple(box)} has zero or negative area (w={w}, h={h})")
     width, height = size
-    if x < -tolerance or y < -tolerance or x + w > width + tolerance or y + h > height + tolerance:
-        raise ValueError(f"box {tuple(box)} lies outside the {width}x{height} image")
+    x0, y0, x1, y1 = (round(v) for v in (x, y, x + w, y + h))
+    x0, y0, x1, y1 = max(0, x0), max(0, y0), min(width, x1), min(height, y1)
+    if x1 <= x0 or y1 <= y0:
+        raise ValueError(f"box {tuple(box)} crops no pixel of an image of size {width}x{height}")
+    return x0, y0, x1, y1
 
 
 def xywh_to_xyxy(box: Sequence[float]) -> tuple[float, float, float, float]:
@@ -126,8 +145,9 @@ def pad_to_square(
 
 
 def crop_box(image: Image.Image, box: Sequence[float]) -> Image.Image:
-    """The pixels of ``image`` inside ``box = (x, y, w, h)`` (see :func:`box_pixels`)."""
-    return image.crop(box_pixels(box, image.size))
+    """The pixels of ``image`` inside ``box = (x, y, w, h)`` as the authors crop them
+    (see :func:`crop_pixels`)."""
+    return image.crop(crop_pixels(box, image.size))
 
 
 def noise_seed(*parts: object) -> int:
@@ -173,14 +193,18 @@ def add_gaussian_noise(
     """Add i.i.d. Gaussian noise to the ``area`` of ``image`` (COOCO, Section 4.2).
 
     ``box`` is ``(x, y, w, h)`` in pixels of ``image``; ``area`` is ``"target"`` (the
-    box), ``"context"`` (everything else, padding included) or ``"all"``. Each affected
+    box's noise region, :func:`box_pixels`: the authors' ``map(int, bbox)``),
+    ``"context"`` (everything else, padding included) or ``"all"``. Each affected
     pixel value, per channel, becomes ``clip(x + e, 0, 255)`` cast to uint8 with
     ``e ~ N(0, (255 * level)^2)``, as in the authors' code. Pixels outside the area are
     untouched. The noise field is drawn for the whole image from ``seed``
     (:func:`standard_normal_field`) and then masked: for one seed the three areas share
     one noise field (``all`` equals ``target`` inside the box and ``context`` outside;
     COOCO seeds per image and level, not per area, see
-    :func:`lmms_scene.data.cooco.noise_seed`). ``level == 0`` returns an unchanged copy.
+    :func:`lmms_scene.data.cooco.noise_seed`). The authors' ``all`` calls their target
+    function and then their context function, two draws on complementary regions, so
+    each pixel gets exactly one draw there too: the ``all`` image has the same
+    distribution either way. ``level == 0`` returns an unchanged copy.
     Returns a new RGB image; ``image`` is not modified.
 
     >>> from PIL import Image

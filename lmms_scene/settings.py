@@ -11,6 +11,8 @@ take :func:`current` once and pass its values down as arguments.
 ``LMMS_SCENE_DEVICE``          device for the metric models (default: CUDA when present, else CPU)
 ``LMMS_SCENE_NO_TASK_HOOK``    any value: do not add our task folder to the harness's index
 ``LMMS_SCENE_NO_PROGRESS``     ``1``: no progress bars on long steps
+``LMMS_SCENE_COOCO_CLEAN``     ``include``: the COOCO tasks also evaluate the clean images
+                               (target removed; default ``skip``, as the authors' evaluation)
 ``RANK``, ``WORLD_SIZE``,      set by ``accelerate launch`` / ``torchrun``: this process's share
 ``LOCAL_RANK``                 of the work (:func:`process_group`)
 =============================  =============================================================
@@ -33,6 +35,7 @@ CLIP_MODEL_ENV = "LMMS_SCENE_CLIP_MODEL"
 DEVICE_ENV = "LMMS_SCENE_DEVICE"
 NO_TASK_HOOK_ENV = "LMMS_SCENE_NO_TASK_HOOK"
 NO_PROGRESS_ENV = "LMMS_SCENE_NO_PROGRESS"
+COOCO_CLEAN_ENV = "LMMS_SCENE_COOCO_CLEAN"
 #: the ``clip_model`` value that switches the CLIP metrics off
 CLIP_DISABLED = "none"
 
@@ -48,6 +51,9 @@ class Settings:
     no_task_hook: bool = False
     #: progress bars on long steps (``LMMS_SCENE_NO_PROGRESS=1`` switches them off)
     progress: bool = True
+    #: COOCO's clean images (target removed): ``skip`` (default) or ``include``; the
+    #: COOCO tasks check the value (:func:`lmms_scene.data.cooco.views.clean_option`)
+    cooco_clean: str = "skip"
 
     @property
     def clip_enabled(self) -> bool:
@@ -68,6 +74,7 @@ def current() -> Settings:
         device=env.get(DEVICE_ENV) or None,
         no_task_hook=bool(env.get(NO_TASK_HOOK_ENV)),
         progress=env.get(NO_PROGRESS_ENV, "").strip() in ("", "0"),
+        cooco_clean=env.get(COOCO_CLEAN_ENV, "").strip() or "skip",
     )
     with _lock:
         extra = dict(_overrides)

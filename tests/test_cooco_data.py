@@ -282,9 +282,15 @@ def test_metadata_condition_must_agree_with_the_file_name(tmp_path):
         build(make_folder(tmp_path, rows=[row]))
 
 
-def test_names_outside_the_scheme_are_fine_with_full_metadata(tmp_path):
-    ds = build(make_folder(tmp_path, rows=[("photo_17.jpg", "ham", "relscore_low", [5, 5, 10, 8])]))
-    assert ds[0]["image_id"] == "photo_17" and ds[0]["condition"] == "low" and ds[0]["coco_id"] == ""
+def test_names_outside_the_scheme_are_fine_with_full_metadata_and_a_coco_id(tmp_path):
+    row = ("photo_17.jpg", "ham", "relscore_low", [5, 5, 10, 8])
+    # without a COCO id (the file name carries none) the row is an error naming the file,
+    # never a silently empty coco_id
+    with pytest.raises(cooco.CoocoBuildError, match=r"row 0 \(photo_17.jpg\): no COCO image id: .*photo_17.jpg.* coco_id"):
+        build(make_folder(tmp_path, rows=[row]))
+    (tmp_path / "with_id").mkdir()
+    ds = build(make_folder(tmp_path / "with_id", rows=[row], extra_columns={"coco_id": "64659"}))
+    assert ds[0]["image_id"] == "photo_17" and ds[0]["condition"] == "low" and ds[0]["coco_id"] == "000000064659"
 
 
 # -- EXIF orientation, duplicate ids, one noise field per (image, level) ---------------------

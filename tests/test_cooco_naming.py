@@ -122,8 +122,25 @@ def test_empty_very_long_and_non_english_outputs_are_scored_and_counted():
 
 
 def test_unknown_condition_is_rejected_naming_the_row():
-    with pytest.raises(ValueError, match="img_clean.*unknown condition 'clean'"):
-        naming.score_rows([item("x", condition="clean")])
+    with pytest.raises(ValueError, match="img_bogus.*unknown condition 'bogus'"):
+        naming.score_rows([item("x", condition="bogus")])
+
+
+def test_clean_rows_are_reported_apart_and_never_in_a_headline_mean():
+    # clean images (LMMS_SCENE_COOCO_CLEAN=include) are scored against the removed target
+    rows = naming.score_rows([item("laptop", condition="clean", gold="laptop"), item("ham"), item("laptop", image_id="x")])
+    assert rows[0]["accuracy"] == 1.0 and rows[0]["context_captured"] is None
+    entries = [naming.metric_entries(r) for r in rows]
+    # the headline accuracy is over the two naming items only (1 and 0), not 2 of 3
+    assert naming.mean_score([e["accuracy"] for e in entries]) == pytest.approx(0.5)
+    assert "score" not in entries[0]["accuracy"]
+    report = naming.report([e["cooco_breakdown"] for e in entries])
+    assert report["overall"]["n"] == 2 and report["by_condition"]["clean"]["n"] == 1
+    assert report["by_condition"]["clean"]["accuracy"] == 1.0
+    assert "| clean |" in naming.figure3_table({"m": naming.merge_reports([report])}, "accuracy")
+    # a report without clean rows keeps the paper's five conditions
+    plain = naming.report([entries[1]["cooco_breakdown"]])
+    assert "clean" not in naming.figure3_table({"m": naming.merge_reports([plain])}, "accuracy")
 
 
 def fake_row(image_id, condition, area, level, **scores):

@@ -18,14 +18,14 @@ SUFFIX = "Answer with the object's name only. No extra text."
 
 # A 100 x 50 image padded to 100 x 100 (25 grey rows above); the fractional box
 # (10.4, 5.7, 20.4, 9.6) moves to (10.4, 30.7, 20.4, 9.6), i.e. xyxy (10.4, 30.7, 30.8, 40.3).
-# It covers pixels x 10..30, y 30..40 (Qwen's integer coordinates, x2/y2 exclusive), but the
+# Qwen's integer coordinates are its edges rounded to the nearest integer (10, 31, 31, 40: the
+# rectangle the RefCLIPScore crop takes, as PIL's crop of the float box does), but the
 # normalised coordinates, the centre and the Kosmos-2 patches come from the float box.
 DOC = {"width": 100, "height": 50, "target_bbox": [10.4, 5.7, 20.4, 9.6]}
 
 
 def independent_context():
     """The prompt values computed here from the float box, without lmms_scene."""
-    import math
 
     from transformers.models.kosmos2.processing_kosmos2 import coordinate_to_patch_index
 
@@ -34,7 +34,7 @@ def independent_context():
     x, y, w, h = DOC["target_bbox"]
     xyxy = (x, y + dy, x + w, y + dy + h)
     norm = tuple(v / side for v in xyxy)
-    pixels = (math.floor(xyxy[0]), math.floor(xyxy[1]), math.ceil(xyxy[2]), math.ceil(xyxy[3]))
+    pixels = tuple(round(v) for v in xyxy)
     cx, cy = 100 * (norm[0] + norm[2]) / 2, 100 * (norm[1] + norm[3]) / 2
     return norm, pixels, (cx, cy), coordinate_to_patch_index(norm, 32)
 
@@ -57,7 +57,7 @@ EXPECTED = {
 def test_expected_values_are_those_of_the_float_box_not_the_pixel_box():
     # written out once, so a change in the independent computation is seen too
     assert _N2 == "0.10, 0.31, 0.31, 0.40" and _N4 == "0.1040, 0.3070, 0.3080, 0.4030"
-    assert _PIXELS == (10, 30, 31, 41)
+    assert _PIXELS == (10, 31, 31, 40)
     assert (f"{_CENTRE[0]:.1f}", f"{_CENTRE[1]:.1f}") == ("20.6", "35.5")
     # 32 x 32 grid: upper-left row 9 col 3 -> 291; lower-right row 12 col 9 -> 393
     # (the rounded pixel box would give row 13 -> 425)
@@ -111,6 +111,7 @@ def test_prompt_context_on_a_square_and_a_portrait_image():
     assert (square["x1"], square["y1"], square["x2"], square["y2"]) == (0, 0, 64, 64)
     assert (square["cx"], square["cy"]) == (50.0, 50.0) and (square["patch_ul"], square["patch_lr"]) == (0, 1023)
     portrait = cooco.prompt_context({"width": 30, "height": 60, "target_bbox": [0.5, 10, 10, 10]})
-    # (60 - 30) // 2 = 15 grey columns on the left; x 0.5 covers pixel 0 -> 15
-    assert (portrait["x1"], portrait["y1"], portrait["x2"], portrait["y2"]) == (15, 10, 26, 20)
+    # (60 - 30) // 2 = 15 grey columns on the left: x 15.5 .. 25.5, each edge rounded half to
+    # even as PIL's crop does (16, 26)
+    assert (portrait["x1"], portrait["y1"], portrait["x2"], portrait["y2"]) == (16, 10, 26, 20)
     assert portrait["side"] == 60

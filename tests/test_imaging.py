@@ -81,20 +81,32 @@ def test_to_rgb_scales_16_bit_grey_instead_of_clipping():
     assert [out.getpixel((x, 0)) for x in range(3)] == [(0, 0, 0), (100, 100, 100), (255, 255, 255)]
 
 
-def test_box_pixels_covers_every_touched_pixel_and_clips():
-    assert imaging.box_pixels((1.5, 1.5, 2, 2), (10, 10)) == (1, 1, 4, 4)
+def test_box_pixels_is_the_authors_map_int_region_clipped():
+    # COOCO's evaluation: x, y, w, h = map(int, bbox); noise on [y:y + h, x:x + w]
+    assert imaging.box_pixels((1.5, 1.5, 2, 2), (10, 10)) == (1, 1, 3, 3)
+    assert imaging.box_pixels((1.9, 0.2, 2.9, 3.99), (10, 10)) == (1, 0, 3, 3)
     assert imaging.box_pixels((-3, 8, 5, 5), (10, 10)) == (0, 8, 2, 10)
     with pytest.raises(ValueError, match="covers no pixel"):
         imaging.box_pixels((20, 20, 2, 2), (10, 10))
+    with pytest.raises(ValueError, match="covers no pixel"):
+        imaging.box_pixels((3, 3, 0.9, 4), (10, 10))  # int(0.9) = 0 columns
 
 
-@pytest.mark.parametrize(
-    "box, message",
-    [((0, 0, 0, 5), "zero or negative area"), ((8, 8, 5, 5), "outside"), ((0, 0, 1), "4 numbers"), ((0, float("nan"), 1, 1), "non-finite")],
-)
-def test_validate_box_rejects_bad_boxes(box, message):
-    with pytest.raises(ValueError, match=message):
-        imaging.validate_box(box, (10, 10))
+@pytest.mark.parametrize("box", [(1.5, 1.5, 2, 2), (2.5, 0.49, 3.01, 4.5), (0.2, 0.7, 9.6, 9.1), (3.5, 2.5, 2.0, 1.5)])
+def test_crop_is_pils_crop_of_the_float_box(box):
+    # the authors crop with image.crop((x, y, x + w, y + h)): PIL rounds each edge
+    image = random_image(10, 10, seed=3)
+    x, y, w, h = box
+    theirs = image.crop((x, y, x + w, y + h))
+    ours = imaging.crop_box(image, box)
+    assert ours.size == theirs.size and np.array_equal(px(ours), px(theirs))
+    assert imaging.crop_pixels(box, (10, 10)) == tuple(round(v) for v in (x, y, x + w, y + h))
+
+
+def test_a_crop_that_rounds_to_nothing_is_an_error():
+    # round(3.5) == round(4.5) == 4: PIL would hand back a 0 x 0 image
+    with pytest.raises(ValueError, match="crops no pixel"):
+        imaging.crop_pixels((3.5, 3.5, 1.0, 1.0), (10, 10))
 
 
 # -- noise ----------------------------------------------------------------------------

@@ -23,15 +23,26 @@ def register_build(builds) -> None:
         "that evaluate it and print the command to run them.",
     )
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--from-hub", metavar="REPO", help=f"hub dataset, e.g. {HUB_REPO}")
+    source.add_argument("--from-hub", metavar="REPO",
+                        help=f"hub dataset, e.g. {HUB_REPO}, or a local folder standing in for it (saved with "
+                        "save_to_disk, or data files load_dataset reads)")
     source.add_argument("--from-folder", metavar="DIR", type=Path, help="folder of images in the authors' naming scheme")
-    p.add_argument("--metadata", type=Path, help="metadata .csv/.jsonl/.json (default: DIR/metadata.*)")
+    p.add_argument("--metadata", type=Path,
+                   help="metadata .csv/.jsonl/.json, including the authors' JSON object keyed by image file name "
+                   "(default: DIR/metadata.*)")
     p.add_argument("--split", help="hub split to read (default: all, concatenated)")
     p.add_argument("--column-map", action="append", default=[], type=_column_map, metavar="SOURCE=FIELD",
                    help="map or drop (SOURCE=-) a source column")  # fmt: skip
     p.add_argument("--prefer-metadata", action="store_true",
                    help="where the metadata contradicts the file name (scene, target, replacement, condition), "
                    "use the metadata's value and record each case in the card (default: an error)")
+    p.add_argument("--box-format", action="append", default=[], metavar="[WHICH=]FORMAT",
+                   help="how the release stores target_bbox: xywh (default), xyxy or xwyh, for every row or for "
+                   "WHICH = generated (the inpainted images), original (original and clean) or one condition; "
+                   "repeatable. Rows are stored as [x, y, w, h]")
+    p.add_argument("--accept-box-aspect", action="store_true",
+                   help="keep generated images' boxes whose aspect w/h is outside [0.5, 2] (the inpainting step's "
+                   "range), listing each in the card (default: an error)")
     p.add_argument("--skip-unmatched", action="store_true",
                    help="leave out images without a metadata row and rows without an image, listing them in the "
                    "card (default: an error)")
@@ -53,10 +64,11 @@ def _build(args) -> int:
         args.parser.error("give --out and/or --push-to-hub")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", CoocoBuildWarning)
+        formats = cooco.box_formats(args.box_format)  # a bad --box-format: error line, exit 2
         dataset, label, notes = cooco.build(
             hub=args.from_hub, folder=args.from_folder, metadata=args.metadata, split=args.split,
             column_map=dict(args.column_map), prefer_metadata=args.prefer_metadata,
-            skip_unmatched=args.skip_unmatched,
+            skip_unmatched=args.skip_unmatched, box_format=formats, accept_aspect=args.accept_box_aspect,
         )  # fmt: skip
     for warning in caught:
         if issubclass(warning.category, CoocoBuildWarning):
@@ -71,6 +83,12 @@ def _build(args) -> int:
         if len(decisions) > 20:
             print(f"  ... and {len(decisions) - 20} more", file=sys.stderr)
     card = cooco.dataset_card(dataset, label, notes=notes)
+    chosen = cooco.selection(dataset)
+    print(
+        f"{chosen['release_rows']} rows, {chosen['evaluated']} naming items; the tasks leave out "
+        f"{chosen['skipped_excluded']} excluded rows and {chosen['skipped_clean']} clean images (as the authors' "
+        f"evaluation does; LMMS_SCENE_COOCO_CLEAN=include evaluates the clean ones too)"
+    )
     if args.out:
         written = cooco.write_local(dataset, args.out, card, name=args.name)
         print(f"wrote {len(dataset)} rows to {written['data']} (card: {written['card']})")

@@ -44,6 +44,10 @@ VERBOSE_WORDS = 10
 
 CONDITIONS: tuple[str, ...] = ("original", "same_target", "high", "medium", "low")
 INCONGRUENT: tuple[str, ...] = ("high", "medium", "low")
+#: Clean images (target removed) are scored only on request (``LMMS_SCENE_COOCO_CLEAN=include``),
+#: against the removed target, and reported in their own cells: never in the headline means.
+CLEAN = "clean"
+SCORED_CONDITIONS: tuple[str, ...] = CONDITIONS + (CLEAN,)
 NO_NOISE_AREA = "none"
 
 # End-of-turn markers that leak into decoded outputs of the model families COOCO uses:
@@ -133,8 +137,8 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
     rows: list[dict[str, Any]] = []
     for item in items:
         condition = str(item["condition"])
-        if condition not in CONDITIONS:
-            raise ValueError(f"{item['image_id']}: unknown condition {condition!r}; expected one of {CONDITIONS}")
+        if condition not in SCORED_CONDITIONS:
+            raise ValueError(f"{item['image_id']}: unknown condition {condition!r}; expected one of {SCORED_CONDITIONS}")
         raw, sanitised = sanitise_output("" if item["output"] is None else str(item["output"]))
         prediction = normalise_output(raw)
         rows.append(
@@ -154,6 +158,7 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
                 "output_sanitised": sanitised,
                 "scored": True,
                 "clip_model": model_name if use_clip else None,
+                **_selection(item),
             }
         )
     scored = [(i, r) for i, r in enumerate(rows) if not r["empty"]]
@@ -210,6 +215,13 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
     return rows
 
 
+def _selection(item: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's selection counts (what the task left out of the release), when the doc
+    carries them (:func:`lmms_scene.data.cooco.views.selection`)."""
+    chosen = item.get("selection")
+    return {"selection": dict(chosen)} if isinstance(chosen, Mapping) else {}
+
+
 #: row fields computed with CLIP (``None`` when CLIP metrics are switched off)
 CLIP_FIELDS = (
     "clip_score", "reference_similarity", "refclipscore", "text_similarity", "accuracy",
@@ -240,6 +252,7 @@ def doc_key(doc: Mapping[str, Any], output: Any, model: str) -> tuple:
         float(doc.get("noise_level", 0.0)), tuple(float(v) for v in doc["target_bbox"]),
         int(doc.get("width", 0)), int(doc.get("height", 0)),
         str(doc["scene"]), str(doc["target"]), str(doc["gold_label"]), output, model,
+        tuple(sorted((doc.get("selection") or {}).items())),
     )  # fmt: skip
 
 
@@ -259,7 +272,7 @@ def unscored_row(doc: Mapping[str, Any], output: Any, reason: str, model: str | 
         "gold": normalise_label(doc.get("gold_label", "")), "output": text, "prediction": normalise_output(text),
         "empty": None, "output_words": None, "non_ascii": None, "output_sanitised": sanitised,
         "scored": False, "unscored_reason": reason, "clip_model": model,
-        "levenshtein_similarity": None, "levenshtein_accuracy": None,
+        "levenshtein_similarity": None, "levenshtein_accuracy": None, **_selection(doc),
     }  # fmt: skip
     row.update({name: None for name in CLIP_FIELDS})
     return row
@@ -422,7 +435,8 @@ def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] |
         grid.setdefault(row["condition"], {}).setdefault(row["noise_area"], {}).setdefault(
             level_key(row["noise_level"]), []
         ).append(row)
-    conditions = [c for c in CONDITIONS if c in grid] + sorted(set(grid) - set(CONDITIONS))
+    conditions = [c for c in SCORED_CONDITIONS if c in grid] + sorted(set(grid) - set(SCORED_CONDITIONS))
+    naming = [r for r in unique if r["condition"] != CLEAN]
     by_cell = {
         c: {a: {lv: _cell(grid[c][a][lv]) for lv in sorted(grid[c][a], key=float)} for a in sorted(grid[c])}
         for c in conditions
@@ -437,13 +451,42 @@ def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] |
         "clip_models": sorted({str(m) for r in unique if (m := r.get("clip_model"))}),
         "n_rows": len(unique),
         "n_duplicate_rows_dropped": dropped,
-        "overall": _cell(unique),
+        "selection": selection_summary(unique),
+        # naming items only: clean images (scored on request) have their own cells
+        "overall": _cell(naming),
         "by_condition": {c: _cell([r for r in unique if r["condition"] == c]) for c in conditions},
         "by_condition_noise": by_cell,
         "context_capture_rate": rows_lib.mean(r["context_captured"] for r in incongruent),
         "context_capture_rate_among_wrong": rows_lib.mean(r["context_captured"] for r in wrong),
         "output_statistics": output_statistics(unique),
     }
+
+
+def selection_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """What the run evaluated of the release and what it left out (excluded rows, clean
+    images), from the counts every row carries; None for rows without them (e.g. a run
+    logged before they existed). Rows of one task come from one dataset; if they
+    disagree, every distinct count is listed under ``mixed``."""
+    seen = []
+    for row in rows:
+        chosen = row.get("selection")
+        if isinstance(chosen, Mapping) and dict(chosen) not in seen:
+            seen.append(dict(chosen))
+    if not seen:
+        return None
+    if len(seen) == 1:
+        return seen[0]
+    return {"mixed": seen}
+
+
+def selection_line(chosen: Mapping[str, Any]) -> str:
+    """One line saying what a run evaluated of the release and what it left out."""
+    if "mixed" in chosen:
+        return "rows from several selections: " + "; ".join(selection_line(c) for c in chosen["mixed"])
+    evaluated = f"{chosen.get('evaluated')} of {chosen.get('release_rows')} release rows evaluated"
+    if chosen.get("clean_included"):
+        return f"{evaluated} (clean images included); left out {chosen.get('skipped_excluded')} excluded rows"
+    return f"{evaluated}; left out {chosen.get('skipped_excluded')} excluded rows and {chosen.get('skipped_clean')} clean images"
 
 
 def provenance(model: str | None = None) -> dict[str, Any]:
@@ -503,9 +546,10 @@ def metric_entries(row: Mapping[str, Any]) -> dict[str, Any]:
     aggregation tell a re-gathered copy from a conflicting second answer."""
     ids = {**{k: row[k] for k in ID_FIELDS}, "output": row.get("output")}
     out: dict[str, Any] = {BREAKDOWN_KEY: dict(row)}
+    naming_item = row.get("condition") != CLEAN  # a clean image is never in a headline mean
     for key, field in HEADLINE.items():
         value = row.get(field)
-        out[key] = {**ids, "score": float(value)} if value is not None else dict(ids)
+        out[key] = {**ids, "score": float(value)} if value is not None and naming_item else dict(ids)
     return out
 
 
@@ -578,8 +622,14 @@ def figure3_table(models: Mapping[str, Mapping[str, Any]], metric: str = "refcli
     from lmms_scene.results import markdown_table
 
     names = list(models)
-    rows = [[c] + [_fmt_cell(models[m].get(c, {}).get("none", {}).get("0"), metric) for m in names] for c in CONDITIONS]
+    shown = _shown_conditions(models.values())
+    rows = [[c] + [_fmt_cell(models[m].get(c, {}).get("none", {}).get("0"), metric) for m in names] for c in shown]
     return markdown_table(["condition", *names], rows)
+
+
+def _shown_conditions(grids: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The paper's five conditions, plus ``clean`` where a run evaluated clean images."""
+    return CONDITIONS + ((CLEAN,) if any(CLEAN in grid for grid in grids) else ())
 
 
 def figure4_table(grid: Mapping[str, Any], metric: str = "refclipscore") -> str:
@@ -588,7 +638,8 @@ def figure4_table(grid: Mapping[str, Any], metric: str = "refclipscore") -> str:
 
     header = [f"{a} {lv}" if a != "none" else "no noise" for a, lv in FIGURE4_SETTINGS]
     rows = [
-        [c] + [_fmt_cell(grid.get(c, {}).get(a, {}).get(lv), metric) for a, lv in FIGURE4_SETTINGS] for c in CONDITIONS
+        [c] + [_fmt_cell(grid.get(c, {}).get(a, {}).get(lv), metric) for a, lv in FIGURE4_SETTINGS]
+        for c in _shown_conditions([grid])
     ]
     return markdown_table(["condition", *header], rows)
 
@@ -648,6 +699,9 @@ def tables(results: Sequence[Any]) -> str:
     ]  # fmt: skip
     if capture:
         out.append("Context capture (output closer to the original target than to the gold): " + "; ".join(capture))
+    chosen = {selection_line(r["selection"]) for r in reports if isinstance(r.get("selection"), Mapping)}
+    if chosen:
+        out.append("Selection: " + "; ".join(sorted(chosen)))
     out.append(f"Computed by: {_scorer_line(reports)}. Intervals: 95% percentile bootstrap, images resampled, "
                f"{rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}.")  # fmt: skip
     return "\n\n".join(out)

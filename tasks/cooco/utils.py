@@ -12,15 +12,24 @@ from lmms_scene.prompts import render
 DEFAULT_TEMPLATE = "cooco/default.jinja"
 
 
+def _include_clean() -> bool:
+    from lmms_scene import settings
+
+    return cooco.clean_option(settings.current().cooco_clean)
+
+
 def process_docs(dataset):
-    # the harness builds the docs before generating: a missing CLIP stops the run here
+    # the harness builds the docs before generating: a missing CLIP, an unknown hub
+    # layout or a bad LMMS_SCENE_COOCO_CLEAN stops the run here
+    include_clean = _include_clean()
     naming.require_metrics()
-    return cooco.naming_docs(cooco.ensure_schema(dataset))
+    return cooco.naming_docs(cooco.ensure_schema(dataset), include_clean=include_clean)
 
 
 def process_docs_noise(dataset):
+    include_clean = _include_clean()
     naming.require_metrics()
-    return cooco.noise_grid_docs(cooco.ensure_schema(dataset))
+    return cooco.noise_grid_docs(cooco.ensure_schema(dataset), include_clean=include_clean)
 
 
 def doc_to_visual(doc):

@@ -17,6 +17,8 @@ Command line: ``lmms-scene build cooco`` (:mod:`lmms_scene.cli.cooco`).
 
 from lmms_scene.data.cooco.builder import (
     DATA_FILE,
+    box_formats,
+    box_problem,
     build,
     build_dataset,
     convert_row,
@@ -35,14 +37,18 @@ from lmms_scene.data.cooco.builder import (
 from lmms_scene.data.cooco.card import CITATION, dataset_card
 from lmms_scene.data.cooco.sample import SAMPLE_FILE, build_sample, sample_rows
 from lmms_scene.data.cooco.schema import (
+    AUTHORS_EXTRA_FIELDS,
+    BOX_FORMATS,
     COLUMN_MAP,
     CONDITION_ALIASES,
     CONDITIONS,
+    GENERATED_CONDITIONS,
     HUB_REPO,
     NAMING_CONDITIONS,
     NO_NOISE_AREA,
     NOISE_LEVELS,
     REQUIRED_FIELDS,
+    SCENE_SPELLINGS,
     SCENES,
     SPLIT,
     TARGETS,
@@ -50,11 +56,16 @@ from lmms_scene.data.cooco.schema import (
     CoocoBuildWarning,
     canonical_condition,
     features,
+    label_key,
     parse_filename,
+    scene_spelling,
+    to_xywh,
 )
 from lmms_scene.data.cooco.views import (
     KOSMOS_GRID,
     NOISE_AREAS,
+    clean_option,
+    gold_of,
     kosmos_patch_indices,
     naming_docs,
     naming_item,
@@ -63,6 +74,7 @@ from lmms_scene.data.cooco.views import (
     padded,
     padded_geometry,
     prompt_context,
+    selection,
     target_crop,
     visual,
     warn_if_costly,

@@ -27,14 +27,23 @@ from typing import Any
 
 from lmms_scene import imaging
 from lmms_scene.data.cooco.schema import (
+    AUTHORS_EXTRA_FIELDS,
+    BOX_ASPECT_RANGE,
+    BOX_FORMATS,
     COLUMN_MAP,
+    CONDITIONS,
+    GENERATED_CONDITIONS,
     HUB_REPO,
     REQUIRED_FIELDS,
     CoocoBuildError,
     CoocoBuildWarning,
     canonical_condition,
     features,
+    label_key,
     parse_filename,
+    scene_spelling,
+    suggest_column_map,
+    to_xywh,
 )
 from lmms_scene.data.local import DATA_FILE, TASKS_DIR  # noqa: F401  (re-exported: where write_local puts things)
 
@@ -241,11 +250,13 @@ def size_warning(width: int, height: int) -> str | None:
     )
 
 
-#: (our field, how the file name's value is compared with the metadata's)
+#: (our field, how the file name's value is compared with the metadata's): labels up to
+#: case, ``_``, ``/`` and spaces (the authors' metadata says ``cubicle/office`` where
+#: the file name says ``cubicle_office``); conditions by meaning
 _CROSS_CHECKED = (
-    ("scene", lambda v: _label(v).lower()),
-    ("target", lambda v: _label(v).lower()),
-    ("swapped_object", lambda v: _label(v).lower()),
+    ("scene", label_key),
+    ("target", label_key),
+    ("swapped_object", label_key),
     ("rel_level", canonical_condition),
 )
 _FIELD_NAMES = {"rel_level": "condition", "swapped_object": "swapped_object (replacement)"}
@@ -260,9 +271,9 @@ def _reconcile(
     notes: list[str] | None,
 ) -> dict[str, Any]:
     """The file name's fields overlaid with the metadata's. Where both give a value they
-    must agree (up to case and ``_`` vs space; conditions by meaning); a disagreement is
-    an error naming both values and the file, unless ``prefer_metadata`` takes the
-    metadata's value and records that in ``notes``."""
+    must agree (up to case, ``_``, ``/`` and spaces; conditions by meaning); a
+    disagreement is an error naming both values and the file, unless
+    ``prefer_metadata`` takes the metadata's value and records that in ``notes``."""
     fields = {**parsed, **given}
     for field, key in _CROSS_CHECKED:
         from_file, from_meta = parsed.get(field), given.get(field)
@@ -280,6 +291,153 @@ def _reconcile(
     return fields
 
 
+def box_formats(spec: str | Mapping[str, str] | Iterable[str] | None) -> dict[str, str]:
+    """How each condition's ``target_bbox`` is stored, from ``--box-format`` values:
+    ``FORMAT`` (every row) or ``WHICH=FORMAT`` with WHICH ``all``, ``generated`` (the
+    inpainted conditions), ``original`` (original and clean images, which carry the
+    COCO box) or a condition name; later entries override earlier ones. FORMAT is one
+    of :data:`~lmms_scene.data.cooco.schema.BOX_FORMATS`.
+
+    >>> box_formats(["generated=xwyh"])["low"], box_formats(["generated=xwyh"])["original"]
+    ('xwyh', 'xywh')
+    """
+    out = {c: "xywh" for c in CONDITIONS}
+    if spec is None:
+        return out
+    items: Iterable[str] = [spec] if isinstance(spec, str) else (
+        [f"{k}={v}" for k, v in spec.items()] if isinstance(spec, Mapping) else spec
+    )  # fmt: skip
+    groups = {"all": CONDITIONS, "generated": GENERATED_CONDITIONS, "original": ("original", "clean")}
+    for item in items:
+        for part in str(item).split(","):
+            which, sep, fmt = part.strip().rpartition("=")
+            which, fmt = (which.strip().lower() or "all") if sep else "all", fmt.strip().lower()
+            if fmt not in BOX_FORMATS:
+                raise ValueError(f"--box-format {item!r}: format {fmt!r} is not one of {', '.join(BOX_FORMATS)}")
+            if which in groups:
+                chosen = groups[which]
+            else:
+                try:
+                    chosen = (canonical_condition(which),)
+                except ValueError:
+                    raise ValueError(
+                        f"--box-format {item!r}: {which!r} is not all, generated, original or a condition "
+                        f"({', '.join(CONDITIONS)})"
+                    ) from None
+            out.update({c: fmt for c in chosen})
+    return out
+
+
+#: How far (pixels) a box may reach beyond the image: annotation rounding.
+BOX_TOLERANCE = 1.0
+_BOX_ORDER = {"xywh": "[x, y, w, h]", "xyxy": "[x1, y1, x2, y2]", "xwyh": "[x, w, y, h]"}
+
+
+def _aspect_ok(w: float, h: float) -> bool:
+    """w/h within :data:`BOX_ASPECT_RANGE`, allowing each side the one pixel that the
+    authors' integer truncation of a fitted box can take off."""
+    low, high = BOX_ASPECT_RANGE
+    return (w + 1) / h >= low and w / (h + 1) <= high
+
+
+def box_problem(box: Sequence[float], size: tuple[int, int], generated: bool) -> str | None:
+    """Why ``box = [x, y, w, h]`` cannot be the target box of an image of ``size``, or
+    None: positive size, inside the image (up to :data:`BOX_TOLERANCE`), at least one
+    pixel in the authors' ``map(int, bbox)`` noise region and in their crop, and for a ``generated``
+    image an aspect ratio w/h between 0.5 and 2 (the inpainting step fits the box to it)."""
+    x, y, w, h = (float(v) for v in box)
+    width, height = size
+    if w <= 0 or h <= 0:
+        return f"has zero or negative area (w={w:g}, h={h:g})"
+    t = BOX_TOLERANCE
+    if x < -t or y < -t or x + w > width + t or y + h > height + t:
+        return f"lies outside the {width}x{height} image (x={x:g}, y={y:g}, x+w={x + w:g}, y+h={y + h:g})"
+    try:
+        imaging.box_pixels((x, y, w, h), size)
+    except ValueError:
+        return "holds no whole pixel in the authors' map(int, bbox) noise region"
+    try:
+        imaging.crop_pixels((x, y, w, h), size)
+    except ValueError:
+        return "crops no pixel when its edges are rounded as the authors' crop rounds them"
+    if generated and not _aspect_ok(w, h):
+        low, high = BOX_ASPECT_RANGE
+        return (
+            f"has aspect w/h = {w / h:.2f}, outside [{low:g}, {high:g}]: the inpainting step fits every "
+            f"generated image's box to that range"
+        )
+    return None
+
+
+def _checked_box(
+    raw: list[float], condition: str, size: tuple[int, int], fmt: str, where: str, file: str,
+    accept_aspect: bool, notes: list[str] | None,
+) -> list[float]:  # fmt: skip
+    """``raw`` (as the release stores it, in ``fmt``) as a checked ``[x, y, w, h]``. A box
+    that fails :func:`box_problem` is an error naming the value and the file; every other
+    order in which it would make sense is reported with it (``--box-format``). With
+    ``accept_aspect`` an aspect outside [0.5, 2] is recorded in ``notes`` instead."""
+    generated = condition in GENERATED_CONDITIONS
+    box = to_xywh(raw, fmt)
+    problem = box_problem(box, size, generated)
+    if problem is None:
+        return box
+    if generated and accept_aspect and box_problem(box, size, False) is None:
+        if notes is not None:
+            notes.append(f"{where}: target_bbox {raw} {problem}; kept (--accept-box-aspect)")
+        return box
+    shown = ", ".join(f"{v:g}" for v in raw)
+    message = f"box [{shown}] read as {_BOX_ORDER[fmt]} {problem} (field target_bbox, file {file})"
+    readings = []
+    for other in BOX_FORMATS:
+        if other == fmt:
+            continue
+        alt = to_xywh(raw, other)
+        if box_problem(alt, size, generated) is None:
+            x, y, w, h = alt
+            readings.append(
+                f"read as {_BOX_ORDER[other]} it is x={x:g}, y={y:g}, w={w:g}, h={h:g}, inside the image"
+                + (f" with aspect {w / h:.2f}" if generated else "")
+                + f": if the release stores its boxes so, pass --box-format {other}"
+                + (" (or generated=" + other + " for the inpainted images only)" if generated else "")
+            )
+    if readings:
+        message += "; " + "; ".join(readings)
+    elif generated and box_problem(box, size, False) is None:
+        message += "; pass --accept-box-aspect to keep such boxes (each is listed in the card)"
+    raise ValueError(message)
+
+
+def _coco_id(parsed: Mapping[str, str], given: Mapping[str, Any], name: Any, file: str) -> str:
+    """The 12-digit COCO image id: from the file name's first 12 digits, or from a
+    ``coco_id`` in the metadata (an integer or digits; zero-padded to 12); both given
+    must agree. Never empty: without either it is an error naming the file."""
+    from_file = parsed.get("coco_id")
+    from_meta = given.get("coco_id")
+    if from_meta is not None:
+        text = str(from_meta).strip()
+        if isinstance(from_meta, float) and from_meta.is_integer():
+            text = str(int(from_meta))
+        if not (text.isdigit() and len(text) <= 12):
+            raise ValueError(f"coco_id {from_meta!r} is not a COCO image id (at most 12 digits)")
+        text = text.zfill(12)
+        if from_file and text != from_file:
+            raise ValueError(f"coco_id {from_meta!r} in the metadata contradicts the file name's {from_file!r} (file {file})")
+        return text
+    if from_file:
+        return from_file
+    if not name:
+        raise ValueError(
+            "no COCO image id: the row has no image file name to read it from and no coco_id; "
+            "add a coco_id field (or the image's file name) to the metadata"
+        )
+    raise ValueError(
+        f"no COCO image id: the file name {Path(str(name)).name!r} does not start with a 12-digit COCO id "
+        f"('{{id12}}_...' or '{{id12}}__...') and the metadata has no coco_id (file {file}); add a coco_id field "
+        f"to the metadata or rename the file"
+    )
+
+
 def convert_row(
     raw: Mapping[str, Any],
     index: int,
@@ -287,12 +445,18 @@ def convert_row(
     *,
     prefer_metadata: bool = False,
     notes: list[str] | None = None,
+    box_format: str | Mapping[str, str] | Iterable[str] | None = None,
+    accept_aspect: bool = False,
 ) -> dict[str, Any]:
     """One source row (already renamed to our field names) -> a validated COOCO row.
 
     ``index`` is the row's position in the source (counting from 0), used in errors.
     ``prefer_metadata`` resolves a file-name/metadata disagreement in favour of the
-    metadata, recording it in ``notes``; by default it is an error."""
+    metadata, recording it in ``notes``; by default it is an error. ``box_format`` says
+    how the release stores ``target_bbox`` (:func:`box_formats`; default ``[x, y, w,
+    h]``); ``accept_aspect`` keeps generated images' boxes whose aspect is outside [0.5,
+    2], recording each in ``notes``."""
+    formats = box_format if isinstance(box_format, dict) and set(box_format) == set(CONDITIONS) else box_formats(box_format)
     image_value = raw.get("image")
     name = raw.get("file_name") or (image_value.get("path") if isinstance(image_value, Mapping) else None)
     where = f"row {index}" + (f" ({Path(str(name)).name})" if name else "")
@@ -305,7 +469,7 @@ def convert_row(
             if not all(f in given for f in (*REQUIRED_FIELDS, "rel_level")):
                 raise
             parsed = {}
-        file = str(base / str(name)) if base is not None and not Path(str(name)).is_absolute() else str(name)
+        file = str(base / str(name)) if base is not None and name and not Path(str(name)).is_absolute() else str(name)
         fields = _reconcile(parsed, given, where, file, prefer_metadata, notes) if parsed else dict(given)
         missing = [f for f in REQUIRED_FIELDS if f not in fields]
         if missing:
@@ -313,13 +477,17 @@ def convert_row(
         if "rel_level" not in fields:
             raise ValueError("no condition: neither a rel_level column nor a parsable file name")
         condition = canonical_condition(fields["rel_level"])
-        box = _bbox(fields["target_bbox"])
+        coco_id = _coco_id(parsed, given, name, file)
+        raw_box = _bbox(fields["target_bbox"])
         rel_score = _score(fields.get("rel_score"))
         excluded = _bool(fields.get("excluded"))
         image = image_value if image_value is not None else name
         data, size, _note = _image_bytes(image, base)
-        imaging.validate_box(box, size)
-        scene, target = _label(fields["scene"]), _label(fields["target"])
+        box = _checked_box(raw_box, condition, size, formats[condition], where, file, accept_aspect, notes)
+        # the metadata's spelling is what CLIP sees (the authors': ``cubicle/office``,
+        # ``_`` read as a space); a scene known only from the file name gets that spelling too
+        scene = _label(given["scene"] if "scene" in given else scene_spelling(str(fields["scene"])))
+        target = _label(fields["target"])
         swapped = _label(fields.get("swapped_object", ""))
         if condition in ("high", "medium", "low") and not swapped:
             raise ValueError(f"condition {condition!r} needs a swapped_object")
@@ -332,7 +500,7 @@ def convert_row(
     return {
         "image": {"bytes": data, "path": None},
         "image_id": stem,
-        "coco_id": str(parsed.get("coco_id", "")),
+        "coco_id": coco_id,
         "scene": scene,
         "target": target,
         "swapped_object": "" if condition in ("original", "clean") else swapped,
@@ -347,26 +515,51 @@ def convert_row(
     }
 
 
+#: our fields a source column can be mapped to (``--column-map SOURCE=FIELD``)
+SOURCE_FIELDS: tuple[str, ...] = tuple(dict.fromkeys(v for v in COLUMN_MAP.values() if v))
+
+
 def map_columns(columns: Iterable[str], overrides: Mapping[str, str | None] | None = None) -> dict[str, str | None]:
-    """Source column -> our field. Raises ``CoocoBuildError`` listing every column the
-    builder does not know, so a changed release schema fails loudly instead of
-    silently losing a field."""
+    """Source column -> our field (``None``: dropped). The authors' extra fields
+    (:data:`~lmms_scene.data.cooco.schema.AUTHORS_EXTRA_FIELDS`: fixations, captions,
+    instances) are dropped (:func:`build_dataset` records that in the card). Raises
+    ``CoocoBuildError`` listing every other column the builder does not know, with the
+    ``--column-map`` that would map or drop each, so a changed release schema fails
+    loudly instead of silently losing a field."""
     mapping = {**COLUMN_MAP, **(overrides or {})}
     columns = list(columns)
     if not columns:
         raise CoocoBuildError("the source has no columns (no rows?): nothing to build")
-    unknown = [c for c in columns if c not in mapping]
+    bad = sorted({v for v in (overrides or {}).values() if v and v not in SOURCE_FIELDS})
+    if bad:
+        raise CoocoBuildError(f"--column-map: {bad} are not COOCO fields; FIELD is one of {list(SOURCE_FIELDS)} or -")
+    unknown = [c for c in columns if c not in mapping and not AUTHORS_EXTRA_FIELDS.fullmatch(str(c))]
     if unknown:
+        fix = " ".join(f"--column-map {entry}" for entry in suggest_column_map(unknown, SOURCE_FIELDS))
         raise CoocoBuildError(
-            f"unknown COOCO source columns {unknown} (columns seen: {columns}). Map them "
-            f"explicitly with --column-map SOURCE=FIELD (FIELD one of "
-            f"{sorted({v for v in COLUMN_MAP.values() if v})}) or drop them with SOURCE=-."
+            f"unknown COOCO source columns {unknown} (columns seen: {columns}). Map or drop each explicitly, "
+            f"e.g. {fix} (FIELD one of {sorted(SOURCE_FIELDS)}; SOURCE=- drops a column)."
         )
-    chosen = {c: mapping[c] for c in columns}
+    chosen = {c: mapping.get(c) for c in columns}
     fields = {v for v in chosen.values() if v}
     if "image" not in fields and "file_name" not in fields:
         raise CoocoBuildError(f"no image column among {columns}; map one with --column-map SOURCE=image")
     return chosen
+
+
+def dropped_extras(columns: Iterable[str], mapping: Mapping[str, str | None]) -> list[str]:
+    """The authors' extra fields among ``columns`` that ``mapping`` drops."""
+    return [c for c in columns if mapping.get(c) is None and AUTHORS_EXTRA_FIELDS.fullmatch(str(c))]
+
+
+def extras_note(counts: Mapping[str, int]) -> str:
+    """The card's line for the authors' extra fields that were dropped."""
+    listed = ", ".join(f"`{name}` ({n} rows)" for name, n in sorted(counts.items()))
+    return (
+        f"dropped the authors' extra fields {listed}: COCO-Search18 gaze fixations and the COCO 2017 caption and "
+        f"instance annotations of the original images (clean images copy their original's). The naming task does "
+        f"not use them; they remain in the release's metadata file, in COCO-Search18 and in COCO 2017."
+    )
 
 
 def _rename(row: Mapping[str, Any], mapping: Mapping[str, str | None]) -> dict[str, Any]:
@@ -425,10 +618,29 @@ def _object(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+def _keyed_rows(data: Mapping[str, Any], path: Path) -> list[dict[str, Any]]:
+    """The authors' metadata (``filter_dataset.py``'s ``final_dataset.json``): one JSON
+    object keyed by image file name, each value the row's fields. A value that is not an
+    object, or whose own ``file_name`` differs from its key, is an error naming the key."""
+    rows = []
+    for key, value in data.items():
+        if not isinstance(value, dict):
+            raise CoocoBuildError(
+                f"{path}: key {key!r} holds {type(value).__name__} {str(value)[:60]!r}; a JSON object keyed by image "
+                f"file name (the authors' format) needs an object of fields per key"
+            )
+        own = value.get("file_name")
+        if own is not None and Path(str(own)).name != Path(str(key)).name:
+            raise CoocoBuildError(f"{path}: key {key!r} has file_name {own!r}; they must name the same image")
+        rows.append({**value, "file_name": own if own is not None else key})
+    return rows
+
+
 def read_metadata(path: Path) -> list[dict[str, Any]]:
-    """Rows of a metadata file (``.csv``, ``.jsonl``, or ``.json`` holding a list of
-    rows or ``{"rows": [...]}``). A read error names the file and the line; a file
-    without rows is an error."""
+    """Rows of a metadata file: ``.csv``, ``.jsonl``, or ``.json`` holding a list of
+    rows, ``{"rows": [...]}``, or the authors' format, one object keyed by image file
+    name (``{"000000064659_cubicle_office_laptop_original.jpg": {"scene": ...}, ...}``).
+    A read error names the file and the line; a file without rows is an error."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".csv", ".jsonl", ".json"):
@@ -448,12 +660,24 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
     except json.JSONDecodeError as exc:
         raise CoocoBuildError(f"{path} line {exc.lineno} column {exc.colno}: not JSON ({exc.msg})") from None
     if isinstance(data, dict):
-        if not isinstance(data.get("rows"), list):
+        if "rows" in data and not isinstance(data["rows"], list):
             raise CoocoBuildError(
-                f"{path}: a JSON object needs a 'rows' list of row objects (keys seen: {sorted(data)[:20]}); "
-                f"or make the file a JSON list of rows"
+                f"{path}: 'rows' must be a list of row objects, got {type(data['rows']).__name__} "
+                f"(keys seen: {sorted(data)[:20]})"
             )
-        data = data["rows"]
+        if isinstance(data.get("rows"), list):
+            data = data["rows"]
+        elif not data:
+            raise CoocoBuildError(f"{path}: an empty JSON object: nothing to build")
+        elif all(isinstance(v, dict) for v in data.values()) or any(
+            Path(str(k)).suffix.lower() in IMAGE_SUFFIXES for k in data
+        ):
+            return _keyed_rows(data, path)
+        else:
+            raise CoocoBuildError(
+                f"{path}: a JSON object needs a 'rows' list of row objects, or to be keyed by image file name with "
+                f"an object of fields per key (the authors' format); keys seen: {sorted(data)[:20]}"
+            )
     if not isinstance(data, list):
         raise CoocoBuildError(f"{path}: expected a JSON list of rows or {{'rows': [...]}}, got {type(data).__name__}")
     if not data:
@@ -478,14 +702,19 @@ def folder_rows(folder: Path, metadata: Path | None = None) -> tuple[list[dict[s
         columns = list(dict.fromkeys(k for r in rows for k in r))
         return rows, columns
     files = folder_images(folder)
+    others = sorted(p.name for p in folder.glob("*.json") if p.is_file())
+    hint = (
+        f"; the folder has {others[:5]}: if one is the authors' metadata (a JSON object keyed by image file name, "
+        f"e.g. final_dataset.json), pass it with --metadata"
+    ) if others else ""  # fmt: skip
     if not files:
-        raise CoocoBuildError(f"{folder}: no images and no metadata file")
+        raise CoocoBuildError(f"{folder}: no images and no metadata file" + hint)
     # Without metadata the file name carries everything but the box, which COOCO
     # cannot do without; fail now rather than per row.
     raise CoocoBuildError(
         f"{folder}: {len(files)} images but no metadata (metadata.jsonl/.csv/.json with file_name, "
         f"scene, target, swapped_object, target_bbox, rel_level, rel_score, excluded); target boxes "
-        f"exist only in the metadata"
+        f"exist only in the metadata" + hint
     )
 
 
@@ -514,12 +743,17 @@ def _match_folder(
     ``skip_unmatched`` both are left out and listed in ``notes``."""
     referenced: set[Path] = set()
     kept, missing = [], []
+    images = folder_images(base)
+    by_name: dict[str, list[Path]] = {}
+    for found in images:
+        by_name.setdefault(found.name, []).append(found)
     for index, row in indexed:
-        image, name = row.get("image"), row.get("file_name")
+        image = row.get("image")
         if isinstance(image, Mapping) and image.get("bytes") is not None:
             kept.append((index, row))  # the row carries its own image
             continue
-        path = image if image is not None and not isinstance(image, Mapping) else name
+        key = "image" if image is not None and not isinstance(image, Mapping) else "file_name"
+        path = row.get(key)
         if isinstance(image, Mapping) and not path:
             path = image.get("path")
         if _missing(path):
@@ -527,12 +761,22 @@ def _match_folder(
             continue
         file = Path(str(path))
         file = file if file.is_absolute() else base / file
+        if not file.is_file() and Path(str(path)).name == str(path):
+            # a bare file name (the authors' metadata keys) for an image in a subfolder
+            candidates = by_name.get(str(path), [])
+            if len(candidates) > 1:
+                shown = ", ".join(str(c.relative_to(base)) for c in candidates[:5])
+                missing.append(f"row {index} ({path}): the file name is ambiguous: {shown}")
+                continue
+            if candidates:
+                file = candidates[0]
+                row = {**row, key: str(file.relative_to(base))}
         if file.is_file():
             referenced.add(file.resolve())
             kept.append((index, row))
         else:
             missing.append(f"row {index} ({file.name}): image file not found: {file}")
-    orphans = [str(p.relative_to(base)) for p in folder_images(base) if p.resolve() not in referenced]
+    orphans = [str(p.relative_to(base)) for p in images if p.resolve() not in referenced]
     if (missing or orphans) and not skip_unmatched:
         parts = []
         if missing:
@@ -557,17 +801,23 @@ def generate_rows(
     prefer_metadata: bool = False,
     notes: list[str] | None = None,
     indexed: bool = False,
+    box_format: str | Mapping[str, str] | Iterable[str] | None = None,
+    accept_aspect: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """Converted rows; ``rows`` are source rows (renamed with ``mapping``) or, with
     ``indexed``, ``(position, renamed row)`` pairs. A repeated image id is an error."""
     seen: dict[str, int] = {}
+    formats = box_formats(box_format)
     pairs = rows if indexed else enumerate(rows)
     from lmms_scene.progress import progress
 
     pairs = progress(pairs, "COOCO rows", unit="row")
     for index, raw in pairs:
         renamed = raw if mapping is None else _rename(raw, mapping)
-        row = convert_row(renamed, index, base, prefer_metadata=prefer_metadata, notes=notes)
+        row = convert_row(
+            renamed, index, base, prefer_metadata=prefer_metadata, notes=notes, box_format=formats,
+            accept_aspect=accept_aspect,
+        )  # fmt: skip
         if row["image_id"] in seen:
             raise CoocoBuildError(f"row {index} ({row['image_id']}): duplicate of row {seen[row['image_id']]}")
         seen[row["image_id"]] = index
@@ -604,6 +854,19 @@ def _warn_sizes(sizes: Iterable[tuple[str, int, int]], notes: list[str] | None) 
     )
 
 
+def _counting(
+    rows: Iterable[Mapping[str, Any]], mapping: Mapping[str, str | None], extras: Sequence[str], counts: dict[str, int]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(position, renamed row)`` pairs, counting in ``counts`` the rows that hold each
+    dropped extra field."""
+    for k, raw in enumerate(rows):
+        for name in extras:
+            value = raw.get(name)
+            if value is not None and not (isinstance(value, (list, dict, str)) and len(value) == 0):
+                counts[name] = counts.get(name, 0) + 1
+        yield k, _rename(raw, mapping)
+
+
 def build_dataset(
     rows: Iterable[Mapping[str, Any]],
     columns: Sequence[str],
@@ -613,31 +876,52 @@ def build_dataset(
     prefer_metadata: bool = False,
     skip_unmatched: bool = False,
     notes: list[str] | None = None,
+    box_format: str | Mapping[str, str] | Iterable[str] | None = None,
+    accept_aspect: bool = False,
 ):
     """Validated rows -> ``datasets.Dataset`` with :func:`features`.
 
     With ``base`` (a folder build) the folder's images and the rows must match one to
     one (``skip_unmatched`` leaves unmatched ones out). ``prefer_metadata`` resolves
-    file-name/metadata disagreements in favour of the metadata. Both decisions, and
-    warnings about very large or elongated images, are appended to ``notes`` (for the
-    card). No row to evaluate (empty, or every row excluded or clean) is an error."""
+    file-name/metadata disagreements in favour of the metadata. ``box_format`` says how
+    the release stores its boxes (:func:`box_formats`); ``accept_aspect`` keeps
+    generated images' boxes whose aspect is outside [0.5, 2]. These decisions, the
+    authors' extra fields dropped, and warnings about very large or elongated images are
+    appended to ``notes`` (for the card). No row to evaluate (empty, or every row
+    excluded or clean) is an error."""
     from datasets import Dataset
 
     mapping = map_columns(columns, column_map)
-    indexed: Iterable[tuple[int, dict[str, Any]]] = ((k, _rename(raw, mapping)) for k, raw in enumerate(rows))
+    extras = dropped_extras(columns, mapping)
+    counts: dict[str, int] = {}
+    indexed: Iterable[tuple[int, dict[str, Any]]] = _counting(rows, mapping, extras, counts)
     if base is not None:  # a folder: match files and rows first (the hub's rows stream)
         indexed = _match_folder(list(indexed), Path(base), skip_unmatched, notes)
-    converted = list(generate_rows(indexed, None, base, prefer_metadata=prefer_metadata, notes=notes, indexed=True))
+    formats = box_formats(box_format)
+    converted = list(
+        generate_rows(
+            indexed, None, base, prefer_metadata=prefer_metadata, notes=notes, indexed=True, box_format=formats,
+            accept_aspect=accept_aspect,
+        )
+    )  # fmt: skip
     _check_selection([r["condition"] for r in converted], [r["excluded"] for r in converted], str(base or "the rows"))
     _warn_sizes(((r["image_id"], r["width"], r["height"]) for r in converted), notes)
+    if notes is not None:
+        if any(f != "xywh" for f in formats.values()):
+            read = sorted({f"{c}: {f}" for c, f in formats.items() if f != "xywh"})
+            notes.append(f"target_bbox read as stored in {', '.join(read)} (--box-format) and stored as [x, y, w, h]")
+        if counts:
+            notes.append(extras_note(counts))
     return Dataset.from_list(converted, features=features())
 
 
 def ensure_schema(dataset):
     """``dataset`` in COOCO's :func:`features`: returned as is when it already has them
-    (a dataset built by :func:`main` or the sample), else converted row by row with the
-    explicit :data:`COLUMN_MAP` (the hub release), failing loudly on unknown columns.
-    Either way a dataset with nothing to evaluate is an error."""
+    (a dataset built by :func:`build` or the sample), else converted row by row through
+    the same mapping and checks as a folder build (the hub release), failing before
+    anything is generated: an unknown column is an error listing the columns found and
+    the ``--column-map`` (for a local build) that would map or drop each. Either way a
+    dataset with nothing to evaluate is an error."""
     from datasets import Image
 
     ours = set(features())
@@ -645,7 +929,15 @@ def ensure_schema(dataset):
         _check_unique_ids(dataset)
         _check_selection(dataset["condition"], dataset["excluded"], "the COOCO dataset")
         return dataset
-    mapping = map_columns(dataset.column_names)
+    try:
+        mapping = map_columns(dataset.column_names)
+    except CoocoBuildError as exc:
+        raise CoocoBuildError(
+            f"the COOCO dataset the task loaded (columns {list(dataset.column_names)}) is not in a layout lmms-scene "
+            f"knows: {exc} The tasks read a hub dataset as it is; to map its columns, build it once locally "
+            f"(lmms-scene build cooco --from-hub {HUB_REPO} --column-map SOURCE=FIELD ... --out D) and evaluate "
+            f"the tasks that build writes (docs/cooco.md, 'Checking the hub release')."
+        ) from None
     if "image" in dataset.column_names:
         dataset = dataset.cast_column("image", Image(decode=False))
     converted = dataset.map(
@@ -677,13 +969,29 @@ def _check_unique_ids(dataset) -> None:
 
 
 def load_hub_rows(repo: str = HUB_REPO, split: str | None = None):
-    """The released rows from the hub, images left encoded (no decode/re-encode)."""
-    from datasets import Image, load_dataset
+    """The released rows from the hub, images left encoded (no decode/re-encode).
 
+    ``repo`` may also be a local folder standing in for the hub: a dataset saved with
+    ``save_to_disk`` (read with ``load_from_disk``) or a folder ``load_dataset`` reads
+    (data files, an image folder with metadata). Without ``split`` every split is read,
+    concatenated."""
+    from datasets import Image, load_dataset, load_from_disk
+
+    local = Path(str(repo)).expanduser()
     try:
-        data = load_dataset(repo, split=split) if split else load_dataset(repo)
+        if local.is_dir() and ((local / "dataset_dict.json").is_file() or (local / "state.json").is_file()):
+            data = load_from_disk(str(local))
+            if split is not None:
+                if not hasattr(data, "keys") or split not in data:
+                    raise ValueError(f"no split {split!r} (splits: {list(data.keys()) if hasattr(data, 'keys') else 'one'})")
+                data = data[split]
+        else:
+            data = load_dataset(str(local) if local.is_dir() else repo, split=split) if split else load_dataset(
+                str(local) if local.is_dir() else repo
+            )  # fmt: skip
     except Exception as exc:
-        raise CoocoBuildError(f"could not load {repo!r} from the hub ({type(exc).__name__}: {exc})") from exc
+        where = f"the local folder {local}" if local.is_dir() else f"{repo!r} from the hub"
+        raise CoocoBuildError(f"could not load {where} ({type(exc).__name__}: {exc})") from exc
     if hasattr(data, "keys"):  # a DatasetDict: concatenate its splits
         from datasets import concatenate_datasets
 
@@ -705,22 +1013,27 @@ def build(
     column_map: Mapping[str, str | None] | None = None,
     prefer_metadata: bool = False,
     skip_unmatched: bool = False,
+    box_format: str | Mapping[str, str] | Iterable[str] | None = None,
+    accept_aspect: bool = False,
 ):
-    """Build COOCO from the hub release (``hub``) or a local folder; returns the dataset,
-    a label naming its source and the build notes (for the card: values taken from the
-    metadata over the file name, skipped files, size warnings)."""
+    """Build COOCO from the hub release (``hub``: a repo, or a local folder standing in
+    for it) or a local folder of images with metadata; returns the dataset, a label
+    naming its source and the build notes (for the card: values taken from the metadata
+    over the file name, skipped files, box format, fields dropped, size warnings)."""
     if (hub is None) == (folder is None):
         raise ValueError("give exactly one source: hub=REPO or folder=DIR")
     if hub is not None:
         rows, columns = load_hub_rows(hub, split)
-        base, label = None, f"hf://datasets/{hub}"
+        local = Path(str(hub)).expanduser()
+        base, label = None, (f"{local} (a local dataset standing in for the hub)" if local.is_dir() else f"hf://datasets/{hub}")
     else:
         rows, columns = folder_rows(Path(folder), metadata)
         base, label = Path(folder), str(folder)
     notes: list[str] = []
     dataset = build_dataset(
-        rows, columns, base, column_map, prefer_metadata=prefer_metadata, skip_unmatched=skip_unmatched, notes=notes
-    )
+        rows, columns, base, column_map, prefer_metadata=prefer_metadata, skip_unmatched=skip_unmatched, notes=notes,
+        box_format=box_format, accept_aspect=accept_aspect,
+    )  # fmt: skip
     return dataset, label, notes
 
 

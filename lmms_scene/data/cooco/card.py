@@ -23,9 +23,12 @@ def dataset_card(dataset, source: str, notes: Sequence[str] = ()) -> str:
     """A Hugging Face dataset card for a built COOCO dataset; ``notes`` are extra
     build decisions to record (e.g. rows skipped on request)."""
     counts = Counter(dataset["condition"])
+    excluded = Counter(c for c, e in zip(dataset["condition"], dataset["excluded"]) if e)
+    n_naming = sum(1 for c, e in zip(dataset["condition"], dataset["excluded"]) if c != "clean" and not e)
     text = render(
         "cards/cooco.md.jinja", split=SPLIT, source=source, n_rows=len(dataset),
-        counts=[(c, counts.get(c, 0)) for c in CONDITIONS], citation=CITATION,
+        counts=[(c, counts.get(c, 0), excluded.get(c, 0)) for c in CONDITIONS], citation=CITATION,
+        n_excluded=sum(excluded.values()), n_clean=counts.get("clean", 0), n_naming=n_naming,
     )  # fmt: skip
     if notes:
         text += "\n\n## Build notes\n\n" + "\n".join(f"- {n}" for n in notes)

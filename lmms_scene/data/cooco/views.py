@@ -66,6 +66,15 @@ def visual(doc: Mapping[str, Any]):
     return imaging.add_gaussian_noise(image, box, doc["noise_area"], level, noise_seed(doc))
 
 
+def gold_of(doc: Mapping[str, Any]) -> str:
+    """What a doc's answer is scored against: its ``gold_label``; for a clean image
+    (evaluated only with ``LMMS_SCENE_COOCO_CLEAN=include``) the removed target, so that
+    its "accuracy" is the rate of naming an object that is no longer there."""
+    if doc["condition"] == "clean":
+        return str(doc["target"])
+    return str(doc["gold_label"])
+
+
 def naming_item(doc: Mapping[str, Any], output: str | None) -> dict[str, Any]:
     """A doc and a model answer as the item :func:`lmms_scene.metrics.naming.score_rows` scores."""
     return {
@@ -75,7 +84,8 @@ def naming_item(doc: Mapping[str, Any], output: str | None) -> dict[str, Any]:
         "noise_level": float(doc.get("noise_level", 0.0)),
         "scene": doc["scene"],
         "target": doc["target"],
-        "gold": doc["gold_label"],
+        "gold": gold_of(doc),
+        "selection": doc.get("selection"),
         "output": output,
         "crop": target_crop(doc),
         # the noise-free crop is the same under every noise setting: encode it once
@@ -115,13 +125,14 @@ def padded_geometry(doc: Mapping[str, Any]) -> tuple[int, imaging.Box]:
 
 def prompt_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     """Box coordinates on the padded square in every form a prompt template uses:
-    ``x1..y2`` absolute integer pixels (the covered pixel rectangle, x2/y2 exclusive;
-    Qwen's format), ``nx1..ny2`` the float box (xyxy) normalised by the side to [0, 1],
-    ``cx, cy`` the float box's centre on a 0-100 grid, ``side`` the square's side,
-    ``patch_ul, patch_lr`` Kosmos-2 patch indices of the normalised float box. Only the
-    integer pixels are rounded (as the crop and the noise mask are)."""
+    ``x1..y2`` absolute integer pixels (Qwen's format): each edge of the float box
+    rounded to the nearest integer, the rectangle the RefCLIPScore crop takes
+    (:func:`lmms_scene.imaging.crop_pixels`; x2/y2 exclusive); ``nx1..ny2`` the float box
+    (xyxy) normalised by the side to [0, 1], ``cx, cy`` the float box's centre on a
+    0-100 grid, ``side`` the square's side, ``patch_ul, patch_lr`` Kosmos-2 patch indices
+    of the normalised float box. Only the integer pixels are rounded."""
     side, box = padded_geometry(doc)
-    x1, y1, x2, y2 = imaging.box_pixels(box, (side, side))
+    x1, y1, x2, y2 = imaging.crop_pixels(box, (side, side))
     clip01 = lambda v: min(max(v, 0.0), 1.0)
     norm = tuple(clip01(v / side) for v in imaging.xywh_to_xyxy(box))
     ul, lr = kosmos_patch_indices(norm)
@@ -146,20 +157,74 @@ def _with_setting(dataset, area: str, level: float):
     return dataset.add_column("noise_level", [float(level)] * n, feature=Value("float32"))
 
 
-def _naming_filter(dataset):
+#: ``LMMS_SCENE_COOCO_CLEAN`` values (any case)
+CLEAN_SKIP, CLEAN_INCLUDE = ("skip", "no", "0", "false", ""), ("include", "yes", "1", "true")
+
+
+def clean_option(value: str | bool | None) -> bool:
+    """Whether the tasks evaluate the clean images, from ``LMMS_SCENE_COOCO_CLEAN``
+    (``skip``, the default and the authors' reading, or ``include``); anything else is
+    an error naming the variable and the value."""
+    if isinstance(value, bool):
+        return value
+    word = str(value or "").strip().lower()
+    if word in CLEAN_SKIP:
+        return False
+    if word in CLEAN_INCLUDE:
+        return True
+    raise ValueError(f"LMMS_SCENE_COOCO_CLEAN={value!r}: expected 'skip' (the default) or 'include'")
+
+
+def selection(dataset, include_clean: bool = False) -> dict[str, Any]:
+    """Which rows of ``dataset`` the tasks evaluate, as the authors' evaluation reads the
+    release: ``excluded`` rows never (the authors' verification rejected them), clean
+    images (target removed) only with ``include_clean``. Counts read two columns only."""
+    conditions, excluded = dataset["condition"], dataset["excluded"]
+    n_excluded = sum(bool(e) for e in excluded)
+    n_clean = sum(1 for c, e in zip(conditions, excluded) if c == "clean" and not e)
+    kept = sum(1 for c, e in zip(conditions, excluded) if not e and (c in NAMING_CONDITIONS or (include_clean and c == "clean")))
+    return {
+        "release_rows": len(conditions), "evaluated": kept, "skipped_excluded": n_excluded,
+        "skipped_clean": 0 if include_clean else n_clean, "clean_included": bool(include_clean),
+    }  # fmt: skip
+
+
+def _selection_feature():
+    from datasets import Value
+
+    return {
+        "release_rows": Value("int32"), "evaluated": Value("int32"), "skipped_excluded": Value("int32"),
+        "skipped_clean": Value("int32"), "clean_included": Value("bool"),
+    }  # fmt: skip
+
+
+def _naming_filter(dataset, include_clean: bool = False):
+    wanted = set(NAMING_CONDITIONS) | ({"clean"} if include_clean else set())
     # input_columns keeps the images encoded; the result is an indices mapping (no copy)
-    return dataset.filter(lambda c, e: c in NAMING_CONDITIONS and not e, input_columns=["condition", "excluded"])
+    return dataset.filter(lambda c, e: c in wanted and not e, input_columns=["condition", "excluded"])
 
 
-def naming_docs(dataset):
-    """Rows that are naming items (not ``clean``, not ``excluded``) at noise level 0."""
-    return _naming_filter(_with_setting(dataset.flatten_indices() if dataset._indices else dataset, NO_NOISE_AREA, 0.0))
+def _with_selection(dataset, include_clean: bool):
+    """``dataset`` with a constant ``selection`` column (:func:`selection`), so every
+    scored row says what the run left out."""
+    counts = selection(dataset, include_clean)
+    return dataset.add_column("selection", [counts] * len(dataset), feature=_selection_feature())
 
 
-def noise_grid_docs(dataset, areas: Sequence[str] = NOISE_AREAS, levels: Sequence[float] = NOISE_LEVELS):
+def naming_docs(dataset, include_clean: bool = False):
+    """Rows that are naming items (not ``clean``, not ``excluded``) at noise level 0; with
+    ``include_clean`` the clean images too (scored against the removed target, reported
+    apart). Each carries the run's ``selection`` counts."""
+    base = dataset.flatten_indices() if dataset._indices else dataset
+    return _naming_filter(_with_selection(_with_setting(base, NO_NOISE_AREA, 0.0), include_clean), include_clean)
+
+
+def noise_grid_docs(
+    dataset, areas: Sequence[str] = NOISE_AREAS, levels: Sequence[float] = NOISE_LEVELS, include_clean: bool = False
+):
     """Every naming item once per (noise area, noise level): ``len(areas) * len(levels)``
     rows per item, each carrying its setting, item by item (so ``--limit`` still
-    covers every setting).
+    covers every setting), and the run's ``selection`` counts.
 
     Built by concatenating per-setting views of the same Arrow data and reordering
     through an indices mapping, so the full release is not copied six times on disk
@@ -167,7 +232,8 @@ def noise_grid_docs(dataset, areas: Sequence[str] = NOISE_AREAS, levels: Sequenc
     from datasets import concatenate_datasets
 
     base = dataset.flatten_indices() if dataset._indices else dataset
-    views = [_naming_filter(_with_setting(base, a, lv)) for a in areas for lv in levels]
+    base = _with_selection(base, include_clean)
+    views = [_naming_filter(_with_setting(base, a, lv), include_clean) for a in areas for lv in levels]
     n = len(views[0])
     grid = concatenate_datasets(views)
     return grid.select([k * n + i for i in range(n) for k in range(len(views))])
