@@ -128,13 +128,16 @@ def _background(background: Any, size: tuple[int, int]):
 
 def composite_image(layers: Sequence[Any], background: Any = (255, 255, 255)):
     """The scene the layers recompose as a PIL RGB image, flattened onto ``background``
-    (an RGB colour or an RGB image of the layers' size) where it is not opaque: a full
+    (an RGB colour, an RGB image of the layers' size, or a function of the layers giving
+    one, such as :func:`lone_layer_background`) where it is not opaque: a full
     scene has an opaque layer 0, so the background never shows; a lone layer shows it
     wherever the layer is transparent."""
     images = _stack(layers)
     first = images[0]
     if _is_opaque(first):  # layer 0 is the canvas: the background never shows
         return _over(images[1:], first.convert("RGB"))
+    if callable(background):  # chosen from the layers, only when it shows
+        background = background(images)
     return _over(images, _background(background, first.size))
 
 
@@ -172,6 +175,56 @@ def _rgb_image(image: Any, name: str):
     if not hasattr(image, "convert"):
         raise TypeError(f"{name}: expected a PIL image or a numpy array, got {type(image).__name__}")
     return image if image.mode == "RGB" else image.convert("RGB")
+
+
+# -- the background a lone layer is shown on ----------------------------------------------
+
+#: the colours a lone layer (or a composite without the opaque background layer) may be
+#: shown on, in order of preference: a neutral mid grey first (what the generated scenes
+#: always get: every palette colour is at least 89 away from it), then strong colours
+BACKGROUND_CANDIDATES: tuple[tuple[int, int, int], ...] = (
+    (128, 128, 128), (255, 0, 255), (0, 255, 255), (0, 110, 0), (0, 0, 140), (255, 255, 255), (0, 0, 0),
+)  # fmt: skip
+#: the least RGB (Euclidean, 0-255 levels) distance between the background and the
+#: layer's own colours
+MIN_BACKGROUND_DISTANCE = 80.0
+#: the share of a layer's visible pixels that must be at least that far (a photo's layer
+#: has anti-aliased and noisy pixels of every colour)
+BACKGROUND_COVERAGE = 0.99
+
+
+def background_distances(images: Sequence[Any], colour: Sequence[int], *, step: int = 2) -> np.ndarray:
+    """RGB distances from ``colour`` of the layers' visible pixels (alpha >= 128), every
+    ``step``-th row and column (a cheap, even sample)."""
+    found = []
+    for img in _stack(images):
+        arr = np.asarray(img)[::step, ::step]
+        visible = arr[..., 3] >= 128
+        if visible.any():
+            found.append(arr[..., :3][visible].astype(np.float32))
+    if not found:
+        return np.zeros(0, np.float32)
+    pixels = np.concatenate(found)
+    return np.sqrt(((pixels - np.asarray(colour, np.float32)) ** 2).sum(axis=1))
+
+
+def lone_layer_background(images: Sequence[Any]) -> tuple[int, int, int]:
+    """The colour to show ``images`` (a lone layer, or layers without an opaque background)
+    on: the first of :data:`BACKGROUND_CANDIDATES` from which at least
+    :data:`BACKGROUND_COVERAGE` of their visible pixels are :data:`MIN_BACKGROUND_DISTANCE`
+    away, else the candidate whose nearest 1% of pixels is farthest. A white object is
+    never shown on white."""
+    best, best_score = BACKGROUND_CANDIDATES[0], -1.0
+    for colour in BACKGROUND_CANDIDATES:
+        d = background_distances(images, colour)
+        if d.size == 0:
+            return colour
+        near = float(np.quantile(d, 1.0 - BACKGROUND_COVERAGE))
+        if near >= MIN_BACKGROUND_DISTANCE:
+            return colour
+        if near > best_score:
+            best, best_score = colour, near
+    return best
 
 
 def recomposition_error(layers: Sequence[Any], reference: Any, tolerance: int = DEFAULT_TOLERANCE) -> Recomposition:

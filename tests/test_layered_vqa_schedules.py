@@ -114,7 +114,7 @@ def test_images_render_layers_and_partial_composites(item):
     full = deliver(item, "full")[0].images[0]
     assert full is item["composite"] or full.tobytes() == item["composite"].tobytes()
     lone = deliver(item, "sharded-v")[1].images[0]
-    assert lone.getpixel((0, 0)) == (255, 255, 255)  # transparent -> white
+    assert lone.getpixel((0, 0)) == (128, 128, 128)  # transparent -> the neutral grey, far from red
     assert lone.getpixel((0, 1)) == (255, 0, 0)
     part = deliver(item, "snowball-v")[1].images[0]
     assert part.getpixel((0, 0)) == (128, 128, 128) and part.getpixel((0, 1)) == (255, 0, 0)

@@ -224,12 +224,15 @@ class Turn:
 
 def render_view(item: Mapping[str, Any], view: View):
     """One view as an RGB PIL image: the released composite for all layers, the layers'
-    own composite for a subset, one layer flattened on white for a lone layer."""
+    own composite for a subset. Where no opaque background layer is among them (a lone
+    object layer), the transparent pixels show a colour far from every colour of the
+    layers (:func:`lmms_scene.compositing.lone_layer_background`), never white on white."""
     layers = item["layers"]
     if view.kind == COMPOSITE and len(view.layers) == len(layers) and item.get("composite") is not None:
         comp = item["composite"]
         return comp.convert("RGB") if getattr(comp, "mode", "RGB") != "RGB" else comp
-    return compositing.composite_image([layers[i] for i in view.layers])
+    chosen = [layers[i] for i in view.layers]
+    return compositing.composite_image(chosen, background=compositing.lone_layer_background)
 
 
 # Every fixed phrase a schedule adds around the item's own text (documented in docs/layered_vqa.md).
