@@ -284,3 +284,34 @@ def test_retained_accuracy_reproduces_the_papers_surviving_value():
     assert round(100 * got["retained_accuracy"]) == 108 and got["complete"]
     lo, hi = got["ci95"]
     assert lo <= got["retained_accuracy"] <= hi
+
+
+def test_cross_judging_fills_figure_4_with_a_boxed_diagonal():
+    """Two models each judged by both: every judge answers about every output, its own
+    included; the consensus never counts a self-judgment; the matrix has the diagonal."""
+    from lmms_scene.judges import JudgeSpec
+
+    class Client:
+        def __init__(self, reply):
+            self.reply, self.n = reply, 0
+
+        def evaluate(self, request):
+            self.n += 1
+            return type("R", (), {"content": self.reply, "success": True})()
+
+    judges = [JudgeSpec("qa", "org/QA"), JudgeSpec("qb", "org/QB")]
+    clients = {"qa": Client("Yes."), "qb": Client("No.")}  # qa praises everything, qb nothing
+    rows = _rows({"full": lambda s, q: True}, scenes=2)
+    runs = {
+        "QA": vqa.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/QA", clients=clients),
+        "QB": vqa.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/QB", clients=clients),
+    }
+    assert clients["qa"].n == clients["qb"].n == 2 * len(rows)  # every judge, every answer
+    # QA's outputs: only qb votes (no); QB's outputs: only qa votes (yes)
+    assert {r["correct"] for r in runs["QA"]} == {False} and {r["correct"] for r in runs["QB"]} == {True}
+    matrix = vqa.self_preference(runs)
+    assert matrix == {"qa": {"QA": 1.0, "QB": 1.0}, "qb": {"QA": 0.0, "QB": 0.0}}
+    assert vqa.self_cells(runs) == [("qa", "QA"), ("qb", "QB")]
+    table = vqa.self_preference_table(matrix, vqa.self_cells(runs))
+    assert "| qa | [1.000] | 1.000 |" in table and "| qb | 0.000 | [0.000] |" in table
+    assert vqa.judge_summary(runs["QA"])["self_judgments"] == len(rows)

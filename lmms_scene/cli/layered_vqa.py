@@ -95,7 +95,8 @@ def register(sub) -> None:
     g.set_defaults(fn=_grade, command_name="layered-vqa grade")
     j = cmds.add_parser("judge", help="re-grade logged Layered-VQA outputs with LLM judges")
     j.add_argument("paths", nargs="+", type=Path, help="results folders or files (run with --log_samples)")
-    j.add_argument("--judges", required=True, help="';'-separated [provider:]name=model[@url] (see lmms_scene.judges.parse_judges)")
+    j.add_argument("--judges", required=True, help="';'-separated [provider:]name=model[@url] (see lmms_scene.judges.parse_judges); "
+                   "hf:PATH for a local transformers causal LM (a save_pretrained folder or a .gguf file)")
     j.add_argument("--data", type=Path, default=None, help="the data the run used (for the question texts): a parquet file or a folder written by lmms-scene build; default: the embedded sample")
     j.add_argument("--out", type=Path, default=None, help="write the judged rows and reports as JSON here")
     j.set_defaults(fn=_judge, command_name="layered-vqa judge")
@@ -170,12 +171,16 @@ def _judge(args) -> int:
         acc = rep["overall"].get("accuracy")
         print(f"{label}: judged accuracy {acc if acc is None else round(acc, 4)} over {rep['overall']['n']} rows; "
               f"{rep['judges']['no_consensus']} without consensus (left out), {rep['judges']['failed_calls']} failed judge calls, "
-              f"{rep['judges']['unparsed_replies']} unparsed replies; self-judges excluded: {rep['judges']['self_judges_excluded'] or 'none'}")  # fmt: skip
+              f"{rep['judges']['unparsed_replies']} unparsed replies; self-judges excluded: {rep['judges']['self_judges_excluded'] or 'none'} "
+              f"({rep['judges']['self_judgments']} self-judgments asked, kept for Figure 4)")  # fmt: skip
     matrix = vqa.self_preference(judged_by_model)
-    print("self-preference (share judged correct; rows: judge, columns: model):")
-    print(json.dumps(matrix, indent=2))
+    cells = vqa.self_cells(judged_by_model)
+    print("Figure 4: self-preference after cross-judging (share judged correct; rows: judge, columns: model; "
+          "[boxed]: a model judging its own outputs, never counted in the consensus)")  # fmt: skip
+    print(vqa.self_preference_table(matrix, cells))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"reports": reports, "self_preference": matrix, "rows": judged_by_model}, default=str, indent=1))
+        args.out.write_text(json.dumps({"reports": reports, "self_preference": matrix, "self_cells": cells, "rows": judged_by_model},
+                                       default=str, indent=1))  # fmt: skip
         print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -679,8 +679,9 @@ def judge_rows(
 
 
 def judge_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts of judge outcomes over judged rows: usable verdicts, failed calls (timeouts,
-    errors), unparsed replies, rows with no consensus, excluded self-judges."""
+    """Counts of judge outcomes over judged rows: rows with no consensus, failed calls
+    (timeouts, errors) and unparsed replies among the voting judges, the self-judges
+    (asked, kept for Figure 4, never voting) and how many self-judgments they gave."""
     judged = [r for r in rows if "judge" in r]
     return {
         "rows": len(judged),
@@ -688,12 +689,16 @@ def judge_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "failed_calls": sum(r["judge"]["failed"] for r in judged),
         "unparsed_replies": sum(r["judge"]["unparsed"] for r in judged),
         "self_judges_excluded": sorted({j for r in judged for j in r["judge"]["excluded"]}),
+        "self_judgments": sum(1 for r in judged for x in r["judge"].get("replies", []) if x.get("self")),
     }
 
 
 def self_preference(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, dict[str, float | None]]:
     """Figure 4: judge x judged model, the share of each judge's usable verdicts that
-    are "correct" for each model's outputs (``runs``: model label -> judged rows)."""
+    are "correct" for each model's outputs (``runs``: model label -> judged rows). Every
+    judge judged every answer, so a judge that is one of the models has its own outputs'
+    cell too (:func:`self_cells`): the paper's boxed diagonal. Failed and unparsed
+    judgments are left out of the shares (they are counted in :func:`judge_summary`)."""
     out: dict[str, dict[str, float | None]] = {}
     for model, rows in runs.items():
         for row in rows:
@@ -704,6 +709,31 @@ def self_preference(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str
                 cell[0] += reply["status"] == "yes"
                 cell[1] += 1
     return {j: {m: (c[0] / c[1] if c[1] else None) for m, c in models.items()} for j, models in out.items()}  # type: ignore[index]
+
+
+def self_cells(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[tuple[str, str]]:
+    """The (judge, model) cells of Figure 4 where a model judged its own outputs."""
+    found = {(reply["judge"], model) for model, rows in runs.items() for row in rows
+             for reply in row.get("judge", {}).get("replies", []) if reply.get("self")}  # fmt: skip
+    return sorted(found)
+
+
+def self_preference_table(matrix: Mapping[str, Mapping[str, float | None]], cells: Sequence[tuple[str, str]]) -> str:
+    """Figure 4 as a Markdown table: rows judges, columns judged models, the share judged
+    correct; a model judging its own outputs in [brackets] (the paper's boxed cells)."""
+    from lmms_scene.results import markdown_table
+
+    models = sorted({m for row in matrix.values() for m in row})
+    boxed = set(map(tuple, cells))
+    rows = []
+    for judge in sorted(matrix):
+        line = [judge]
+        for m in models:
+            v = matrix[judge].get(m)
+            text = "-" if v is None else f"{v:.3f}"
+            line.append(f"[{text}]" if (judge, m) in boxed else text)
+        rows.append(line)
+    return markdown_table(["judge \\ model", *models], rows)
 
 
 # -- tables for `lmms-scene show` --------------------------------------------------------------------
