@@ -195,10 +195,27 @@ def test_judge_rows_majority_self_exclusion_and_failures():
 def test_tables_render_from_results():
     from lmms_scene.results import TaskResult
 
-    rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "oracle": lambda s, q: True})
+    rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "recap-v": lambda s, q: True,
+                  "concat-v": lambda s, q: q != 2, "oracle": lambda s, q: True})  # fmt: skip
     res = TaskResult("layered_vqa_sample", "layered_vqa", {}, {}, "m", "pretrained=x/tiny", None, samples=[{"layered_vqa_report": r} for r in rows])
     text = vqa.tables([res])
     assert "Table 1" in text and "tiny" in text and "Table 7" in text and "Table 2" in text
+    # the headline first, in percent: Visual = mean(sharded-v 1/3, recap-v 1, concat-v 2/3) / full 1
+    assert "| model | retained Text % | retained Visual % | retained Layered % | full |" in text
+    assert "| tiny | - | 66.7" in text
+    rep = vqa.report(rows, n_boot=50)
+    # Figure 9: sharded-v costs 2/3 against full, recap-v recovers it all: no overshoot
+    fig9 = rep["restoration"]["visual"]
+    assert fig9["cost"] == pytest.approx(-2 / 3) and fig9["recovery"] == pytest.approx(2 / 3) and fig9["overshoot"] == 0.0
+    # Figure 8: concat-v loses on question type 2 only: a third of the questions hold all of the loss
+    conc = rep["loss_concentration"]["concat-v"]
+    assert conc["share_of_questions_for_half"] == pytest.approx(1 / 6) and conc["share_of_questions_for_80"] == pytest.approx(4 / 12)
+    assert conc["running_share"][3] == 1.0 and rep["loss_concentration"]["oracle"]["running_share"] is None
+    # Figure 6: every turn of a multi-turn schedule is an attempt here ("A red square." / "A green circle.")
+    by_attempt = rep["attempts"]["by_attempt"]
+    assert list(by_attempt) == ["1", "2", "3", "4", "5"] and by_attempt["5"]["n"] == 12  # recap-v's fifth turn
+    assert rep["attempts"]["baseline"]["accuracy"] == 1.0
+    assert "Figure 6" in text and "Figure 8" in text and "Figure 9" in text
     none = TaskResult("layered_vqa_full", "layered_vqa", {}, {}, "m", "", None, samples=None)
     assert "without logged samples" in vqa.tables([none])
 

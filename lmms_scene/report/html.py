@@ -364,6 +364,31 @@ def _vqa(results: Sequence[Any], skipped: list[tuple[str, str]]) -> Section:
             rows = [[s, *(value_of(c, k) for k in keys)] for s, c in g["grounding"].items()]
             sec.tables.append(Table(f"Layered-VQA: grounding of multi-turn answers ({m})", ["schedule", *keys], rows,
                                     mp, slug=f"vqa-grounding-{m}"))  # fmt: skip
+        for r, rep in reports[m]:  # Figures 6, 8, 9: from the report that holds them (every schedule in one task)
+            att = rep.get("attempts") or {}
+            if att.get("by_attempt"):
+                base = value_of(att.get("baseline"), "accuracy")
+                rows = [[k, value_of(c, "words"), value_of(c, "accuracy"), c.get("n")] for k, c in att["by_attempt"].items()]
+                sec.tables.append(Table(f"Layered-VQA Figure 6: successive answer attempts ({m}; single-turn baseline, "
+                                        f"full on the same questions: {base.mean:.3f})" if base else
+                                        f"Layered-VQA Figure 6: successive answer attempts ({m})",
+                                        ["attempt", "words", "accuracy", "n"], rows, mp, slug=f"vqa-attempts-{m}"))  # fmt: skip
+            res = rep.get("restoration") or {}
+            if res:
+                rows = [[k, e.get("fragmented"), e.get("restored"), *(value_of(e, x) for x in ("cost", "recovery", "overshoot"))]
+                        for k, e in res.items()]  # fmt: skip
+                sec.tables.append(Table(f"Layered-VQA Figure 9: fragmenting and restoring each stream, against full ({m})",
+                                        ["stream", "fragmented", "restored", "cost", "recovery", "overshoot"], rows, mp,
+                                        slug=f"vqa-restoration-{m}"))  # fmt: skip
+            conc = rep.get("loss_concentration") or {}
+            if conc:
+                rows = [[c, e.get("questions"), e.get("total_loss"), e.get("share_of_questions_for_half"),
+                         e.get("share_of_questions_for_80")] for c, e in conc.items()]  # fmt: skip
+                sec.tables.append(Table(f"Layered-VQA Figure 8: how concentrated the loss against full is ({m})",
+                                        ["condition", "questions", "total loss", "share of questions: half", "share: 80%"],
+                                        rows, mp, slug=f"vqa-concentration-{m}"))  # fmt: skip
+            if att or res or conc:
+                break
         if g["by_type_schedule"]:
             ts = [s for s in scheds if any(s in cells for cells in g["by_type_schedule"].values())]
             rows = [[t, *(value_of(cells.get(s), "accuracy") for s in ts)] for t, cells in g["by_type_schedule"].items()]
