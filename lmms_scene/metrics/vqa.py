@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from lmms_scene.metrics import rows as R
@@ -52,7 +51,7 @@ LENGTH_BINS = ("shortest", "short", "median", "long", "longest")
 
 # -- answer grading ----------------------------------------------------------------------
 
-from lmms_scene.metrics.vqa_grader import CANNOT_TELL, CORRECT, WRONG, Grade, grade  # noqa: E402  (the rule grader)
+from lmms_scene.metrics.vqa_grader import CANNOT_TELL, Grade, grade  # the rule grader
 
 #: bumped whenever the rule grader's verdicts change (recorded with every score)
 GRADER_VERSION = 2
@@ -757,7 +756,7 @@ def tables(results: Sequence[Any]) -> str:
     per model, rows pooled over that model's Layered-VQA tasks (so the per-schedule tasks
     of one run combine into Table 1's retained columns)."""
     from lmms_scene.data.layered_vqa import SCHEDULES
-    from lmms_scene.results import markdown_table, with_interval
+    from lmms_scene.results import markdown_table
 
     by_model: dict[str, list[dict[str, Any]]] = {}
     without_samples = []

@@ -257,10 +257,6 @@ def _mark_context(toks: Sequence[str], mentions: list[Mention]) -> None:
                 m.option = True
 
 
-def _question_tokens(question: str | None) -> set[str]:
-    return set(tokens(question)) if question else set()
-
-
 # -- what the gold answer is -------------------------------------------------------------------
 
 
@@ -452,16 +448,16 @@ def _choose(toks, mentions: list[Mention], question_toks: set[str], q_tokens: Se
     # a value the question names counts only when nothing else is said
     fresh = [m for m in affirmed if not m.in_question]
     pool = fresh or affirmed
-    values = {_key(m.value) for m in pool}
+    values = {m.value for m in pool}
     if len(values) == 1:
         return pool[0].value, "one answer"
     marked = [m for m in pool if m.marked]
-    if marked and len({_key(m.value) for m in marked}) == 1:
+    if marked and len({m.value for m in marked}) == 1:
         return marked[-1].value, "the stated answer"
     if marked:
         last = max(m.clause for m in marked)
         in_last = [m for m in marked if m.clause == last]
-        if len({_key(m.value) for m in in_last}) == 1:
+        if len({m.value for m in in_last}) == 1:
             return in_last[0].value, "the last stated answer"
     if question_toks:
         # the clause that restates the question most holds the answer
@@ -477,13 +473,9 @@ def _choose(toks, mentions: list[Mention], question_toks: set[str], q_tokens: Se
         overlaps.sort(reverse=True)
         if overlaps and overlaps[0][0] > 0 and (len(overlaps) == 1 or overlaps[0][0] > overlaps[1][0]):
             best = by_clause[overlaps[0][1]]
-            if len({_key(m.value) for m in best}) == 1:
+            if len({m.value for m in best}) == 1:
                 return best[0].value, "the clause that restates the question"
     return None
-
-
-def _key(value: Any) -> Any:
-    return value
 
 
 def _no_answer_reason(mentions: list[Mention], text: str, kind: str) -> str:
@@ -653,8 +645,8 @@ def grade(
     text = " ".join(toks)
     qtoks = tokens(question) if question else []
     qset = set(qtoks)
-    fn = {"yes/no": _grade_yes_no, "count": _grade_count, "relation": _grade_relation, "colour": _grade_colour,
-          "shape": _grade_shape, "object": _grade_object}[kind]  # fmt: skip
+    fn = {"yes/no": _grade_yes_no, "count": _grade_count, "relation": _grade_relation, "colour": _grade_attribute,
+          "shape": _grade_attribute, "object": _grade_object}[kind]  # fmt: skip
     return fn(toks, text, answer, question, qtoks, qset, kind, lemma_names)
 
 
@@ -679,21 +671,14 @@ def _finish(kind, toks, text, mentions, gold_value, equal, qset, qtoks) -> Grade
     return Grade(WRONG, f"{kind}: {how} is not the gold one", kind, value)
 
 
-def _grade_colour(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:
-    gold = next(COLOUR_WORDS[w] for w in _words(answer) if w in COLOUR_WORDS)
-    mentions = _colours(toks)
+def _grade_attribute(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:
+    """A colour or a shape: one word of a closed vocabulary."""
+    vocabulary, find = (COLOUR_WORDS, _colours) if kind == "colour" else (SHAPE_WORDS, _shapes)
+    gold = next(vocabulary[w] for w in _words(answer) if w in vocabulary)
+    mentions = find(toks)
     _mark_context(toks, mentions)
-    _other_objects(toks, mentions, question, "colour")
-    _in_question(mentions, {COLOUR_WORDS[t] for t in qset if t in COLOUR_WORDS}, toks, qtoks)
-    return _finish(kind, toks, text, mentions, gold, lambda a, b: a == b, qset, qtoks)
-
-
-def _grade_shape(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:
-    gold = next(SHAPE_WORDS[w] for w in _words(answer) if w in SHAPE_WORDS)
-    mentions = _shapes(toks)
-    _mark_context(toks, mentions)
-    _other_objects(toks, mentions, question, "shape")
-    _in_question(mentions, {SHAPE_WORDS[t] for t in qset if t in SHAPE_WORDS}, toks, qtoks)
+    _other_objects(toks, mentions, question, kind)
+    _in_question(mentions, {vocabulary[t] for t in qset if t in vocabulary}, toks, qtoks)
     return _finish(kind, toks, text, mentions, gold, lambda a, b: a == b, qset, qtoks)
 
 

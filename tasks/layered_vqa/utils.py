@@ -97,17 +97,17 @@ def cannot_tell_rate(rows):
 
 def _retained(column):
     def aggregate(rows):
-        f"""Table 1's retained accuracy ({column}): its schedules' mean accuracy over ``full``'s.
-
-        A one-schedule task (``layered_vqa_<schedule>``) cannot compute it alone: it returns
-        its part instead (schedule, correct and graded counts), and the ``layered_vqa`` group
-        combines the parts of its 16 tasks (:func:`group_retained_{column}`)."""
         entry = _report(rows).get("retained", {}).get("by_column", {}).get(column)
         if entry is not None and entry.get("complete"):
             return entry["retained_accuracy"]
         return vqa.schedule_part(R.dedupe(vqa.expand_repeats(rows), L.ID_FIELDS).rows)
 
     aggregate.__name__ = aggregate.__qualname__ = f"retained_{column}"
+    aggregate.__doc__ = (
+        f"Table 1's retained accuracy ({column}): its schedules' mean accuracy over ``full``'s. A "
+        "one-schedule task (``layered_vqa_<schedule>``) cannot compute it alone: it returns its part "
+        "(schedule, correct and graded counts), which the ``layered_vqa`` group combines."
+    )
     return guarded_aggregation(aggregate)
 
 
