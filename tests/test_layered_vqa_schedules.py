@@ -223,9 +223,10 @@ def generated():
 
 def test_no_two_schedules_deliver_the_same_conversation(generated):
     """Over generated scenes no two schedules hand over the same (turn texts, layer ids)
-    for more than 10% of the questions. The one pair that meets at all by design:
+    for more than 10% of the questions. The pairs that meet at all (docs/layered_vqa.md):
     `shuffled` draws a uniform random layer order, which in a two-layer scene is ev-first's
-    or ev-last's half the time (docs/layered_vqa.md)."""
+    or ev-last's half the time; `misaligned` and ev-first when the neighbours' layers
+    happen to fall in the reversed order."""
     from collections import Counter
 
     same: Counter = Counter()
