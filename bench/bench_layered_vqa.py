@@ -6,9 +6,11 @@
    and each round pay), and of one whole harness round (``simple_round``: transcript +
    cumulative images) at the item's size.
 2. Compositing: alpha compositing of a 6-layer 1024x1024 scene (background + 5 RGBA
-   objects with soft, semi-transparent edges) with :func:`lmms_scene.compositing.composite`,
-   against a per-layer PIL ``Image.alpha_composite`` chain on the same layers, and the
-   recomposition check.
+   objects with soft, semi-transparent edges) with :func:`lmms_scene.compositing.composite_image`,
+   side by side with (interleaved rounds) a per-layer PIL ``Image.alpha_composite`` chain
+   on the same layers, their ratio, the largest pixel difference between the two, and the
+   recomposition check against the chain's result (identical: its fast path) and against
+   a near miss (one level off on a tenth of the rows: the path that counts pixels).
 
 Usage: python bench/bench_layered_vqa.py [--size 1024 --repeats 20]
 Prints one JSON object. Timing figures are for reading, never asserted in tests.
@@ -79,7 +81,6 @@ def main() -> None:
     out["turns_per_item_all_schedules"] = n_turns
 
     layers = soft_layers(args.size)
-    t_ours = _timeit(lambda: compositing.composite(layers), args.repeats)
     pil_layers = [Image.fromarray(a, "RGBA") for a in layers]
 
     def pil_chain():
@@ -88,16 +89,34 @@ def main() -> None:
             img = Image.alpha_composite(img, layer)
         return img.convert("RGB")
 
-    t_pil = _timeit(pil_chain, args.repeats)
-    ours, theirs = compositing.composite(layers), np.asarray(pil_chain())
-    check = compositing.recomposition_error(layers, theirs)
-    t_check = _timeit(lambda: compositing.recomposition_error(layers, theirs), args.repeats)
+    reference = pil_chain()
+    # the check's other path: a reference that differs (one level on a tenth of the pixels)
+    near = np.asarray(reference).copy()
+    near[::10, :, 0] = np.where(near[::10, :, 0] < 255, near[::10, :, 0] + 1, 254)
+    near = Image.fromarray(near, "RGB")
+    # side by side, interleaved so that both see the same machine load
+    t_ours = t_pil = t_check = 0.0
+    rounds = 5
+    for _ in range(rounds):
+        t_ours += _timeit(lambda: compositing.composite_image(pil_layers), args.repeats)
+        t_pil += _timeit(pil_chain, args.repeats)
+        t_check += _timeit(lambda: compositing.recomposition_error(pil_layers, reference), args.repeats)
+    t_ours, t_pil, t_check = t_ours / rounds, t_pil / rounds, t_check / rounds
+    t_check_near = _timeit(lambda: compositing.recomposition_error(pil_layers, near), args.repeats)
+    t_arrays = _timeit(lambda: compositing.composite(layers), args.repeats)
+    ours = compositing.composite(layers)
+    check = compositing.recomposition_error(layers, reference)
     out.update(
         composite_ms_6_layers=round(t_ours * 1e3, 2),
         composites_per_s=round(1 / t_ours, 1),
+        composite_ms_from_numpy_arrays=round(t_arrays * 1e3, 2),
         pil_alpha_composite_chain_ms=round(t_pil * 1e3, 2),
+        composite_over_pil_chain=round(t_ours / t_pil, 3),
         recomposition_check_ms=round(t_check * 1e3, 2),
-        max_pixel_difference_vs_pil=int(np.abs(ours.astype(int) - theirs.astype(int)).max()),
+        check_over_composite=round(t_check / t_ours, 3),
+        check_over_pil_chain=round(t_check / t_pil, 3),
+        recomposition_check_ms_near_miss=round(t_check_near * 1e3, 2),
+        max_pixel_difference_vs_pil=int(np.abs(ours.astype(int) - np.asarray(reference).astype(int)).max()),
         check_max_difference=check.max_difference,
         size=f"{args.size}x{args.size}",
     )

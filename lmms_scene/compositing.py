@@ -1,9 +1,10 @@
 """RGBA layer compositing (Layered-VQA): the "over" operator on ordered layers.
 
 A Layered-VQA scene is an ordered list of RGBA layers, layer 0 the background; drawn
-back to front with Porter-Duff "over" they recompose the scene. Everything works on
-``uint8`` numpy arrays (``H x W x 4``) in straight (non-premultiplied) alpha and is
-vectorised, so a 6-layer 1024x1024 scene composites in milliseconds.
+back to front with Porter-Duff "over" they recompose the scene. Layers are PIL images or ``uint8``
+numpy arrays (``H x W x 4``) in straight (non-premultiplied) alpha; the arithmetic is
+PIL's C ``alpha_composite`` on each layer's extent, so a 6-layer 1024x1024 scene
+composites in a few milliseconds (``bench/bench_layered_vqa.py``).
 
 >>> import numpy as np
 >>> bg = np.zeros((2, 2, 4), np.uint8); bg[..., 3] = 255
@@ -54,76 +55,95 @@ def as_rgb(image: Any, name: str = "image") -> np.ndarray:
     return arr
 
 
-def _stack(layers: Sequence[Any]) -> list[np.ndarray]:
+def _pil_rgba(image: Any, name: str):
+    """``image`` as a PIL RGBA image (numpy arrays checked by :func:`as_rgba`)."""
+    from PIL import Image
+
+    if isinstance(image, np.ndarray):
+        return Image.fromarray(np.ascontiguousarray(as_rgba(image, name)), "RGBA")
+    if not hasattr(image, "convert") or not hasattr(image, "mode"):
+        raise TypeError(f"{name}: expected a PIL image or a numpy array, got {type(image).__name__}")
+    return image if image.mode == "RGBA" else image.convert("RGBA")
+
+
+def _stack(layers: Sequence[Any]) -> list:
     if isinstance(layers, (str, bytes)) or not isinstance(layers, Sequence) or len(layers) == 0:
         raise ValueError(f"layers: expected a non-empty sequence of RGBA images, got {type(layers).__name__}")
-    arrays = [as_rgba(layer, f"layers[{i}]") for i, layer in enumerate(layers)]
-    size = arrays[0].shape[:2]
-    for i, arr in enumerate(arrays):
-        if arr.shape[:2] != size:
-            raise ValueError(
-                f"layers[{i}]: size {arr.shape[1]}x{arr.shape[0]} differs from layer 0's {size[1]}x{size[0]}"
-            )
-    return arrays
+    images = [_pil_rgba(layer, f"layers[{i}]") for i, layer in enumerate(layers)]
+    w, h = images[0].size
+    for i, img in enumerate(images):
+        if img.size != (w, h):
+            raise ValueError(f"layers[{i}]: size {img.size[0]}x{img.size[1]} differs from layer 0's {w}x{h}")
+    return images
+
+
+def _over(images: Sequence[Any], canvas):
+    """Draw RGBA ``images`` back to front onto the opaque RGB ``canvas`` (in place).
+
+    Porter & Duff (1984), "over" onto an opaque canvas: C = C_s a_s + C_d (1 - a_s). PIL's
+    C ``paste`` with the layer as its own mask computes exactly that (equal, to the level,
+    to a chain of ``Image.alpha_composite`` calls over an opaque layer 0: tests and the
+    benchmark check it), on each layer's extent only (the bounding box of its
+    non-transparent pixels), so a small object on a big canvas costs its own size."""
+    for img in images:
+        box = img.getbbox(alpha_only=True)
+        if box is None:  # fully transparent
+            continue
+        if box != (0, 0, *canvas.size):
+            img = img.crop(box)
+        canvas.paste(img, box[:2], img)
+    return canvas
+
+
+def _is_opaque(img) -> bool:
+    return img.getchannel("A").getextrema()[0] == 255
 
 
 def composite_rgba(layers: Sequence[Any]) -> np.ndarray:
-    """Layers drawn back to front with "over" (straight alpha): ``H x W x 4`` ``uint8``."""
-    arrays = _stack(layers)
-    h, w = arrays[0].shape[:2]
-    # Porter & Duff (1984), "over": a_o = a_s + a_d (1 - a_s); C_o a_o = C_s a_s + C_d a_d (1 - a_s).
-    premul = np.zeros((h, w, 3), np.float32)
-    alpha = np.zeros((h, w, 1), np.float32)
-    for arr in arrays:
-        a = arr[..., 3:4].astype(np.float32) * (1.0 / 255.0)
-        if not a.any():
-            continue
-        inv = 1.0 - a
-        premul *= inv
-        premul += arr[..., :3].astype(np.float32) * a
-        alpha *= inv
-        alpha += a
-    out = np.empty((h, w, 4), np.uint8)
-    safe = np.where(alpha > 0, alpha, 1.0)
-    out[..., :3] = np.clip(np.rint(premul / safe), 0, 255).astype(np.uint8)
-    out[..., 3] = np.clip(np.rint(alpha[..., 0] * 255.0), 0, 255).astype(np.uint8)
-    return out
+    """Layers drawn back to front with "over" (straight alpha, the result's own alpha
+    kept): ``H x W x 4`` ``uint8``."""
+    from PIL import Image
+
+    images = _stack(layers)
+    canvas = Image.new("RGBA", images[0].size, (0, 0, 0, 0))
+    for img in images:
+        box = img.getbbox(alpha_only=True)
+        if box is not None:
+            canvas.alpha_composite(img, dest=box[:2], source=box)
+    return np.asarray(canvas)
 
 
-def composite(layers: Sequence[Any], background: tuple[int, int, int] = (255, 255, 255)) -> np.ndarray:
-    """The scene the layers recompose, flattened onto ``background`` where it is not
-    opaque (a full scene has an opaque layer 0, so the background never shows):
-    ``H x W x 3`` ``uint8``."""
-    arrays = _stack(layers)
-    h, w = arrays[0].shape[:2]
-    out = np.empty((h, w, 3), np.float32)
-    out[...] = np.asarray(background, np.float32)
-    for arr in arrays:
-        box = _extent(arr[..., 3])
-        if box is None:
-            continue
-        (y0, y1), (x0, x1) = box
-        a = arr[y0:y1, x0:x1, 3:4]
-        region = out[y0:y1, x0:x1]
-        if a.min() == 255:
-            region[...] = arr[y0:y1, x0:x1, :3]
-            continue
-        # "over" onto an opaque canvas: C = C_s a_s + C_d (1 - a_s), only where the layer has pixels
-        diff = arr[y0:y1, x0:x1, :3].astype(np.float32)
-        diff -= region
-        diff *= a.astype(np.float32) * np.float32(1.0 / 255.0)
-        region += diff
-    np.rint(out, out=out)
-    return out.astype(np.uint8)
+def _background(background: Any, size: tuple[int, int]):
+    from PIL import Image
+
+    if hasattr(background, "convert") and hasattr(background, "size"):
+        if tuple(background.size) != tuple(size):
+            raise ValueError(f"background: size {background.size[0]}x{background.size[1]} differs from the layers' {size[0]}x{size[1]}")
+        return background.convert("RGB") if background.mode != "RGB" else background.copy()
+    bg = tuple(int(c) for c in background)
+    if len(bg) != 3 or not all(0 <= c <= 255 for c in bg):
+        raise ValueError(f"background: expected an (r, g, b) colour with 0..255 values or an RGB image, got {background!r}")
+    return Image.new("RGB", size, bg)
 
 
-def _extent(alpha: np.ndarray) -> tuple[tuple[int, int], tuple[int, int]] | None:
-    """The bounding rows and columns of a layer's non-transparent pixels (None: empty)."""
-    rows = np.flatnonzero(alpha.any(axis=1))
-    if rows.size == 0:
-        return None
-    cols = np.flatnonzero(alpha[rows[0] : rows[-1] + 1].any(axis=0))
-    return (int(rows[0]), int(rows[-1]) + 1), (int(cols[0]), int(cols[-1]) + 1)
+def composite_image(layers: Sequence[Any], background: Any = (255, 255, 255)):
+    """The scene the layers recompose as a PIL RGB image, flattened onto ``background``
+    (an RGB colour, an RGB image of the layers' size, or a function of the layers giving
+    one, such as :func:`lone_layer_background`) where it is not opaque: a full
+    scene has an opaque layer 0, so the background never shows; a lone layer shows it
+    wherever the layer is transparent."""
+    images = _stack(layers)
+    first = images[0]
+    if _is_opaque(first):  # layer 0 is the canvas: the background never shows
+        return _over(images[1:], first.convert("RGB"))
+    if callable(background):  # chosen from the layers, only when it shows
+        background = background(images)
+    return _over(images, _background(background, first.size))
+
+
+def composite(layers: Sequence[Any], background: Any = (255, 255, 255)) -> np.ndarray:
+    """:func:`composite_image` as an ``H x W x 3`` ``uint8`` array."""
+    return np.asarray(composite_image(layers, background))
 
 
 def to_image(array: np.ndarray):
@@ -131,11 +151,6 @@ def to_image(array: np.ndarray):
     from PIL import Image
 
     return Image.fromarray(array, "RGBA" if array.shape[2] == 4 else "RGB")
-
-
-def composite_image(layers: Sequence[Any], background: tuple[int, int, int] = (255, 255, 255)):
-    """:func:`composite` as a PIL RGB image."""
-    return to_image(composite(layers, background))
 
 
 @dataclass(frozen=True)
@@ -152,20 +167,93 @@ class Recomposition:
         return self.max_difference <= self.tolerance
 
 
+def _rgb_image(image: Any, name: str):
+    from PIL import Image
+
+    if isinstance(image, np.ndarray):
+        return Image.fromarray(np.ascontiguousarray(as_rgb(image, name)), "RGB")
+    if not hasattr(image, "convert"):
+        raise TypeError(f"{name}: expected a PIL image or a numpy array, got {type(image).__name__}")
+    return image if image.mode == "RGB" else image.convert("RGB")
+
+
+# -- the background a lone layer is shown on ----------------------------------------------
+
+#: the colours a lone layer (or a composite without the opaque background layer) may be
+#: shown on, in order of preference: a neutral mid grey first (what the generated scenes
+#: always get: every palette colour is at least 89 away from it), then strong colours
+BACKGROUND_CANDIDATES: tuple[tuple[int, int, int], ...] = (
+    (128, 128, 128), (255, 0, 255), (0, 255, 255), (0, 110, 0), (0, 0, 140), (255, 255, 255), (0, 0, 0),
+)  # fmt: skip
+#: the least RGB (Euclidean, 0-255 levels) distance between the background and the
+#: layer's own colours
+MIN_BACKGROUND_DISTANCE = 80.0
+#: the share of a layer's visible pixels that must be at least that far (a photo's layer
+#: has anti-aliased and noisy pixels of every colour)
+BACKGROUND_COVERAGE = 0.99
+
+
+def background_distances(images: Sequence[Any], colour: Sequence[int], *, step: int = 2) -> np.ndarray:
+    """RGB distances from ``colour`` of the layers' visible pixels (alpha >= 128), every
+    ``step``-th row and column (a cheap, even sample)."""
+    found = []
+    for img in _stack(images):
+        arr = np.asarray(img)[::step, ::step]
+        visible = arr[..., 3] >= 128
+        if visible.any():
+            found.append(arr[..., :3][visible].astype(np.float32))
+    if not found:
+        return np.zeros(0, np.float32)
+    pixels = np.concatenate(found)
+    return np.sqrt(((pixels - np.asarray(colour, np.float32)) ** 2).sum(axis=1))
+
+
+def lone_layer_background(images: Sequence[Any]) -> tuple[int, int, int]:
+    """The colour to show ``images`` (a lone layer, or layers without an opaque background)
+    on: the first of :data:`BACKGROUND_CANDIDATES` from which at least
+    :data:`BACKGROUND_COVERAGE` of their visible pixels are :data:`MIN_BACKGROUND_DISTANCE`
+    away, else the candidate whose nearest 1% of pixels is farthest. A white object is
+    never shown on white."""
+    best, best_score = BACKGROUND_CANDIDATES[0], -1.0
+    for colour in BACKGROUND_CANDIDATES:
+        d = background_distances(images, colour)
+        if d.size == 0:
+            return colour
+        near = float(np.quantile(d, 1.0 - BACKGROUND_COVERAGE))
+        if near >= MIN_BACKGROUND_DISTANCE:
+            return colour
+        if near > best_score:
+            best, best_score = colour, near
+    return best
+
+
 def recomposition_error(layers: Sequence[Any], reference: Any, tolerance: int = DEFAULT_TOLERANCE) -> Recomposition:
-    """Compare the composite of ``layers`` with ``reference`` (the scene's RGB image)."""
+    """Compare the composite of ``layers`` with ``reference`` (the scene's RGB image).
+
+    ``max_difference``: the largest absolute difference of any channel of any pixel;
+    ``mean_difference``: the mean over pixels and channels; ``n_pixels_over``: pixels with
+    some channel more than ``tolerance`` off (counted only when the maximum is over it)."""
+    from PIL import ImageChops
+
     if not isinstance(tolerance, int) or isinstance(tolerance, bool) or not 0 <= tolerance <= 255:
         raise ValueError(f"tolerance: expected an integer in 0..255, got {tolerance!r}")
-    ours = composite(layers)
-    ref = as_rgb(reference, "composite")
-    if ref.shape != ours.shape:
-        raise ValueError(
-            f"composite: size {ref.shape[1]}x{ref.shape[0]} differs from the layers' {ours.shape[1]}x{ours.shape[0]}"
-        )
-    diff = np.maximum(ours, ref)
-    diff -= np.minimum(ours, ref)  # |a - b| in uint8 without widening
-    diff = diff.max(axis=2)
-    return Recomposition(int(diff.max()), float(diff.mean()), int((diff > tolerance).sum()), tolerance)
+    ours = composite_image(layers)
+    ref = _rgb_image(reference, "composite")
+    if ref.size != ours.size:
+        raise ValueError(f"composite: size {ref.size[0]}x{ref.size[1]} differs from the layers' {ours.size[0]}x{ours.size[1]}")
+    diff = ImageChops.difference(ours, ref)  # |a - b| per channel, in C
+    if diff.getbbox() is None:  # identical (the usual case for a lossless release)
+        return Recomposition(0, 0.0, 0, tolerance)
+    hist = diff.histogram()  # 256 bins per channel
+    n = ours.size[0] * ours.size[1]
+    biggest = max((v for c in range(3) for v in range(256) if hist[256 * c + v]), default=0)
+    mean = sum(v * hist[256 * c + v] for c in range(3) for v in range(1, 256)) / (3 * n)
+    over = 0
+    if biggest > tolerance:  # the failure path: count the pixels (per-pixel max over channels)
+        r, g, b = diff.split()
+        worst = ImageChops.lighter(ImageChops.lighter(r, g), b).histogram()
+        over = int(sum(worst[tolerance + 1 :]))
+    return Recomposition(int(biggest), float(mean), over, tolerance)
 
 
 def check_recomposition(layers: Sequence[Any], reference: Any, tolerance: int = DEFAULT_TOLERANCE, name: str = "scene") -> Recomposition:

@@ -11,9 +11,13 @@ This module is the one way lmms-scene asks a judge model anything:
 * :func:`parse_verdict` is strict: True only for an unambiguous yes/correct, False only
   for an unambiguous no/incorrect, None otherwise. lmms-eval 0.7.3's own parsers read
   "Not correct." as correct and any "1" in a reply as a yes; ours do neither.
-* :func:`panel` asks several judges, drops any judge that is the evaluated model
-  (:func:`is_self_judge`; the harness's judge and model can share ``MODEL_VERSION``, so
-  names and model arguments are compared) and takes the majority (:func:`consensus`).
+* :func:`panel` asks every judge about every answer, the evaluated model's own judge
+  included, and takes the majority of the others (:func:`consensus`; the self-judge is
+  found by :func:`is_self_judge`: the harness's judge and model can share
+  ``MODEL_VERSION``, so names and model arguments are compared); the self-judgments
+  are kept for the self-preference matrix (the paper's Figure 4).
+* ``provider="hf"`` (``--judges hf:PATH``) is a local transformers causal LM at a path
+  (:class:`HFJudge`; a ``save_pretrained`` folder or a GGUF file).
 
 The provider is lmms-eval's (``lmms_eval.llm_judge``): ``openai`` (also any
 OpenAI-compatible server through ``base_url``), ``azure``, ``bedrock``, ``local`` and
@@ -30,6 +34,7 @@ import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 #: what a failed call is recorded as
@@ -38,7 +43,8 @@ ERROR = "error"
 #: the reply came back but says neither yes nor no (not a call failure, still excluded)
 UNPARSED = "unparsed"
 
-PROVIDERS = ("openai", "azure", "async_openai", "async_azure", "bedrock", "local", "dummy")
+#: lmms-eval's judge providers, and ``hf``: a local transformers causal LM at a path (:class:`HFJudge`)
+PROVIDERS = ("openai", "azure", "async_openai", "async_azure", "bedrock", "local", "dummy", "hf")
 
 DEFAULT_PROMPT = (
     "You are grading a visual question answering system.\n"
@@ -114,7 +120,10 @@ def parse_judges(spec: str) -> list[JudgeSpec]:
         model = model.strip()
         if not model:
             raise ValueError(f"judges entry {i} ({raw!r}): no model name")
-        judges.append(JudgeSpec(name=(name.strip() or model), model=model, provider=provider, base_url=url.strip() or None))
+        if provider == "hf":  # a path, which may hold "@": no URL part
+            model, url = target.strip(), ""
+        default_name = Path(model.rstrip("/")).name.removesuffix(".gguf") if provider == "hf" else model
+        judges.append(JudgeSpec(name=(name.strip() or default_name), model=model, provider=provider, base_url=url.strip() or None))
     names = [j.name for j in judges]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -163,6 +172,8 @@ def make_client(spec: JudgeSpec) -> Any:
     With a ``base_url`` (provider ``openai`` or ``local``) it is lmms-eval's ``local``
     provider (OpenAI-compatible chat completions, no key) pointed at that URL.
     """
+    if spec.provider == "hf":
+        return HFJudge(spec.model, max_new_tokens=spec.max_tokens)
     from lmms_eval.llm_judge import ServerConfig, get_server
 
     config = ServerConfig(
@@ -181,6 +192,71 @@ def make_client(spec: JudgeSpec) -> Any:
         return client
     client = get_server(spec.provider, config)
     return client
+
+
+class _Reply:
+    def __init__(self, content: str) -> None:
+        self.content, self.success, self.error_message = content, True, None
+
+
+def resolve_hf_path(path: str | Path) -> tuple[Path, str | None]:
+    """Where a local judge's weights are: a ``save_pretrained`` folder (None), a ``.gguf``
+    file, or a folder holding one ``.gguf`` and no ``config.json`` (the GGUF file's name).
+    A missing path or an ambiguous folder is an error naming it."""
+    p = Path(path).expanduser()
+    if p.is_file() and p.suffix == ".gguf":
+        return p.parent, p.name
+    if not p.is_dir():
+        raise FileNotFoundError(f"hf judge: {p} is neither a model folder nor a .gguf file")
+    if (p / "config.json").is_file():
+        return p, None
+    ggufs = sorted(x.name for x in p.glob("*.gguf"))
+    if len(ggufs) == 1:
+        return p, ggufs[0]
+    raise FileNotFoundError(f"hf judge: {p} has no config.json and {len(ggufs)} .gguf files (name the file: hf:{p}/NAME.gguf)")
+
+
+class HFJudge:
+    """A judge client backed by a local transformers causal LM (``--judges hf:PATH``):
+    the same ``evaluate(request) -> response`` as lmms-eval's judge clients. The model is
+    loaded once (:func:`lmms_scene.cache.cached`), on first use, on the CPU unless
+    ``LMMS_SCENE_DEVICE`` says otherwise; replies are greedy, ``max_new_tokens`` long."""
+
+    def __init__(self, path: str | Path, max_new_tokens: int = 16) -> None:
+        self.path, self.gguf_file = resolve_hf_path(path)
+        self.max_new_tokens = int(max_new_tokens)
+        self.config = None
+
+    def _load(self):
+        from lmms_scene.cache import cached, load_pretrained
+
+        def load():
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            from lmms_scene import settings
+            from lmms_scene.cache import torch_device
+
+            kwargs = {"gguf_file": self.gguf_file} if self.gguf_file else {}
+            tokenizer = AutoTokenizer.from_pretrained(str(self.path), **kwargs)
+            model = load_pretrained(AutoModelForCausalLM, str(self.path), device=torch_device(settings.current().device), **kwargs)
+            return tokenizer, model
+
+        return cached(("lmms_scene.judges.hf", str(self.path), self.gguf_file), load)
+
+    def evaluate(self, request) -> _Reply:
+        import torch
+
+        tokenizer, model = self._load()
+        messages = [dict(m) for m in request.messages]
+        if getattr(tokenizer, "chat_template", None):
+            inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        else:
+            inputs = tokenizer("\n".join(str(m["content"]) for m in messages) + "\n", return_tensors="pt")
+        inputs = {k: v.to(model.device) for k, v in inputs.items()}
+        with torch.no_grad():
+            out = model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False,
+                                 pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)  # fmt: skip
+        return _Reply(tokenizer.decode(out[0][inputs["input_ids"].shape[1] :], skip_special_tokens=True))
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -329,9 +405,11 @@ def is_self_judge(spec: JudgeSpec, model: str | None, model_args: str | Mapping[
 class Consensus:
     """The majority verdict of several judges.
 
-    ``correct`` is None when no judge gave a usable verdict or the votes tie. ``failed``
-    counts failed calls (timeouts, errors), ``unparsed`` replies with no verdict;
-    ``excluded`` lists judges left out as the evaluated model itself.
+    ``correct`` is None when no voting judge gave a usable verdict or the votes tie.
+    ``failed`` counts failed calls (timeouts, errors), ``unparsed`` replies with no
+    verdict, both among the voting judges; ``excluded`` lists the judges that are the
+    evaluated model itself: asked (their replies are in ``replies``, for Figure 4) but
+    not voting.
     """
 
     correct: bool | None
@@ -354,17 +432,20 @@ class Consensus:
             "failed": self.failed,
             "unparsed": self.unparsed,
             "excluded": list(self.excluded),
-            "replies": [r.to_dict() for r in self.replies],
+            "replies": [{**r.to_dict(), "self": r.judge in self.excluded} for r in self.replies],
         }
 
 
 def consensus(replies: Iterable[JudgeReply], excluded: Sequence[str] = ()) -> Consensus:
-    """Majority vote over the usable verdicts; a tie or no usable verdict is None."""
+    """Majority vote over the usable verdicts of the judges not in ``excluded`` (the
+    evaluated model's own judgments: asked and kept, never voting); a tie or no usable
+    verdict is None. The counts are over the voting judges."""
     replies = tuple(replies)
-    yes = sum(1 for r in replies if r.ok and r.verdict is True)
-    no = sum(1 for r in replies if r.ok and r.verdict is False)
-    failed = sum(1 for r in replies if not r.ok)
-    unparsed = sum(1 for r in replies if r.ok and r.verdict is None)
+    voting = [r for r in replies if r.judge not in set(excluded)]
+    yes = sum(1 for r in voting if r.ok and r.verdict is True)
+    no = sum(1 for r in voting if r.ok and r.verdict is False)
+    failed = sum(1 for r in voting if not r.ok)
+    unparsed = sum(1 for r in voting if r.ok and r.verdict is None)
     correct = None if yes == no else yes > no
     return Consensus(correct, yes, no, failed, unparsed, tuple(excluded), replies)
 
@@ -377,13 +458,15 @@ def panel(
     model_args: str | Mapping[str, Any] | None = None,
     clients: Mapping[str, Any] | None = None,
 ) -> Consensus:
-    """Ask every judge that is not the evaluated model (``model``/``model_args``) and
-    take the majority. ``clients`` maps judge names to ready clients (tests)."""
+    """Ask **every** judge, the evaluated model itself included (the paper's cross-judging:
+    its self-judgments fill Figure 4's diagonal), and take the majority of the others
+    (:func:`is_self_judge` on ``model``/``model_args``). ``clients`` maps judge names to
+    ready clients (tests)."""
     if not judges:
         raise ValueError("judges: expected at least one JudgeSpec")
     clients = clients or {}
     excluded = [j.name for j in judges if is_self_judge(j, model, model_args)]
-    replies = [ask(j, prompt, client=clients.get(j.name)) for j in judges if j.name not in excluded]
+    replies = [ask(j, prompt, client=clients.get(j.name)) for j in judges]
     return consensus(replies, excluded)
 
 

@@ -74,3 +74,48 @@ def test_recomposition_check_exact_and_rejects_beyond_tolerance():
         C.check_recomposition([bg, fg], bad, name="scene-7")
     with pytest.raises(ValueError, match="composite: size"):
         C.recomposition_error([bg, fg], ref[:2])
+
+
+def test_equal_to_a_chain_of_pil_alpha_composite_within_one_level():
+    from PIL import Image
+
+    rng = np.random.default_rng(1)
+    h, w = 37, 53
+    bg = np.concatenate([rng.integers(0, 256, (h, w, 3), dtype=np.uint8), np.full((h, w, 1), 255, np.uint8)], 2)
+    layers = [bg]
+    for k in range(5):  # random soft alpha, each layer on part of the canvas only
+        arr = np.zeros((h, w, 4), np.uint8)
+        y, x = rng.integers(0, h // 2), rng.integers(0, w // 2)
+        arr[y : y + 15, x : x + 20] = rng.integers(0, 256, (15, 20, 4), dtype=np.uint8)
+        layers.append(arr)
+    chain = Image.fromarray(layers[0], "RGBA")
+    for arr in layers[1:]:
+        chain = Image.alpha_composite(chain, Image.fromarray(arr, "RGBA"))
+    ref = np.asarray(chain.convert("RGB")).astype(int)
+    assert np.abs(C.composite(layers).astype(int) - ref).max() <= 1
+    # a lone semi-transparent layer flattened onto a colour: the chain over that colour
+    white = Image.new("RGBA", (w, h), (10, 200, 30, 255))
+    ref = np.asarray(Image.alpha_composite(white, Image.fromarray(layers[3], "RGBA")).convert("RGB")).astype(int)
+    assert np.abs(C.composite([layers[3]], background=(10, 200, 30)).astype(int) - ref).max() <= 1
+
+
+def test_lone_layer_on_a_background_image():
+    from PIL import Image
+
+    fg = _layer()
+    fg[0, 0] = (9, 9, 9, 255)
+    pattern = Image.new("RGB", (5, 4), (1, 2, 3))
+    pattern.putpixel((4, 3), (7, 7, 7))
+    out = C.composite([fg], background=pattern)
+    assert out[0, 0].tolist() == [9, 9, 9] and out[3, 4].tolist() == [7, 7, 7] and out[1, 1].tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="background: size 2x2"):
+        C.composite([fg], background=Image.new("RGB", (2, 2)))
+
+
+def test_recomposition_statistics_on_a_near_miss():
+    bg = _layer(rgba=(100, 100, 100, 255))
+    ref = C.composite([bg]).copy()
+    ref[0, 0] = (101, 100, 100)  # one channel of one pixel off by one
+    ref[1, 1] = (100, 100, 97)  # and one off by three
+    r = C.recomposition_error([bg], ref, tolerance=2)
+    assert (r.max_difference, r.n_pixels_over) == (3, 1) and r.mean_difference == pytest.approx(4 / (3 * 20))

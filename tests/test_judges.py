@@ -119,13 +119,37 @@ def test_self_judge_detection():
     assert not is_self_judge(q, "llava_onevision", None)
 
 
-def test_panel_excludes_self_and_votes():
+def test_panel_asks_every_judge_and_self_judgments_do_not_vote():
     specs = [JudgeSpec("a", "org/A"), JudgeSpec("b", "org/B"), JudgeSpec("c", "org/C")]
     clients = {"a": _Client("yes"), "b": _Client("no"), "c": _Client(exc=TimeoutError("slow"))}
     result = panel(specs, "q", model="vllm", model_args="model=org/B", clients=clients)
-    assert result.excluded == ("b",) and not clients["b"].requests
+    # b is the evaluated model: asked (its judgment is kept for Figure 4), not voting
+    assert result.excluded == ("b",) and len(clients["b"].requests) == 1
     assert (result.correct, result.yes, result.no, result.failed) == (True, 1, 0, 1)
-    assert result.to_dict()["replies"][1]["status"] == "timeout"
+    replies = result.to_dict()["replies"]
+    assert [(r["judge"], r["status"], r["self"]) for r in replies] == [("a", "yes", False), ("b", "no", True), ("c", "timeout", False)]
+    # with the self-judge alone left, there is no consensus (never its own vote)
+    alone = panel(specs[1:2], "q", model="vllm", model_args="model=org/B", clients=clients)
+    assert alone.correct is None and alone.voters == 0 and len(alone.replies) == 1
+
+
+def test_hf_judge_paths_and_spec():
+    (spec,) = parse_judges("hf:/models/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert (spec.provider, spec.model, spec.name) == ("hf", "/models/SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct.Q4_1")
+    (named,) = parse_judges("hf:smol=/m/a@b")  # a path keeps its "@"
+    assert (named.name, named.model, named.base_url) == ("smol", "/m/a@b", None)
+    with pytest.raises(FileNotFoundError, match="neither a model folder nor a .gguf file"):
+        judges.resolve_hf_path("/no/such/model")
+
+
+def test_hf_judge_folder_resolution(tmp_path):
+    (tmp_path / "a.gguf").write_bytes(b"")
+    assert judges.resolve_hf_path(tmp_path) == (tmp_path, "a.gguf")
+    (tmp_path / "b.gguf").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="2 .gguf files"):
+        judges.resolve_hf_path(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    assert judges.resolve_hf_path(tmp_path) == (tmp_path, None)
 
 
 def test_parse_judges():

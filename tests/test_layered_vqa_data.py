@@ -244,3 +244,49 @@ def test_schedule_docs_rejects_conversations_past_the_round_cap(monkeypatch):
     assert len(L.schedule_docs(data, ["full"])) == 1
     with pytest.raises(ValueError, match=r"row 0: item 'toy-0' .*'sharded-q' needs 33 turns, more than the 32 rounds"):
         L.schedule_docs(data, ["full", "sharded-q"])
+
+
+def test_generated_scenes_show_their_answers():
+    """Over 500 generated scenes: every question's supporting objects are at least half
+    visible in the composite (later layers in front) and in their own lone layer, which is
+    shown on a background at least MIN_BACKGROUND_DISTANCE from every object colour."""
+    from lmms_scene.data.layered_vqa import View, render_view
+
+    items = S.generate(500, seed=0, size=(64, 48))
+    assert len(items) > 2000
+    seen: dict[tuple[str, int], tuple[float, float]] = {}
+    for item in items:
+        alphas = [np.asarray(layer)[..., 3] > 0 for layer in item["layers"]]
+        objects = {int(i) for s in item["shards"] for i in s["supporting_layers"]} | set(item["minimal_sufficient_layers"])
+        for k in sorted(objects - {0}):
+            key = (item["scene_id"], k)
+            if key not in seen:
+                covered = np.zeros_like(alphas[k])
+                for later in alphas[k + 1 :]:
+                    covered |= later
+                in_composite = (alphas[k] & ~covered).sum() / alphas[k].sum()
+                lone = np.asarray(render_view(item, View(L.LAYER, (k,)))).astype(float)
+                bg = lone[~alphas[k]][0]
+                assert (lone[~alphas[k]] == bg).all()
+                dist = np.sqrt(((lone[alphas[k]] - bg) ** 2).sum(axis=1))
+                in_layer = (dist >= compositing.MIN_BACKGROUND_DISTANCE).mean()
+                seen[key] = (in_composite, in_layer)
+            in_composite, in_layer = seen[key]
+            assert in_composite >= S.MIN_VISIBLE, (item["question_id"], k, in_composite)
+            assert in_layer >= 0.5, (item["question_id"], k, in_layer)
+    # every palette colour is far from the background generated scenes' lone layers get
+    for name, rgb in S.COLOURS.items():
+        assert np.linalg.norm(np.subtract(rgb, compositing.BACKGROUND_CANDIDATES[0])) >= compositing.MIN_BACKGROUND_DISTANCE, name
+
+
+def test_a_release_layer_gets_a_background_far_from_its_own_colours():
+    # a photo-like grey object (mid grey is the first choice) is shown on another colour
+    arr = np.zeros((20, 20, 4), np.uint8)
+    arr[5:15, 5:15] = (125, 130, 128, 255)
+    colour = compositing.lone_layer_background([arr])
+    assert colour != (128, 128, 128)
+    assert compositing.background_distances([arr], colour).min() >= compositing.MIN_BACKGROUND_DISTANCE
+    # a layer with every colour: the candidate whose nearest 1% is farthest
+    rng = np.random.default_rng(0)
+    noisy = np.concatenate([rng.integers(0, 256, (20, 20, 3), dtype=np.uint8), np.full((20, 20, 1), 255, np.uint8)], 2)
+    assert compositing.lone_layer_background([noisy]) in compositing.BACKGROUND_CANDIDATES

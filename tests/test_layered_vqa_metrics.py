@@ -49,7 +49,7 @@ def fake_lemmas(word):
     ],
 )
 def test_rule_grader_paraphrases_and_wrong_answers(pred, gold, qtype, ok):
-    assert grade(pred, gold, qtype, fake_lemmas).correct is ok
+    assert grade(pred, gold, qtype, lemma_names=fake_lemmas).correct is ok
 
 
 def test_empty_is_recorded_as_empty():
@@ -60,7 +60,7 @@ def test_grader_with_real_wordnet_if_installed():
     lemma_names, source = vqa.default_lemma_names()
     if lemma_names is None:
         pytest.skip(source)
-    assert grade("a feeding bottle", "A bottle.", "direct ask", lemma_names).correct
+    assert grade("a feeding bottle", "A bottle.", "direct ask", lemma_names=lemma_names).correct
 
 
 def test_selection_parsing_and_scores():
@@ -78,6 +78,12 @@ def test_selection_parsing_and_scores():
 
 def test_attempt_detection_and_bins():
     assert vqa.is_attempt("A red square.")
+    # an ordinary answer after an acknowledgment is an answer
+    assert vqa.is_attempt("Got it. The object is a triangle.")
+    assert vqa.is_attempt("Got it. The object is a triangle.", grade("Got it. The object is a triangle.", "A triangle.", "direct ask"))
+    assert not vqa.is_attempt("Got it.") and not vqa.is_attempt("Okay, I'm ready for the next part.")
+    hedge = "It could be a circle, a square or a triangle."
+    assert not vqa.is_attempt(hedge, grade(hedge, "A circle.", "direct ask"))
     assert not vqa.is_attempt("Sure, please provide the rest of the question.")
     assert not vqa.is_attempt("What do you want to know?")
     assert not vqa.is_attempt("")
@@ -138,7 +144,9 @@ def test_report_retained_accuracy_depth_and_relational():
     assert rep["by_schedule"]["full"]["accuracy"] == 1.0
     assert rep["by_schedule"]["sharded-v"]["accuracy"] == pytest.approx(1 / 3)
     assert rep["retained"]["sharded-v"]["retained_accuracy"] == pytest.approx(1 / 3)
-    assert rep["retained"]["by_column"]["visual"]["retained_accuracy"] == pytest.approx((4 + 8) / 24)
+    # Visual: mean(accuracy sharded-v 1/3, concat-v 2/3) over full's 1
+    assert rep["retained"]["by_column"]["visual"]["retained_accuracy"] == pytest.approx(0.5)
+    assert rep["overall"]["retained_visual"] == pytest.approx(0.5) and not rep["retained"]["by_column"]["visual"]["complete"]
     lo, hi = rep["by_schedule"]["sharded-v"]["ci95"]["accuracy"]
     assert lo <= 1 / 3 <= hi
     # question type 2 ("occlusion") is relational, types 0-1 are not; concat-v loses only on type 2
@@ -187,10 +195,27 @@ def test_judge_rows_majority_self_exclusion_and_failures():
 def test_tables_render_from_results():
     from lmms_scene.results import TaskResult
 
-    rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "oracle": lambda s, q: True})
+    rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "recap-v": lambda s, q: True,
+                  "concat-v": lambda s, q: q != 2, "oracle": lambda s, q: True})  # fmt: skip
     res = TaskResult("layered_vqa_sample", "layered_vqa", {}, {}, "m", "pretrained=x/tiny", None, samples=[{"layered_vqa_report": r} for r in rows])
     text = vqa.tables([res])
     assert "Table 1" in text and "tiny" in text and "Table 7" in text and "Table 2" in text
+    # the headline first, in percent: Visual = mean(sharded-v 1/3, recap-v 1, concat-v 2/3) / full 1
+    assert "| model | retained Text % | retained Visual % | retained Layered % | full |" in text
+    assert "| tiny | - | 66.7" in text
+    rep = vqa.report(rows, n_boot=50)
+    # Figure 9: sharded-v costs 2/3 against full, recap-v recovers it all: no overshoot
+    fig9 = rep["restoration"]["visual"]
+    assert fig9["cost"] == pytest.approx(-2 / 3) and fig9["recovery"] == pytest.approx(2 / 3) and fig9["overshoot"] == 0.0
+    # Figure 8: concat-v loses on question type 2 only: a third of the questions hold all of the loss
+    conc = rep["loss_concentration"]["concat-v"]
+    assert conc["share_of_questions_for_half"] == pytest.approx(1 / 6) and conc["share_of_questions_for_80"] == pytest.approx(4 / 12)
+    assert conc["running_share"][3] == 1.0 and rep["loss_concentration"]["oracle"]["running_share"] is None
+    # Figure 6: every turn of a multi-turn schedule is an attempt here ("A red square." / "A green circle.")
+    by_attempt = rep["attempts"]["by_attempt"]
+    assert list(by_attempt) == ["1", "2", "3", "4", "5"] and by_attempt["5"]["n"] == 12  # recap-v's fifth turn
+    assert rep["attempts"]["baseline"]["accuracy"] == 1.0
+    assert "Figure 6" in text and "Figure 8" in text and "Figure 9" in text
     none = TaskResult("layered_vqa_full", "layered_vqa", {}, {}, "m", "", None, samples=None)
     assert "without logged samples" in vqa.tables([none])
 
@@ -207,7 +232,8 @@ def test_repeats_expand_and_reliability():
     rep = vqa.report([row], n_boot=50)
     assert rep["n_rows"] == 3
     cell = rep["reliability"]["full"]
-    assert cell["aptitude"] == pytest.approx(2 / 3) and cell["p90"] == 1.0 and cell["unreliability"] == pytest.approx(0.8)  # numpy linear percentiles of [0, 1, 1]
+    # Laban et al.: aptitude = P90, unreliability = P90 - P10 (numpy linear percentiles of [0, 1, 1]); the mean beside them
+    assert cell["aptitude"] == 1.0 and cell["unreliability"] == pytest.approx(0.8) and cell["average"] == pytest.approx(2 / 3)
     # one repeat: a single conversation, however the harness shapes it
     assert L.conversations([["a", "b"]]) == [[["a", "b"]]]
     assert L.conversations(["('a', 'b')"]) == [["('a', 'b')"]]
@@ -250,11 +276,59 @@ def test_group_retained_accuracy_from_the_schedules_parts():
     full = vqa.schedule_part(rows("full", [True, True, False, None]))
     assert full["n_correct"] == 2 and full["n_graded"] == 3 and full["retained_accuracy"] is None
     half = vqa.schedule_part(rows("sharded-q", [True, False, False]))
-    same = vqa.schedule_part(rows("oracle", [True, True, False]))
-    # (1/3)/(2/3) = 0.5 and (2/3)/(2/3) = 1: the group's number is their mean
-    assert vqa.retained_from_parts([full, half, same]) == pytest.approx(0.75)
-    assert vqa.retained_from_parts([half, same]) is None  # no full: undefined, not 0
+    same = vqa.schedule_part(rows("recap-q", [True, True, False]))
+    vis = vqa.schedule_part(rows("concat-v", [False, False, False]))
+    # Text: mean(1/3, 2/3) / (2/3) = 0.75; Visual: 0 / (2/3) = 0; Layered: no schedule, undefined
+    assert vqa.retained_from_parts([full, half, same, vis], "text") == pytest.approx(0.75)
+    assert vqa.retained_from_parts([full, half, same, vis], "visual") == 0.0
+    assert vqa.retained_from_parts([full, half, same, vis], "layered") is None
+    assert vqa.retained_from_parts([half, same], "text") is None  # no full: undefined, not 0
     assert vqa.schedule_part(rows("full", [None])) is None
     assert vqa.schedule_part(rows("full", [True]) + rows("oracle", [True])) is None
-    # the group's accuracy mean leaves the parts out instead of failing on them
-    assert vqa.pooled_mean([0.5, full, None, 1.0], [1, 1, 1, 1]) == 0.75
+
+
+def test_retained_accuracy_reproduces_the_papers_surviving_value():
+    """Table 1 prints one retained value, Text = 108 for Qwen2.5-VL-32B: its full accuracy
+    .559 and its four question-in-text schedules .549, .533, .711, .630."""
+    assert round(100 * vqa.retained(0.559, [0.549, 0.533, 0.711, 0.630])) == 108
+    # and on scored rows: the same accuracies give the same column (each schedule its own accuracy)
+    rows = []
+    accs = {"full": 0.559, "concat-q": 0.549, "sharded-q": 0.533, "recap-q": 0.711, "snowball-q": 0.630}
+    for schedule, acc in accs.items():
+        n_right = round(acc * 1000)
+        rows += [{"scene_id": f"s{k % 10}", "question_id": f"q{k}", "schedule": schedule, "repeat": 0, "correct": k < n_right} for k in range(1000)]
+    got = vqa._retained(rows, list(accs), n_boot=50, seed=0)["by_column"]["text"]
+    assert round(100 * got["retained_accuracy"]) == 108 and got["complete"]
+    lo, hi = got["ci95"]
+    assert lo <= got["retained_accuracy"] <= hi
+
+
+def test_cross_judging_fills_figure_4_with_a_boxed_diagonal():
+    """Two models each judged by both: every judge answers about every output, its own
+    included; the consensus never counts a self-judgment; the matrix has the diagonal."""
+    from lmms_scene.judges import JudgeSpec
+
+    class Client:
+        def __init__(self, reply):
+            self.reply, self.n = reply, 0
+
+        def evaluate(self, request):
+            self.n += 1
+            return type("R", (), {"content": self.reply, "success": True})()
+
+    judges = [JudgeSpec("qa", "org/QA"), JudgeSpec("qb", "org/QB")]
+    clients = {"qa": Client("Yes."), "qb": Client("No.")}  # qa praises everything, qb nothing
+    rows = _rows({"full": lambda s, q: True}, scenes=2)
+    runs = {
+        "QA": vqa.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/QA", clients=clients),
+        "QB": vqa.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/QB", clients=clients),
+    }
+    assert clients["qa"].n == clients["qb"].n == 2 * len(rows)  # every judge, every answer
+    # QA's outputs: only qb votes (no); QB's outputs: only qa votes (yes)
+    assert {r["correct"] for r in runs["QA"]} == {False} and {r["correct"] for r in runs["QB"]} == {True}
+    matrix = vqa.self_preference(runs)
+    assert matrix == {"qa": {"QA": 1.0, "QB": 1.0}, "qb": {"QA": 0.0, "QB": 0.0}}
+    assert vqa.self_cells(runs) == [("qa", "QA"), ("qb", "QB")]
+    table = vqa.self_preference_table(matrix, vqa.self_cells(runs))
+    assert "| qa | [1.000] | 1.000 |" in table and "| qb | 0.000 | [0.000] |" in table
+    assert vqa.judge_summary(runs["QA"])["self_judgments"] == len(rows)

@@ -77,15 +77,31 @@ def test_aligned_and_misaligned(item):
 
 
 def test_order_schedules(item):
-    assert [t.shards for t in deliver(item, "ev-first")] == [(1,), (2,), (0,)]
-    assert [t.shards for t in deliver(item, "ev-last")] == [(0,), (1,), (2,)]
-    orders = {tuple(t.shards for t in deliver(item, "shuffled", seed=s)) for s in range(12)}
-    assert all(sorted(o) == [(0,), (1,), (2,)] for o in orders) and len(orders) > 1
+    # toy item: supporting layers 1, 2 (shards [], [1], [1, 2]); non-supporting 0 (background) and 3
+    assert L.supporting_layers(item) == (1, 2) and L.non_supporting_layers(item) == (0, 3)
+    last, first = deliver(item, "ev-last"), deliver(item, "ev-first")
+    # the shards in order, every layer handed over exactly once
+    for turns in (last, first):
+        assert [t.shards for t in turns] == [(0,), (1,), (2,)]
+        assert sorted(i for t in turns for i in t.layers) == [0, 1, 2, 3]
+    # ev-last: non-supporting first, the supporting ones in the final turn; ev-first: the exact reverse
+    assert [t.layers for t in last] == [(0,), (3,), (1, 2)]
+    assert [t.layers for t in first] == [(2, 1), (3,), (0,)]
+    assert [i for t in first for i in t.layers] == [i for t in last for i in t.layers][::-1]
+    orders = {tuple(t.layers for t in deliver(item, "shuffled", seed=s)) for s in range(12)}
+    assert all(sorted(i for turn in o for i in turn) == [0, 1, 2, 3] for o in orders) and len(orders) > 1
     assert deliver(item, "shuffled", seed=3) == deliver(item, "shuffled", seed=3)
-    # turns are renumbered in delivery order
     assert [t.index for t in deliver(item, "ev-first")] == [0, 1, 2]
 
 
+def test_order_schedules_with_more_shards_than_layers():
+    item = L.toy_item(3)  # 3 layers, supporting 1, 2
+    item["shards"] = [*item["shards"], {"text": "Look closely.", "supporting_layers": []}, {"text": "Answer briefly.", "supporting_layers": []}]
+    last, first = deliver(item, "ev-last"), deliver(item, "ev-first")
+    # one layer a turn: ev-last in the final turns, ev-first in the first ones
+    assert [t.layers for t in last] == [(), (), (0,), (1,), (2,)]
+    assert [t.layers for t in first] == [(2,), (1,), (0,), (), ()]
+    assert [t.evidence_complete for t in last] == [False] * 4 + [True]
 def test_all_layers_and_oracle_image_sets(item):
     (a,) = deliver(item, "all-lyr")
     assert a.layers == (0, 1, 2, 3) and all(v.kind == LAYER for v in a.views) and a.selection
@@ -98,7 +114,7 @@ def test_images_render_layers_and_partial_composites(item):
     full = deliver(item, "full")[0].images[0]
     assert full is item["composite"] or full.tobytes() == item["composite"].tobytes()
     lone = deliver(item, "sharded-v")[1].images[0]
-    assert lone.getpixel((0, 0)) == (255, 255, 255)  # transparent -> white
+    assert lone.getpixel((0, 0)) == (128, 128, 128)  # transparent -> the neutral grey, far from red
     assert lone.getpixel((0, 1)) == (255, 0, 0)
     part = deliver(item, "snowball-v")[1].images[0]
     assert part.getpixel((0, 0)) == (128, 128, 128) and part.getpixel((0, 1)) == (255, 0, 0)
@@ -179,3 +195,60 @@ def test_chat_rounds_validate_as_lmms_eval_chat_messages_and_always_end(item, sc
         if terminal:
             break
     assert round_idx == n and len(outputs) == n
+
+
+def test_table_10_schedules_exactly_as_printed(item):
+    """Table 10 of the paper, row by row: what the model receives in each turn."""
+    q, shards, scene = item["question"], [s["text"] for s in item["shards"]], [ALL]
+    n = len(shards)
+    (full,) = deliver(item, "full")
+    assert (full.text, _views(full)) == (q, scene)  # Q with I
+    (concat,) = deliver(item, "concat-q")
+    assert (concat.text, _views(concat)) == (" ".join(shards), scene)  # q1 q2 ... qn with I
+    sharded = deliver(item, "sharded-q")  # q1 with I; then q2 .. qn, one per turn
+    assert [(t.text, _views(t)) for t in sharded] == [(shards[0], scene)] + [(s, []) for s in shards[1:]]
+    recap = deliver(item, "recap-q")  # as sharded-q, then a final turn repeating Q with I
+    assert len(recap) == n + 1 and [(t.text, _views(t)) for t in recap[:n]] == [(t.text, _views(t)) for t in sharded]
+    assert (recap[-1].text, _views(recap[-1])) == (q, scene)
+    snow = deliver(item, "snowball-q")  # q1 with I; then q1 q2; then q1 q2 q3; ...
+    assert [(t.text, _views(t)) for t in snow] == [(" ".join(shards[: k + 1]), scene if k == 0 else []) for k in range(n)]
+
+
+@pytest.fixture(scope="module")
+def generated():
+    from lmms_scene.data import layered_vqa_synth
+
+    return layered_vqa_synth.generate(200, seed=0, size=(64, 48))
+
+
+def test_no_two_schedules_deliver_the_same_conversation(generated):
+    """Over generated scenes no two schedules hand over the same (turn texts, layer ids)
+    for more than 10% of the questions. The pairs that meet at all (docs/layered_vqa.md):
+    `shuffled` draws a uniform random layer order, which in a two-layer scene is ev-first's
+    or ev-last's half the time; `misaligned` and ev-first when the neighbours' layers
+    happen to fall in the reversed order."""
+    from collections import Counter
+
+    same: Counter = Counter()
+    names = list(SCHEDULES)
+    for it in generated:
+        seqs = {s: tuple((t.text, t.layers) for t in deliver(it, s)) for s in names}
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                same[a, b] += seqs[a] == seqs[b]
+    worst = same.most_common(1)[0]
+    assert worst[1] <= 0.10 * len(generated), same.most_common(5)
+    assert same["aligned", "ev-last"] == 0 and same["ev-first", "ev-last"] == 0
+
+
+def test_evidence_order_puts_supporting_layers_where_the_names_say(generated):
+    for it in generated:
+        support = set(L.supporting_layers(it))
+        last = [t for t in deliver(it, "ev-last") if t.layers]
+        first = [t for t in deliver(it, "ev-first") if t.layers]
+        assert set(last[-1].layers) & support, it["question_id"]
+        assert set(first[0].layers) & support, it["question_id"]
+        # and the non-supporting layers come before every supporting one in ev-last
+        order = [i for t in last for i in t.layers]
+        nonsup = [k for k, i in enumerate(order) if i not in support]
+        assert not nonsup or max(nonsup) < min(k for k, i in enumerate(order) if i in support)

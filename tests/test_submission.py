@@ -377,3 +377,20 @@ def test_cli_submit_and_leaderboard(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "refused" in err and "snus_sample: a sample split" in err and "--limit 2" in err
     assert not (tmp_path / "no.json").exists()
+
+
+def test_layered_vqa_headline_is_retained_accuracy(tmp_path):
+    """Layered-VQA ranks by Table 1's retained accuracy: run as one task per schedule, from
+    the layered_vqa group (no task alone computes it); with no group, by accuracy."""
+    path = write_results(tmp_path / "split", {"layered_vqa_full": ("layered_vqa", vqa_report()), "layered_vqa_sharded_q": ("layered_vqa", vqa_report(seed=1))})
+    data = json.loads(path.read_text())
+    data["results"]["layered_vqa"] = {"alias": "layered_vqa", "retained_text,none": 0.9, "retained_visual,none": 0.5, "retained_layered,none": None}
+    data["group_subtasks"] = {"layered_vqa": ["layered_vqa_full", "layered_vqa_sharded_q"]}
+    path.write_text(json.dumps(data))
+    sub = S.build(tmp_path / "split")
+    assert S.check(sub) == []
+    entry = sub["benchmarks"]["layered_vqa"]
+    assert entry["headline"] == "layered_vqa/retained_text" and entry["metrics"]["layered_vqa/retained_text"]["value"] == 0.9
+    assert "layered_vqa/retained_layered" not in entry["metrics"]
+    write_results(tmp_path / "lone", {"layered_vqa_full": ("layered_vqa", vqa_report())})
+    assert S.build(tmp_path / "lone")["benchmarks"]["layered_vqa"]["headline"] == "layered_vqa_full/accuracy"

@@ -7,6 +7,10 @@
   index.
 - ``build layered-synth --scenes N --seed S --out D [--name N]``: freshly generated scenes,
   the same way.
+- ``layered-vqa grade --input answers.jsonl [--json]``: the rule grader on your own replies
+  (one JSON object a line: id, gold, question_type, answer; optional question, label),
+  printing each verdict (correct / wrong / cannot_tell) and its reason, and the agreement
+  with the labels when lines carry one.
 - ``layered-vqa judge RESULTS... --judges SPEC``: re-grade a run's logged outputs with
   an LLM-judge panel (majority vote, no self-judging, failures counted) and print or
   write the judged report and the judge x model self-preference matrix.
@@ -85,12 +89,38 @@ def register(sub) -> None:
     top = sub.add_parser("layered-vqa", help="Layered-VQA tools (LLM-judge re-grading)", description=__doc__,
                          formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     cmds = top.add_subparsers(dest="layered_vqa_command", required=True, metavar="COMMAND")
+    g = cmds.add_parser("grade", help="grade your own replies with the rule grader (verdict and reason per line)")
+    g.add_argument("--input", required=True, type=Path, help="JSON lines: id, gold, question_type, answer (optional: question, label)")
+    g.add_argument("--json", action="store_true", help="print one JSON document (grades and summary) instead of text")
+    g.set_defaults(fn=_grade, command_name="layered-vqa grade")
     j = cmds.add_parser("judge", help="re-grade logged Layered-VQA outputs with LLM judges")
     j.add_argument("paths", nargs="+", type=Path, help="results folders or files (run with --log_samples)")
-    j.add_argument("--judges", required=True, help="';'-separated [provider:]name=model[@url] (see lmms_scene.judges.parse_judges)")
+    j.add_argument("--judges", required=True, help="';'-separated [provider:]name=model[@url] (see lmms_scene.judges.parse_judges); "
+                   "hf:PATH for a local transformers causal LM (a save_pretrained folder or a .gguf file)")
     j.add_argument("--data", type=Path, default=None, help="the data the run used (for the question texts): a parquet file or a folder written by lmms-scene build; default: the embedded sample")
     j.add_argument("--out", type=Path, default=None, help="write the judged rows and reports as JSON here")
     j.set_defaults(fn=_judge, command_name="layered-vqa judge")
+
+
+def _grade(args) -> int:
+    from lmms_scene.metrics import vqa, vqa_grader
+
+    records = vqa_grader.read_answers(args.input)
+    lemma_names, synonyms = vqa.default_lemma_names()
+    out = vqa_grader.grade_answers(records, lemma_names)
+    out["summary"]["grader"] = vqa.grader_provenance(synonyms)
+    if args.json:
+        print(json.dumps(out, indent=1, default=str))
+        return 0
+    for row in out["grades"]:
+        mark = "" if "label" not in row else ("  (label: agrees)" if row["agrees"] else f"  (label: {row['label']})")
+        print(f"{row['id']}\t{row['verdict']}\t{row['reason']}{mark}")
+    summ = out["summary"]
+    counts = ", ".join(f"{v} {n}" for v, n in summ["verdicts"].items())
+    print(f"{summ['n']} replies: {counts}; synonyms: {synonyms}")
+    if "agreement" in summ:
+        print(f"agreement with the labels: {summ['agreement']:.3f} ({round(summ['agreement'] * summ['labelled'])}/{summ['labelled']})")
+    return 0
 
 
 def _questions(data: Path | None) -> dict[str, str]:
@@ -141,12 +171,16 @@ def _judge(args) -> int:
         acc = rep["overall"].get("accuracy")
         print(f"{label}: judged accuracy {acc if acc is None else round(acc, 4)} over {rep['overall']['n']} rows; "
               f"{rep['judges']['no_consensus']} without consensus (left out), {rep['judges']['failed_calls']} failed judge calls, "
-              f"{rep['judges']['unparsed_replies']} unparsed replies; self-judges excluded: {rep['judges']['self_judges_excluded'] or 'none'}")  # fmt: skip
+              f"{rep['judges']['unparsed_replies']} unparsed replies; self-judges excluded: {rep['judges']['self_judges_excluded'] or 'none'} "
+              f"({rep['judges']['self_judgments']} self-judgments asked, kept for Figure 4)")  # fmt: skip
     matrix = vqa.self_preference(judged_by_model)
-    print("self-preference (share judged correct; rows: judge, columns: model):")
-    print(json.dumps(matrix, indent=2))
+    cells = vqa.self_cells(judged_by_model)
+    print("Figure 4: self-preference after cross-judging (share judged correct; rows: judge, columns: model; "
+          "[boxed]: a model judging its own outputs, never counted in the consensus)")  # fmt: skip
+    print(vqa.self_preference_table(matrix, cells))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"reports": reports, "self_preference": matrix, "rows": judged_by_model}, default=str, indent=1))
+        args.out.write_text(json.dumps({"reports": reports, "self_preference": matrix, "self_cells": cells, "rows": judged_by_model},
+                                       default=str, indent=1))  # fmt: skip
         print(f"wrote {args.out}", file=sys.stderr)
     return 0

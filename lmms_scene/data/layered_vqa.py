@@ -224,12 +224,15 @@ class Turn:
 
 def render_view(item: Mapping[str, Any], view: View):
     """One view as an RGB PIL image: the released composite for all layers, the layers'
-    own composite for a subset, one layer flattened on white for a lone layer."""
+    own composite for a subset. Where no opaque background layer is among them (a lone
+    object layer), the transparent pixels show a colour far from every colour of the
+    layers (:func:`lmms_scene.compositing.lone_layer_background`), never white on white."""
     layers = item["layers"]
     if view.kind == COMPOSITE and len(view.layers) == len(layers) and item.get("composite") is not None:
         comp = item["composite"]
         return comp.convert("RGB") if getattr(comp, "mode", "RGB") != "RGB" else comp
-    return compositing.composite_image([layers[i] for i in view.layers])
+    chosen = [layers[i] for i in view.layers]
+    return compositing.composite_image(chosen, background=compositing.lone_layer_background)
 
 
 # Every fixed phrase a schedule adds around the item's own text (documented in docs/layered_vqa.md).
@@ -241,7 +244,6 @@ PHRASES: dict[str, str] = {
         "Answer the question. Then, on a last line, write which layers you needed, "
         "as 'Layers: ' followed by their numbers separated by commas."
     ),
-    "recap": "To recap, the full question is: {question}",
 }
 
 
@@ -288,7 +290,8 @@ def _sharded_q(item, rng):
 
 
 def _recap_q(item, rng):
-    final = _Draft(PHRASES["recap"].format(question=item["question"]), (_scene(item),), question=True)
+    # Table 10: "As sharded-q, then a final turn repeating Q with I" (Q itself, nothing added)
+    final = _Draft(item["question"], (_scene(item),), question=True)
     return [*_sharded_q(item, rng), final]
 
 
@@ -317,7 +320,8 @@ def _sharded_v(item, rng):
 
 
 def _recap_v(item, rng):
-    final = _Draft(PHRASES["recap"].format(question=item["question"]), (_scene(item),), question=True)
+    # as recap-q: the restored stream ends with Q itself and the scene
+    final = _Draft(item["question"], (_scene(item),), question=True)
     return [*_sharded_v(item, rng), final]
 
 
@@ -363,20 +367,65 @@ def _misaligned(item, rng):
     return out
 
 
-def _evidence_first(item, rng):
-    turns = _aligned(item, rng)
-    return [t for t in turns if t.views] + [t for t in turns if not t.views]
+def supporting_layers(item) -> tuple[int, ...]:
+    """The layers the question rests on: every shard's supporting layers and the
+    minimal-sufficient ones (index order). The rest (``non_supporting_layers``) are the
+    background when no shard needs it, distractors and unrelated objects."""
+    found = {int(i) for s in range(len(item["shards"])) for i in supporting(item, s)}
+    found |= {int(i) for i in item["minimal_sufficient_layers"]}
+    return tuple(sorted(found))
+
+
+def non_supporting_layers(item) -> tuple[int, ...]:
+    support = set(supporting_layers(item))
+    return tuple(i for i in range(n_layers(item)) if i not in support)
+
+
+def _deal(item, order: Sequence[int], placement: str, rng) -> list[_Draft]:
+    # The order family: the shards in order, one per turn, and every layer of the scene
+    # handed over once, in ``order``, spread over the turns. With more turns than layers,
+    # one layer a turn in the first turns ("front"), the last ones ("back") or turns drawn
+    # by the seeded rng ("random"); with fewer, consecutive blocks as even as possible,
+    # the larger blocks at the front or the back.
+    n = len(item["shards"])
+    layers = list(order)
+    blocks: list[list[int]] = [[] for _ in range(n)]
+    if len(layers) <= n:
+        if placement == "front":
+            slots = list(range(len(layers)))
+        elif placement == "back":
+            slots = list(range(n - len(layers), n))
+        else:
+            slots = sorted(rng.sample(range(n), len(layers)))
+        for slot, layer in zip(slots, layers):
+            blocks[slot].append(layer)
+    else:
+        size, extra = divmod(len(layers), n)
+        sizes = [size + (1 if k < extra else 0) for k in range(n)]
+        if placement == "back":
+            sizes.reverse()
+        start = 0
+        for k, s in enumerate(sizes):
+            blocks[k] = layers[start : start + s]
+            start += s
+    return [_shard_turn(item, i, blocks[i]) for i in range(n)]
 
 
 def _evidence_last(item, rng):
-    turns = _aligned(item, rng)
-    return [t for t in turns if not t.views] + [t for t in turns if t.views]
+    # the non-supporting layers first, the supporting ones in the final turns (each group in index order)
+    return _deal(item, [*non_supporting_layers(item), *supporting_layers(item)], "back", rng)
+
+
+def _evidence_first(item, rng):
+    # exactly the reverse of ev-last: the supporting layers first (front-most first), the rest after
+    order = [*non_supporting_layers(item), *supporting_layers(item)]
+    return _deal(item, order[::-1], "front", rng)
 
 
 def _shuffled(item, rng):
-    turns = _aligned(item, rng)
-    rng.shuffle(turns)
-    return turns
+    order = list(range(n_layers(item)))
+    rng.shuffle(order)
+    return _deal(item, order, "random", rng)
 
 
 def _all_layers(item, rng):
@@ -425,9 +474,9 @@ SCHEDULES: dict[str, Schedule] = {
         Schedule("snowball-v", "visual", "L turns: Q with layer 0, then the composite of layers 0..t at turn t", _snowball_v),
         Schedule("aligned", "alignment", "n turns: shard i with its supporting layers (none for a shard with none)", _aligned),
         Schedule("misaligned", "alignment", "n turns: shard i with the next supporting set (cyclic) minus its own layers", _misaligned),
-        Schedule("ev-first", "order", "aligned turns, those with evidence first (stable order)", _evidence_first),
-        Schedule("ev-last", "order", "aligned turns, those with evidence last (stable order)", _evidence_last),
-        Schedule("shuffled", "order", "aligned turns in a seeded random order", _shuffled),
+        Schedule("ev-first", "order", "n turns: shard i, with every layer handed over once, supporting layers first (the reverse of ev-last)", _evidence_first),
+        Schedule("ev-last", "order", "n turns: shard i, with every layer handed over once, non-supporting layers first, supporting ones in the final turns", _evidence_last),
+        Schedule("shuffled", "order", "n turns: shard i, with every layer handed over once, in a seeded random order", _shuffled),
         Schedule("all-lyr", "evidence", "1 turn: Q with all L layers as separate images, plus the selection prompt", _all_layers),
         Schedule("oracle", "evidence", "1 turn: Q with only the minimal-sufficient layers, plus the selection prompt", _oracle),
     )

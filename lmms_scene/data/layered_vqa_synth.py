@@ -100,6 +100,37 @@ def _draw(w: int, h: int, shape: str, box: tuple[int, int, int, int], colour: tu
     return np.asarray(img).copy()
 
 
+#: every object keeps at least this share of its pixels visible in the composite (later
+#: layers are in front), so every question's supporting objects can be seen
+MIN_VISIBLE = 0.5
+#: placements tried per object before it goes where it hides nothing
+MAX_TRIES = 50
+
+
+def _visible_fractions(masks: Sequence[np.ndarray]) -> list[float]:
+    """Per mask (back to front), the share of its pixels no later mask covers."""
+    out = []
+    covered = np.zeros_like(masks[0]) if masks else None
+    for k in range(len(masks) - 1, -1, -1):  # front to back
+        m = masks[k]
+        total = int(m.sum())
+        out.append(float((m & ~covered).sum()) / total if total else 0.0)
+        covered = covered | m
+    return out[::-1]
+
+
+def _place(w: int, h: int, side: int, objects: list, rng: random.Random) -> tuple[int, int]:
+    if objects and rng.random() < 0.5:
+        # overlap an earlier object on purpose, so occlusion questions exist
+        other = rng.choice(objects)
+        cx, cy = other.centre
+        x0 = int(cx + rng.choice((-1, 1)) * side * rng.uniform(0.3, 0.6) - side / 2)
+        y0 = int(cy + rng.uniform(-0.3, 0.3) * side - side / 2)
+    else:
+        x0, y0 = rng.randint(0, w - side - 1), rng.randint(0, h - side - 1)
+    return max(0, min(w - side - 1, x0)), max(0, min(h - side - 1, y0))
+
+
 def _scene(index: int, rng: random.Random, size: tuple[int, int], n_objects: int):
     w, h = size
     layers = [_background(w, h, rng)]
@@ -109,19 +140,23 @@ def _scene(index: int, rng: random.Random, size: tuple[int, int], n_objects: int
         shape = rng.choice(SHAPES)
         size_name = rng.choice(SIZES)
         side = int(min(w, h) * (0.34 if size_name == "large" else 0.2))
-        if objects and rng.random() < 0.5:
-            # overlap an earlier object on purpose, so occlusion questions exist
-            other = rng.choice(objects)
-            cx, cy = other.centre
-            x0 = int(cx + rng.choice((-1, 1)) * side * rng.uniform(0.3, 0.6) - side / 2)
-            y0 = int(cy + rng.uniform(-0.3, 0.3) * side - side / 2)
-        else:
-            x0, y0 = rng.randint(0, w - side - 1), rng.randint(0, h - side - 1)
-        x0, y0 = max(0, min(w - side - 1, x0)), max(0, min(h - side - 1, y0))
-        box = (x0, y0, x0 + side, y0 + side)
-        arr = _draw(w, h, shape, box, COLOURS[colours[k]])
+        # a placement that leaves every earlier object at least MIN_VISIBLE visible (the
+        # new one is in front, fully visible); after MAX_TRIES, the least hiding one
+        best = None
+        for _ in range(MAX_TRIES):
+            x0, y0 = _place(w, h, side, objects, rng)
+            box = (x0, y0, x0 + side, y0 + side)
+            arr = _draw(w, h, shape, box, COLOURS[colours[k]])
+            worst = min(_visible_fractions([o.mask for o in objects] + [arr[..., 3] > 0])[:-1], default=1.0)
+            if best is None or worst > best[0]:
+                best = (worst, box, arr)
+            if worst >= MIN_VISIBLE:
+                break
+        worst, box, arr = best
+        if worst < MIN_VISIBLE:  # nowhere it hides little enough: leave it out of this scene
+            continue
         layers.append(arr)
-        objects.append(Obj(k + 1, colours[k], shape, size_name, box, arr[..., 3] > 0))
+        objects.append(Obj(len(objects) + 1, colours[k], shape, size_name, box, arr[..., 3] > 0))
     # visible mask of each object (later layers are in front)
     for i, obj in enumerate(objects):
         covered = np.zeros_like(obj.mask)

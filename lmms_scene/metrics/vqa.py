@@ -28,33 +28,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from lmms_scene.metrics import rows as R
 
-NUMBER_WORDS = {
-    "zero": 0, "no": 0, "none": 0, "one": 1, "a single": 1, "single": 1, "two": 2, "both": 2, "three": 3, "four": 4,
-    "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
-    "thirteen": 13, "fourteen": 14, "fifteen": 15, "twenty": 20,
-}  # fmt: skip
-_NUMBER_RE = re.compile(r"\b(" + "|".join(sorted((re.escape(w) for w in NUMBER_WORDS if w not in ("no", "none", "both", "single")), key=len, reverse=True)) + r"|\d+)\b")
-ARTICLES = {"a", "an", "the"}
-STOPWORDS = ARTICLES | {
-    "is", "are", "it", "its", "this", "that", "there", "of", "in", "on", "at", "to", "and", "or", "with", "by",
-    "object", "thing", "one", "visible", "scene", "image", "picture", "answer", "i", "see", "be", "which", "what",
-}  # fmt: skip
-COLOURS = {"red", "green", "blue", "yellow", "purple", "orange", "black", "white", "brown", "pink", "grey", "gray", "violet"}
-RELATIONS = {
-    "left": "right", "right": "left", "above": "below", "below": "above", "behind": "front", "front": "behind",
-    "over": "under", "under": "over",
-}  # fmt: skip
 SELECTION_RE = re.compile(r"layers?\s*[:=]\s*([^\n]*)", re.IGNORECASE)
-NON_ANSWER_RE = re.compile(
-    r"\b(please (provide|share|tell|clarify|specify)|need (more|the)|not enough|cannot (determine|tell|see|answer)|"
-    r"can't (determine|tell|see|answer)|unable to|could you|can you (provide|clarify|tell)|what (is|are) (the|your) question|"
-    r"i (will|'ll) wait|waiting for|sure[,!.]? (i|go ahead)|go ahead|send (me )?the|show me|let me know|"
-    r"more (layers?|images?|information|details|context)|i'?m ready|understood|got it|^ok(ay)?\b)\b",
+#: acknowledgments a reply may open with before its answer ("Got it. The object is a triangle.")
+_ACK = re.compile(r"^\s*(?:ok(?:ay)?|sure|got it|understood|alright|all right|great|thanks|thank you|noted|i see|certainly|of course)\b[\s,.!:;-]*", re.IGNORECASE)
+#: what asks for more input instead of answering
+REQUEST_RE = re.compile(
+    r"\b(?:please (?:provide|share|send|show|continue|go on|tell|clarify|specify)|go ahead|send (?:me )?(?:the|more)|"
+    r"show me|let me know|i(?:'| a)?m ready|ready for|waiting for|i (?:will|'ll) wait|what (?:is|are) (?:the|your) question|"
+    r"what would you like|(?:need|want) (?:more|the (?:rest|next|full|question|image|layers?))|"
+    r"more (?:layers?|images?|information|details|context))\b",
     re.IGNORECASE,
 )
 #: Table 4's five bins of the first answer attempt's position in the conversation
@@ -65,140 +51,17 @@ LENGTH_BINS = ("shortest", "short", "median", "long", "longest")
 
 # -- answer grading ----------------------------------------------------------------------
 
+from lmms_scene.metrics.vqa_grader import CANNOT_TELL, Grade, grade  # the rule grader
+
+#: bumped whenever the rule grader's verdicts change (recorded with every score)
+GRADER_VERSION = 2
+
 
 def normalise(text: str) -> list[str]:
     """Lower-case tokens, punctuation dropped, hyphens split, ``colour``/``gray`` unified."""
     text = str(text).lower().replace("colour", "color").replace("gray", "grey")
     text = re.sub(r"[^a-z0-9\s]", " ", text.replace("-", " "))
     return text.split()
-
-
-def _singular(token: str) -> str:
-    if len(token) > 3 and token.endswith("ies"):
-        return token[:-3] + "y"
-    if len(token) > 3 and token.endswith(("ches", "shes", "sses", "xes")):
-        return token[:-2]
-    if len(token) > 2 and token.endswith("s") and not token.endswith("ss"):
-        return token[:-1]
-    return token
-
-
-def counts(text: str) -> list[tuple[int, str | None]]:
-    """The numbers a text states, in order, each with the noun right after it (if any)."""
-    low = " ".join(normalise(text))
-    out = []
-    for m in _NUMBER_RE.finditer(low):
-        word = m.group(1)
-        value = int(word) if word.isdigit() else NUMBER_WORDS[word]
-        after = low[m.end():].split()
-        noun = None
-        for tok in after[:3]:
-            if tok in STOPWORDS or tok in COLOURS:
-                continue
-            noun = _singular(tok)
-            break
-        out.append((value, noun))
-    return out
-
-
-@dataclass(frozen=True)
-class Grade:
-    correct: bool
-    reason: str
-
-
-def _synonyms(word: str, lemma_names: Callable[[str], set[str]] | None) -> set[str]:
-    out = {word, _singular(word)}
-    if lemma_names is not None:
-        try:
-            out |= {w.lower() for w in lemma_names(word)}
-        except Exception:  # an unknown word has no synonyms; the word itself still counts
-            pass
-    return out
-
-
-def _contains(tokens: Sequence[str], phrase: str) -> bool:
-    words = [_singular(t) for t in normalise(phrase)]
-    toks = [_singular(t) for t in tokens]
-    n = len(words)
-    return n > 0 and any(toks[i : i + n] == words for i in range(len(toks) - n + 1))
-
-
-def head_noun(answer: str) -> str | None:
-    """The gold answer's head noun: its last content word ("A teddy bear." -> "bear")."""
-    content = [t for t in normalise(answer) if t not in STOPWORDS and not _NUMBER_RE.fullmatch(t)]
-    return _singular(content[-1]) if content else None
-
-
-def grade(
-    prediction: str,
-    answer: str,
-    question_type: str | None = None,
-    lemma_names: Callable[[str], set[str]] | None = None,
-) -> Grade:
-    """The offline rule grade of ``prediction`` against the gold ``answer``.
-
-    >>> grade("I count 2 circles and 1 square", "Two circles and one square.", "counting").correct
-    True
-    >>> grade("one circle, two squares", "Two circles and one square.", "counting").correct
-    False
-    """
-    if not isinstance(prediction, str) or not prediction.strip():
-        return Grade(False, "empty")
-    pred = normalise(prediction)
-    gold = normalise(answer)
-    if not pred:
-        return Grade(False, "empty")
-    gold_counts = counts(answer)
-    if question_type == "counting" or (gold_counts and gold and (gold[0] in NUMBER_WORDS or gold[0].isdigit())):
-        if not gold_counts:
-            return Grade(False, "gold has no count")
-        said = counts(prediction)
-        if not said:
-            return Grade(False, "no count in the reply")
-        if len(gold_counts) == 1:
-            return Grade(said[0][0] == gold_counts[0][0], "count")
-        # two groups: bound to their nouns when both groups have distinct nouns that the
-        # reply names once each ("one square and two circles"), else in order ("Two dogs
-        # face frontward, and one dog faces backward": both groups are dogs)
-        groups = gold_counts[:2]
-        nouns = [noun for _, noun in groups]
-        said_nouns = [noun for _, noun in said]
-        bound = len(set(nouns)) == 2 and all(n and said_nouns.count(n) == 1 for n in nouns)
-        if bound:
-            by_noun = {noun: value for value, noun in said}
-            ok = all(by_noun[noun] == value for value, noun in groups)
-        else:
-            ok = len(said) >= 2 and all(said[i][0] == value for i, (value, _) in enumerate(groups))
-        return Grade(ok, "two counts")
-    rels = [t for t in gold if t in RELATIONS]
-    if rels:
-        rel = rels[0]
-        has = rel in pred
-        opposite = RELATIONS[rel] in pred and RELATIONS[rel] not in gold
-        return Grade(has and not opposite, "relation")
-    content = [t for t in gold if t not in STOPWORDS]
-    if len(content) == 1 and content[0] in COLOURS:
-        said = {t for t in pred if t in COLOURS}
-        return Grade(said == {content[0]}, "colour")
-    head = head_noun(answer)
-    if head is None:
-        return Grade(" ".join(pred) == " ".join(gold), "exact")
-    needed_colours = [t for t in content if t in COLOURS]
-    if any(c not in pred for c in needed_colours):
-        return Grade(False, "colour missing")
-    tokens = [_singular(t) for t in pred]
-    if head in tokens:
-        return Grade(True, "head noun")
-    for syn in _synonyms(head, lemma_names):
-        if _contains(pred, syn):
-            return Grade(True, "synonym")
-    # a multi-word gold head ("mountain range") through its compound's synonyms
-    if len(content) >= 2 and lemma_names is not None:
-        for syn in _synonyms(" ".join(content[-2:]), lemma_names):
-            if _contains(pred, syn):
-                return Grade(True, "synonym")
-    return Grade(False, "head noun missing")
 
 
 def default_lemma_names() -> tuple[Callable[[str], set[str]] | None, str]:
@@ -216,7 +79,7 @@ def default_lemma_names() -> tuple[Callable[[str], set[str]] | None, str]:
 def grader_provenance(synonyms: str) -> dict[str, Any]:
     from lmms_scene.provenance import scorer
 
-    return scorer("rule", grader="lmms_scene.metrics.vqa.grade", synonyms=synonyms)
+    return scorer("rule", grader="lmms_scene.metrics.vqa_grader.grade", grader_version=GRADER_VERSION, synonyms=synonyms)
 
 
 # -- evidence selection ---------------------------------------------------------------------
@@ -260,15 +123,37 @@ def selection_scores(selected: list[int] | None, minimal: Sequence[int], distrac
 # -- grounding --------------------------------------------------------------------------------
 
 
-def is_attempt(output: str) -> bool:
-    """Whether a turn's reply attempts an answer: not empty, not a question back, not a
-    request for more input."""
+def is_attempt(output: str, graded: Grade | None = None) -> bool:
+    """Whether a turn's reply attempts an answer. With ``graded`` (the rule grader's
+    verdict on this reply): it commits to an answer of the asked kind (correct or wrong),
+    and a refusal, options without a choice or several answers are none. Without a
+    verdict, or when the grader found nothing of the asked kind: some sentence, after any
+    opening acknowledgment ("Got it.", "Sure,"), is neither a question back nor a request
+    for more input."""
     text = (output or "").strip()
     if not text or not normalise(text):
         return False
-    if text.endswith("?"):
-        return False
-    return NON_ANSWER_RE.search(text) is None
+    if graded is not None:
+        if graded.reason == "empty":
+            return False
+        # a refusal, options without a choice, several answers: no attempt; a reply with
+        # nothing of the asked kind ("A hexagon." to a colour question) is read below
+        if graded.verdict == CANNOT_TELL and not graded.reason.startswith("no "):
+            return False
+        if graded.verdict != CANNOT_TELL and graded.answer is not None:
+            return True
+    body = text
+    while True:
+        stripped = _ACK.sub("", body, count=1)
+        if stripped == body:
+            break
+        body = stripped
+    for sentence in re.split(r"(?<=[.!?\n])", body):
+        sentence = sentence.strip()
+        if not sentence or not normalise(sentence) or sentence.endswith("?") or REQUEST_RE.search(sentence):
+            continue
+        return True
+    return False
 
 
 def position_bin(turn: int, n_turns: int) -> str:
@@ -313,7 +198,7 @@ def score_row(
         sel_scores = selection_scores(selection, doc["minimal_sufficient_layers"], doc["distractor_layers"])
     # a conversation that did not finish (the model failed mid-way) is not graded: it is
     # left out of accuracy, counted (not_computed, n_failed_conversations), never a silent 0
-    g = grade(answer_text, doc["answer"], doc["question_type"], lemma_names) if failure is None else None
+    g = grade(answer_text, doc["answer"], doc["question_type"], doc.get("question"), lemma_names) if failure is None else None
     row: dict[str, Any] = {
         "scene_id": doc["scene_id"],
         "question_id": doc["question_id"],
@@ -331,6 +216,8 @@ def score_row(
         "output": final,
         "answer": doc["answer"],
         "correct": g.correct if g else None,
+        "verdict": g.verdict if g else None,
+        "cannot_tell": g.cannot_tell if g else None,
         "grade_reason": g.reason if g else "failed",
         "empty": not final.strip(),
         "failure": failure,
@@ -342,7 +229,14 @@ def score_row(
         row.update(sel_scores)
         row["joint"] = bool(g.correct and sel_scores["exact"]) if g else None
     if n_turns > 1:
-        first = next((k for k, o in enumerate(outputs) if is_attempt(o)), None)
+        # every turn's reply read by the grader: which are answer attempts (Table 4, 6),
+        # their verdicts and lengths (Figure 6)
+        graded = [grade(o, doc["answer"], doc["question_type"], doc.get("question"), lemma_names) for o in outputs]
+        attempts = [is_attempt(o, gk) for o, gk in zip(outputs, graded)]
+        row["turn_attempts"] = attempts
+        row["turn_correct"] = [gk.correct if a else None for gk, a in zip(graded, attempts)]
+        row["turn_words"] = [len(normalise(o)) for o in outputs]
+        first = next((k for k, a in enumerate(attempts) if a), None)
         row["first_attempt"] = first
         if first is not None:
             row["attempt_bin"] = position_bin(first, n_turns)
@@ -350,7 +244,8 @@ def score_row(
             first_answer = outputs[first]
             row["committed"] = bool(
                 normalise(first_answer) == normalise(final)
-                or (g is not None and g.correct and grade(first_answer, doc["answer"], doc["question_type"], lemma_names).correct)
+                or (g is not None and g.correct and graded[first].correct)
+                or (g is not None and g.answer is not None and graded[first].answer == g.answer)
             )
         else:
             row["attempt_bin"] = None
@@ -373,7 +268,7 @@ def _f(field: str) -> Callable[[Mapping[str, Any]], Any]:
     return lambda r: (float(r[field]) if r.get(field) is not None else None) if field in r else R.NOT_APPLICABLE
 
 
-ACCURACY = {"accuracy": _f("correct"), "empty_output_rate": _f("empty")}
+ACCURACY = {"accuracy": _f("correct"), "empty_output_rate": _f("empty"), "cannot_tell_rate": _f("cannot_tell")}
 SELECTION_METRICS = {
     "precision": _f("precision"), "recall": _f("recall"), "f1": _f("f1"), "exact_match": _f("exact"),
     "complete": _f("complete"), "excess": _f("excess"), "distractor": _f("distractor"), "invalid": _f("invalid"),
@@ -433,28 +328,69 @@ def _ratio(pairs, n_boot: int, seed: int) -> dict[str, Any]:
     return {"retained_accuracy": value, "ci95": ci, "n": len(pairs)}
 
 
-def _retained(rows: Sequence[Mapping[str, Any]], schedules: Iterable[str], n_boot: int, seed: int) -> dict[str, Any]:
-    """Retained accuracy of each schedule over ``full`` on the same questions, and Table
-    1's columns: Text (question schedules), Visual (visual), Layered (alignment + order)."""
-    from lmms_scene.data.layered_vqa import SCHEDULES
+#: Table 1's retained columns and the schedules each averages (the paper's column groups
+#: "question in text", "question in layers", and alignment + order)
+RETAINED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "text": ("concat-q", "sharded-q", "recap-q", "snowball-q"),
+    "visual": ("concat-v", "sharded-v", "recap-v", "snowball-v"),
+    "layered": ("aligned", "misaligned", "ev-first", "ev-last", "shuffled"),
+}
 
+
+def retained(full_accuracy: float | None, accuracies: Sequence[float | None]) -> float | None:
+    """Retained accuracy of one of Table 1's columns: the mean accuracy of its schedules
+    over the accuracy under ``full`` (a fraction; the paper prints it as a percentage).
+    None when ``full`` has no right answer or no schedule has an accuracy.
+
+    >>> round(100 * retained(0.559, [0.549, 0.533, 0.711, 0.630]))  # Table 1, Qwen2.5-VL-32B, Text
+    108
+    """
+    values = [float(a) for a in accuracies if a is not None]
+    if full_accuracy is None or not full_accuracy or not values:
+        return None
+    return (sum(values) / len(values)) / float(full_accuracy)
+
+
+def _retained(rows: Sequence[Mapping[str, Any]], schedules: Iterable[str], n_boot: int, seed: int) -> dict[str, Any]:
+    """Per schedule: correct under it over correct under ``full`` on the same questions.
+    ``by_column``: Table 1's Text / Visual / Layered retained accuracy as the paper
+    defines it (:func:`retained`: each schedule's accuracy, their mean over ``full``'s),
+    with the interval of that ratio over the same scene resamples for every schedule."""
     if not any(r["schedule"] == "full" for r in rows):
         return {}
     out: dict[str, Any] = {}
-    families: dict[str, list] = {}
     for schedule in schedules:
         if schedule == "full":
             continue
         pairs = _paired(rows, schedule)
         if pairs:
             out[schedule] = _ratio(pairs, n_boot, seed)
-            families.setdefault(SCHEDULES[schedule].family, []).extend(pairs)
-    columns = {"text": ("question",), "visual": ("visual",), "layered": ("alignment", "order")}
-    out["by_column"] = {
-        c: _ratio([p for f in fams for p in families.get(f, [])], n_boot, seed)
-        for c, fams in columns.items()
-        if any(families.get(f) for f in fams)
-    }
+    present = {r["schedule"] for r in rows if r.get("correct") is not None}
+    by_column: dict[str, Any] = {}
+    graded = [r for r in rows if r.get("correct") is not None]
+    needed = {"full"} | {s for cols in RETAINED_COLUMNS.values() for s in cols}
+    columns = {s: [float(r["correct"]) if r["schedule"] == s else None for r in graded] for s in needed if s in present}
+    dist = None
+    scenes = [r[CLUSTER] for r in graded]
+    if "full" in columns and len(set(scenes)) >= 2:
+        dist = R.bootstrap_means(columns, scenes, n_boot=n_boot, seed=seed)
+    acc = {s: R.mean(v) for s, v in columns.items()}
+    for column, scheds in RETAINED_COLUMNS.items():
+        have = [s for s in scheds if s in acc]
+        if not have or "full" not in acc:
+            continue
+        value = retained(acc["full"], [acc[s] for s in have])
+        ci = None
+        if value is not None and dist is not None:
+            import numpy as np
+
+            with np.errstate(invalid="ignore", divide="ignore"):
+                mean = np.nanmean(np.stack([dist[s] for s in have]), axis=0)
+                ratio = np.where(dist["full"] > 0, mean / np.where(dist["full"] > 0, dist["full"], 1), np.nan)
+            ci = R.percentile_interval(ratio)
+        by_column[column] = {"retained_accuracy": value, "ci95": ci, "schedules": have, "complete": len(have) == len(scheds),
+                             "full_accuracy": acc["full"], "accuracies": {s: acc[s] for s in have}}  # fmt: skip
+    out["by_column"] = by_column
     return out
 
 
@@ -500,6 +436,78 @@ def _extra_loss(rows, conditions: Sequence[str], n_boot: int, seed: int) -> dict
     return out
 
 
+def attempt_curve(multi: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: int = R.SEED) -> dict[str, Any]:
+    """Figure 6: over multi-turn conversations, per successive answer attempt (1st, 2nd,
+    ...: the turns whose reply attempts an answer, in order) the reply's length in words
+    and its accuracy; ``baseline``: accuracy under ``full`` (the single-turn baseline) on
+    the same questions."""
+    records = []
+    for r in multi:
+        k = 0
+        for a, ok, words in zip(r.get("turn_attempts") or (), r.get("turn_correct") or (), r.get("turn_words") or ()):
+            if not a:
+                continue
+            k += 1
+            records.append({CLUSTER: r[CLUSTER], "attempt": k, "words": float(words), "correct": None if ok is None else float(ok)})
+    questions = {(r["scene_id"], r["question_id"]) for r in multi}
+    base = [r for r in rows if r["schedule"] == "full" and (r["scene_id"], r["question_id"]) in questions]
+    return {
+        "by_attempt": R.breakdown(records, ["attempt"], {"words": "words", "accuracy": "correct"}, CLUSTER, n_boot=n_boot, seed=seed,
+                                  key=lambda f, v: str(v), order={"attempt": sorted({x["attempt"] for x in records})}),
+        "baseline": R.cell(base, {"accuracy": _f("correct")}, CLUSTER, n_boot=n_boot, seed=seed) if base else None,
+    }  # fmt: skip
+
+
+def loss_concentration(rows: Sequence[Mapping[str, Any]], conditions: Sequence[str] = ("concat-v", "oracle")) -> dict[str, Any]:
+    """Figure 8 (left): per condition, the questions ranked by their loss against
+    ``full`` (full correct minus condition correct, averaged over repeats), the running
+    total of that loss as a share of the total, and how few questions hold half and 80%
+    of it (None when nothing is lost overall)."""
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    for cond in conditions:
+        per_q: dict[tuple, list[float]] = {}
+        for r, b in _paired(rows, cond):
+            per_q.setdefault((r["scene_id"], r["question_id"]), []).append(float(b["correct"]) - float(r["correct"]))
+        if not per_q:
+            continue
+        losses = np.sort(np.array([sum(v) / len(v) for v in per_q.values()]))[::-1]
+        total = float(losses.sum())
+        entry: dict[str, Any] = {"questions": len(losses), "total_loss": total, "running_share": None,
+                                 "share_of_questions_for_half": None, "share_of_questions_for_80": None}  # fmt: skip
+        if total > 0:
+            running = np.cumsum(losses) / total
+            entry["running_share"] = [round(float(x), 4) for x in running]
+            for key, level in (("share_of_questions_for_half", 0.5), ("share_of_questions_for_80", 0.8)):
+                entry[key] = float((int(np.argmax(running >= level - 1e-12)) + 1) / len(losses))
+        out[cond] = entry
+    return out
+
+
+#: Figure 9's streams: the fragmented schedule and the one that restores it
+STREAMS: dict[str, tuple[str, str]] = {"text": ("sharded-q", "recap-q"), "visual": ("sharded-v", "recap-v")}
+
+
+def restoration(rows: Sequence[Mapping[str, Any]], n_boot: int = R.N_BOOT, seed: int = R.SEED) -> dict[str, Any]:
+    """Figure 9: per stream, on the questions graded under ``full``, the fragmented and the
+    restored schedule: the cost of fragmenting (fragmented - full), the recovery
+    (restored - fragmented) and the overshoot (restored - full), scene-resampled."""
+    out: dict[str, Any] = {}
+    full = {(r["scene_id"], r["question_id"], r["repeat"]): r for r in rows if r["schedule"] == "full" and r.get("correct") is not None}
+    for stream, (frag, restored) in STREAMS.items():
+        got = {s: {(r["scene_id"], r["question_id"], r["repeat"]): r for r in rows if r["schedule"] == s and r.get("correct") is not None} for s in (frag, restored)}
+        keys = [k for k in full if k in got[frag] and k in got[restored]]
+        if not keys:
+            continue
+        recs = []
+        for k in keys:
+            b, f, re_ = float(full[k]["correct"]), float(got[frag][k]["correct"]), float(got[restored][k]["correct"])
+            recs.append({CLUSTER: full[k][CLUSTER], "cost": f - b, "recovery": re_ - f, "overshoot": re_ - b})
+        out[stream] = {"fragmented": frag, "restored": restored, **R.cell(recs, ["cost", "recovery", "overshoot"], CLUSTER, n_boot=n_boot, seed=seed)}
+    return out
+
+
 def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: int = R.SEED) -> dict[str, Any]:
     """Every Layered-VQA number of a set of scored rows (deduplicated by id)."""
     from lmms_scene.data.layered_vqa import SCHEDULES
@@ -525,6 +533,10 @@ def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: i
         "by_type_schedule": R.breakdown(rows, ["question_type", "schedule"], {"accuracy": _f("correct")}, CLUSTER, order={"question_type": list(_types()), **order}, n_boot=n_boot, seed=seed),
         "retained": _retained(rows, schedules, n_boot, seed),
     }
+    for column, entry in out["retained"].get("by_column", {}).items():
+        # the paper's headline next to the pooled accuracy (read by show, the report, the leaderboard)
+        out["overall"][f"retained_{column}"] = entry["retained_accuracy"]
+        out["overall"].setdefault("ci95", {})[f"retained_{column}"] = entry["ci95"]
     sel = [r for r in rows if "selection" in r]
     if sel:
         out["evidence"] = R.breakdown(sel, ["schedule"], SELECTION_METRICS, CLUSTER, order=order, n_boot=n_boot, seed=seed)
@@ -541,23 +553,14 @@ def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: i
         }
     if any(r["repeat"] > 0 for r in rows):
         out["reliability"] = reliability(rows, n_boot=n_boot, seed=seed)
+    if multi:
+        out["attempts"] = attempt_curve(multi, rows, n_boot=n_boot, seed=seed)
+    out["loss_concentration"] = loss_concentration(rows)
+    out["restoration"] = restoration(rows, n_boot, seed)
     out["by_length"] = R.breakdown(rows, ["delivery", "length_bin"], {"accuracy": _f("correct")}, CLUSTER, order={"delivery": ["one turn", "across turns"], "length_bin": list(LENGTH_BINS)}, n_boot=n_boot, seed=seed)
     out["by_depth"] = _loss_by(rows, "depth", ("concat-v", "oracle"), n_boot, seed)
     out["relational"] = _extra_loss(rows, ("concat-v", "oracle"), n_boot, seed)
     return out
-
-
-def pooled_mean(values: Sequence[Any], sizes: Sequence[int], weight_by_size: bool = False) -> float | None:
-    """Mean of subtask values (weighted by their sizes when asked), None values left out.
-
-    >>> pooled_mean([0.5, None, 1.0], [10, 10, 30], weight_by_size=True)
-    0.875
-    """
-    # a task's part of a group metric (a dict, see schedule_part) is not a value to average
-    numeric = [(v, s) for v, s in zip(values, sizes) if isinstance(v, (int, float)) or v is None]
-    pairs = [(float(v), (s if weight_by_size else 1)) for v, s in numeric if R.is_computed(v)]
-    total = sum(w for _, w in pairs)
-    return sum(v * w for v, w in pairs) / total if total else None
 
 
 def schedule_part(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
@@ -575,18 +578,18 @@ def schedule_part(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     }  # fmt: skip
 
 
-def retained_from_parts(parts: Sequence[Any]) -> float | None:
-    """Retained accuracy of a group of one-schedule tasks: the mean over the fragmented
-    schedules of accuracy(schedule) / accuracy(full), both over the same questions
-    (every task runs every question; rows a grader could not grade are left out on each
-    side). ``lmms-scene show`` pairs the questions one by one and adds intervals."""
+def retained_from_parts(parts: Sequence[Any], column: str) -> float | None:
+    """Table 1's retained accuracy ``column`` (text, visual, layered) of a group of
+    one-schedule tasks, from their parts (:func:`schedule_part`): each schedule's
+    accuracy, their mean over ``full``'s (:func:`retained`). None without ``full``, with
+    nothing right under it, or with none of the column's schedules. ``lmms-scene show``
+    adds scene-resampled intervals."""
     parts = [p for p in parts if isinstance(p, Mapping) and p.get("schedule") and p.get("n_graded")]
     full = next((p for p in parts if p["schedule"] == "full"), None)
-    if full is None or not full["n_correct"]:
+    if full is None:
         return None
-    base = full["n_correct"] / full["n_graded"]
-    ratios = [(p["n_correct"] / p["n_graded"]) / base for p in parts if p["schedule"] != "full"]
-    return sum(ratios) / len(ratios) if ratios else None
+    accs = [p["n_correct"] / p["n_graded"] for p in parts if p["schedule"] in RETAINED_COLUMNS[column]]
+    return retained(full["n_correct"] / full["n_graded"], accs) if accs else None
 
 
 def expand_repeats(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -603,10 +606,11 @@ def expand_repeats(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]
 
 
 def reliability(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: int = R.SEED) -> dict[str, Any]:
-    """Repeated sampling (the task's ``repeats``): per schedule, over the repeats of each
-    question, the mean score (aptitude), the 90th percentile and the 90th-minus-10th
-    percentile spread (unreliability), averaged over questions (Laban et al. 2025,
-    "LLMs Get Lost in Multi-Turn Conversation", section 3.3), scene-resampled."""
+    """Repeated sampling (``--repeats N``), after Laban et al. 2025 ("LLMs Get Lost in
+    Multi-Turn Conversation", section 3.3): per schedule and question, over its N
+    samples, **aptitude** A90 = the 90th percentile of the scores and **unreliability**
+    U90_10 = the 90th minus the 10th percentile (numpy's linear percentiles), with the
+    mean score (``average``) beside them; each averaged over questions, scene-resampled."""
     import numpy as np
 
     per_question: dict[tuple, list[float]] = {}
@@ -622,10 +626,10 @@ def reliability(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, se
         v = np.asarray(values)
         p90, p10 = float(np.percentile(v, 90)), float(np.percentile(v, 10))
         summary.append({"schedule": schedule, "question_id": qid, CLUSTER: scene_of[(schedule, qid)], "repeats": len(values),
-                        "aptitude": float(v.mean()), "p90": p90, "unreliability": p90 - p10})  # fmt: skip
+                        "aptitude": p90, "unreliability": p90 - p10, "average": float(v.mean()), "p10": p10})  # fmt: skip
     from lmms_scene.data.layered_vqa import SCHEDULES
 
-    return R.breakdown(summary, ["schedule"], ["aptitude", "p90", "unreliability", "repeats"], CLUSTER, order={"schedule": list(SCHEDULES)}, n_boot=n_boot, seed=seed)
+    return R.breakdown(summary, ["schedule"], ["aptitude", "unreliability", "average", "p10", "repeats"], CLUSTER, order={"schedule": list(SCHEDULES)}, n_boot=n_boot, seed=seed)
 
 
 def _types():
@@ -674,8 +678,9 @@ def judge_rows(
 
 
 def judge_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts of judge outcomes over judged rows: usable verdicts, failed calls (timeouts,
-    errors), unparsed replies, rows with no consensus, excluded self-judges."""
+    """Counts of judge outcomes over judged rows: rows with no consensus, failed calls
+    (timeouts, errors) and unparsed replies among the voting judges, the self-judges
+    (asked, kept for Figure 4, never voting) and how many self-judgments they gave."""
     judged = [r for r in rows if "judge" in r]
     return {
         "rows": len(judged),
@@ -683,12 +688,16 @@ def judge_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "failed_calls": sum(r["judge"]["failed"] for r in judged),
         "unparsed_replies": sum(r["judge"]["unparsed"] for r in judged),
         "self_judges_excluded": sorted({j for r in judged for j in r["judge"]["excluded"]}),
+        "self_judgments": sum(1 for r in judged for x in r["judge"].get("replies", []) if x.get("self")),
     }
 
 
 def self_preference(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, dict[str, float | None]]:
     """Figure 4: judge x judged model, the share of each judge's usable verdicts that
-    are "correct" for each model's outputs (``runs``: model label -> judged rows)."""
+    are "correct" for each model's outputs (``runs``: model label -> judged rows). Every
+    judge judged every answer, so a judge that is one of the models has its own outputs'
+    cell too (:func:`self_cells`): the paper's boxed diagonal. Failed and unparsed
+    judgments are left out of the shares (they are counted in :func:`judge_summary`)."""
     out: dict[str, dict[str, float | None]] = {}
     for model, rows in runs.items():
         for row in rows:
@@ -699,6 +708,31 @@ def self_preference(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str
                 cell[0] += reply["status"] == "yes"
                 cell[1] += 1
     return {j: {m: (c[0] / c[1] if c[1] else None) for m, c in models.items()} for j, models in out.items()}  # type: ignore[index]
+
+
+def self_cells(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[tuple[str, str]]:
+    """The (judge, model) cells of Figure 4 where a model judged its own outputs."""
+    found = {(reply["judge"], model) for model, rows in runs.items() for row in rows
+             for reply in row.get("judge", {}).get("replies", []) if reply.get("self")}  # fmt: skip
+    return sorted(found)
+
+
+def self_preference_table(matrix: Mapping[str, Mapping[str, float | None]], cells: Sequence[tuple[str, str]]) -> str:
+    """Figure 4 as a Markdown table: rows judges, columns judged models, the share judged
+    correct; a model judging its own outputs in [brackets] (the paper's boxed cells)."""
+    from lmms_scene.results import markdown_table
+
+    models = sorted({m for row in matrix.values() for m in row})
+    boxed = set(map(tuple, cells))
+    rows = []
+    for judge in sorted(matrix):
+        line = [judge]
+        for m in models:
+            v = matrix[judge].get(m)
+            text = "-" if v is None else f"{v:.3f}"
+            line.append(f"[{text}]" if (judge, m) in boxed else text)
+        rows.append(line)
+    return markdown_table(["judge \\ model", *models], rows)
 
 
 # -- tables for `lmms-scene show` --------------------------------------------------------------------
@@ -722,7 +756,7 @@ def tables(results: Sequence[Any]) -> str:
     per model, rows pooled over that model's Layered-VQA tasks (so the per-schedule tasks
     of one run combine into Table 1's retained columns)."""
     from lmms_scene.data.layered_vqa import SCHEDULES
-    from lmms_scene.results import markdown_table, with_interval
+    from lmms_scene.results import markdown_table
 
     by_model: dict[str, list[dict[str, Any]]] = {}
     without_samples = []
@@ -738,10 +772,15 @@ def tables(results: Sequence[Any]) -> str:
         scheds = [s for s in SCHEDULES if s in rep["by_schedule"]]
         parts.append(f"### Layered-VQA: {model} (grader: {rep['grader']}; 95% intervals over scenes)")
         ret = rep.get("retained", {}).get("by_column", {})
-        head = [*scheds, "retained Text", "retained Visual", "retained Layered"]
-        line = [_fmt(rep["by_schedule"][s], "accuracy") for s in scheds]
-        line += [with_interval(ret[c]["retained_accuracy"], ret[c]["ci95"]) if c in ret else "-" for c in ("text", "visual", "layered")]
-        parts.append("Table 1: final-turn accuracy by schedule\n\n" + markdown_table(["model", *head], [[model, *line]]))
+        # the paper's headline first: retained accuracy in percent, as Table 1 prints it
+        head = ["retained Text %", "retained Visual %", "retained Layered %", *scheds]
+        line = [_percent(ret.get(c)) for c in ("text", "visual", "layered")]
+        line += [_fmt(rep["by_schedule"][s], "accuracy") for s in scheds]
+        parts.append("Table 1: retained accuracy (each column's mean schedule accuracy over full's, %) and final-turn accuracy by schedule\n\n"
+                     + markdown_table(["model", *head], [[model, *line]]))  # fmt: skip
+        ct = rep["overall"].get("cannot_tell_rate")
+        if ct:
+            parts.append(f"Replies the rule grader could not read an answer from (cannot tell, counted as not right): {ct:.3f}")
         if "evidence" in rep:
             ev_rows = []
             for s, cell in rep["evidence"].items():
@@ -768,8 +807,15 @@ def tables(results: Sequence[Any]) -> str:
         if "reliability" in rep:
             rel = rep["reliability"]
             parts.append(
-                "Repeated sampling: aptitude (mean), 90th percentile, unreliability (P90 - P10) per schedule\n\n"
-                + markdown_table(["schedule", "aptitude", "p90", "unreliability", "repeats"], [[s, _fmt(c, "aptitude"), _fmt(c, "p90"), _fmt(c, "unreliability"), _num(c.get("repeats"))] for s, c in rel.items()])
+                "Repeated sampling (Laban et al.): aptitude (P90), unreliability (P90 - P10), mean score per schedule\n\n"
+                + markdown_table(["schedule", "aptitude", "unreliability", "average", "repeats"], [[s, _fmt(c, "aptitude"), _fmt(c, "unreliability"), _fmt(c, "average"), _num(c.get("repeats"))] for s, c in rel.items()])
+            )
+        if rep.get("attempts"):
+            att = rep["attempts"]
+            base = _fmt(att.get("baseline"), "accuracy")
+            parts.append(
+                f"Figure 6: successive answer attempts in multi-turn schedules (single-turn baseline, full, same questions: {base})\n\n"
+                + markdown_table(["attempt", "words", "accuracy", "n"], [[k, _fmt(c, "words"), _fmt(c, "accuracy"), c.get("n")] for k, c in att["by_attempt"].items()])
             )
         bl = rep["by_length"]
         parts.append(
@@ -778,6 +824,20 @@ def tables(results: Sequence[Any]) -> str:
         )
         t7 = [[d, e["questions"], _fmt(e.get("full"), "accuracy"), _fmt(e.get("delta_concat-v"), "loss"), _fmt(e.get("delta_oracle"), "loss")] for d, e in rep["by_depth"].items()]
         parts.append("Table 7: loss by scene depth (layers)\n\n" + markdown_table(["layers", "questions", "full", "delta concat-v", "delta oracle"], t7))
+        conc = rep.get("loss_concentration") or {}
+        if conc:
+            parts.append(
+                "Figure 8 (left): how concentrated the loss against full is (share of questions holding half / 80% of the total loss)\n\n"
+                + markdown_table(["condition", "questions", "total loss", "half of it", "80% of it"],
+                                 [[c, e["questions"], _num(e["total_loss"]), _num(e["share_of_questions_for_half"]), _num(e["share_of_questions_for_80"])] for c, e in conc.items()])
+            )  # fmt: skip
+        res = rep.get("restoration") or {}
+        if res:
+            parts.append(
+                "Figure 9: fragmenting a stream and restoring it, against full (cost = fragmented - full, recovery = restored - fragmented, overshoot = restored - full)\n\n"
+                + markdown_table(["stream", "fragmented", "restored", "cost", "recovery", "overshoot"],
+                                 [[k, e["fragmented"], e["restored"], _fmt(e, "cost"), _fmt(e, "recovery"), _fmt(e, "overshoot")] for k, e in res.items()])
+            )  # fmt: skip
         t8 = []
         for cond, e in rep["relational"].items():
             ci = e.get("ci95")
@@ -787,6 +847,15 @@ def tables(results: Sequence[Any]) -> str:
     if without_samples:
         parts.append("Layered-VQA tasks without logged samples (run with --log_samples): " + ", ".join(sorted(without_samples)))
     return "\n\n".join(parts) if parts else "No Layered-VQA results."
+
+
+def _percent(entry: Mapping[str, Any] | None) -> str:
+    """A retained-accuracy entry in percent with its interval: ``108.4 [97.0, 120.1]``."""
+    if not entry or entry.get("retained_accuracy") is None:
+        return "-"
+    ci = entry.get("ci95")
+    value = f"{100 * entry['retained_accuracy']:.1f}"
+    return f"{value} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else value
 
 
 def _num(v: float | None) -> str:

@@ -331,10 +331,18 @@ def _vqa(results: Sequence[Any], skipped: list[tuple[str, str]]) -> Section:
     merged = {m: _merge_vqa([rep for _, rep in reps]) for m, reps in reports.items()}
     scheds = [s for s in SCHEDULES if any(s in g["by_schedule"] for g in merged.values())]
     cols = ("text", "visual", "layered")
-    rows = [[m, *(value_of(g["by_schedule"].get(s), "accuracy") for s in scheds),
-             *(value_of(g["by_column"].get(c), "retained_accuracy") for c in cols)] for m, g in merged.items()]  # fmt: skip
-    sec.tables.append(Table("Layered-VQA Table 1: final-turn accuracy per schedule and retained accuracy",
-                            ["model", *scheds, *(f"retained {c}" for c in cols)], rows, prov, slug="vqa-table1"))  # fmt: skip
+    # the paper's headline first: retained accuracy Text / Visual / Layered (a per-schedule run
+    # holds it in its group's results, computed from the tasks' parts, without an interval)
+    groups: dict[str, dict[str, Any]] = {}
+    for r in results:
+        if r.config.get("group") and any(isinstance(r.metrics.get(f"retained_{c}"), (int, float)) for c in cols):
+            groups.setdefault(r.label, {}).update({c: {"retained_accuracy": r.metrics.get(f"retained_{c}")} for c in cols
+                                                   if isinstance(r.metrics.get(f"retained_{c}"), (int, float))})  # fmt: skip
+    rows = [[m, *(value_of(g["by_column"].get(c) or groups.get(m, {}).get(c), "retained_accuracy") for c in cols),
+             *(value_of(g["by_schedule"].get(s), "accuracy") for s in scheds)] for m, g in merged.items()]  # fmt: skip
+    sec.tables.append(Table("Layered-VQA Table 1: retained accuracy (each column's mean schedule accuracy over full's) "
+                            "and final-turn accuracy per schedule",
+                            ["model", *(f"retained {c}" for c in cols), *scheds], rows, prov, slug="vqa-table1"))  # fmt: skip
     sec.plots.append(Plot("Layered-VQA: accuracy per schedule, 95% intervals (scenes resampled)",
                           plots.grouped_bars(scheds, {m: [value_of(g["by_schedule"].get(s), "accuracy") for s in scheds]
                                                       for m, g in merged.items()}, "accuracy per delivery schedule",
@@ -356,6 +364,31 @@ def _vqa(results: Sequence[Any], skipped: list[tuple[str, str]]) -> Section:
             rows = [[s, *(value_of(c, k) for k in keys)] for s, c in g["grounding"].items()]
             sec.tables.append(Table(f"Layered-VQA: grounding of multi-turn answers ({m})", ["schedule", *keys], rows,
                                     mp, slug=f"vqa-grounding-{m}"))  # fmt: skip
+        for r, rep in reports[m]:  # Figures 6, 8, 9: from the report that holds them (every schedule in one task)
+            att = rep.get("attempts") or {}
+            if att.get("by_attempt"):
+                base = value_of(att.get("baseline"), "accuracy")
+                rows = [[k, value_of(c, "words"), value_of(c, "accuracy"), c.get("n")] for k, c in att["by_attempt"].items()]
+                sec.tables.append(Table(f"Layered-VQA Figure 6: successive answer attempts ({m}; single-turn baseline, "
+                                        f"full on the same questions: {base.mean:.3f})" if base else
+                                        f"Layered-VQA Figure 6: successive answer attempts ({m})",
+                                        ["attempt", "words", "accuracy", "n"], rows, mp, slug=f"vqa-attempts-{m}"))  # fmt: skip
+            res = rep.get("restoration") or {}
+            if res:
+                rows = [[k, e.get("fragmented"), e.get("restored"), *(value_of(e, x) for x in ("cost", "recovery", "overshoot"))]
+                        for k, e in res.items()]  # fmt: skip
+                sec.tables.append(Table(f"Layered-VQA Figure 9: fragmenting and restoring each stream, against full ({m})",
+                                        ["stream", "fragmented", "restored", "cost", "recovery", "overshoot"], rows, mp,
+                                        slug=f"vqa-restoration-{m}"))  # fmt: skip
+            conc = rep.get("loss_concentration") or {}
+            if conc:
+                rows = [[c, e.get("questions"), e.get("total_loss"), e.get("share_of_questions_for_half"),
+                         e.get("share_of_questions_for_80")] for c, e in conc.items()]  # fmt: skip
+                sec.tables.append(Table(f"Layered-VQA Figure 8: how concentrated the loss against full is ({m})",
+                                        ["condition", "questions", "total loss", "share of questions: half", "share: 80%"],
+                                        rows, mp, slug=f"vqa-concentration-{m}"))  # fmt: skip
+            if att or res or conc:
+                break
         if g["by_type_schedule"]:
             ts = [s for s in scheds if any(s in cells for cells in g["by_type_schedule"].values())]
             rows = [[t, *(value_of(cells.get(s), "accuracy") for s in ts)] for t, cells in g["by_type_schedule"].items()]

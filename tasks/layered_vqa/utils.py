@@ -71,7 +71,7 @@ def process_results(doc, results):
     return {key: row for key in METRIC_KEYS}
 
 
-METRIC_KEYS = ("accuracy", "empty_output_rate", "retained_accuracy", "layered_vqa_report")
+METRIC_KEYS = ("retained_text", "retained_visual", "retained_layered", "accuracy", "empty_output_rate", "cannot_tell_rate", "layered_vqa_report")
 
 
 def _report(rows):
@@ -90,23 +90,38 @@ def empty_output_rate(rows):
 
 
 @guarded_aggregation
-def retained_accuracy(rows):
-    """Mean retained accuracy over the fragmented schedules present with ``full``.
-
-    A one-schedule task (``layered_vqa_<schedule>``) cannot compute it alone: it returns
-    its part instead (schedule, correct and scored counts), and the ``layered_vqa`` group
-    combines the parts of its 16 tasks into the number (:func:`group_retained`)."""
-    report = _report(rows)
-    retained = report.get("retained", {})
-    values = [v["retained_accuracy"] for k, v in retained.items() if k != "by_column" and v.get("retained_accuracy") is not None]
-    if values:
-        return sum(values) / len(values)
-    return vqa.schedule_part(R.dedupe(vqa.expand_repeats(rows), L.ID_FIELDS).rows)
+def cannot_tell_rate(rows):
+    """Share of final replies the rule grader could not read an answer from (counted as not right)."""
+    return _report(rows)["overall"].get("cannot_tell_rate")
 
 
-def group_retained(metrics, sizes, weight_by_size=False):
-    """The group's retained accuracy from its tasks' parts (:func:`retained_accuracy`)."""
-    return vqa.retained_from_parts(metrics)
+def _retained(column):
+    def aggregate(rows):
+        entry = _report(rows).get("retained", {}).get("by_column", {}).get(column)
+        if entry is not None and entry.get("complete"):
+            return entry["retained_accuracy"]
+        return vqa.schedule_part(R.dedupe(vqa.expand_repeats(rows), L.ID_FIELDS).rows)
+
+    aggregate.__name__ = aggregate.__qualname__ = f"retained_{column}"
+    aggregate.__doc__ = (
+        f"Table 1's retained accuracy ({column}): its schedules' mean accuracy over ``full``'s. A "
+        "one-schedule task (``layered_vqa_<schedule>``) cannot compute it alone: it returns its part "
+        "(schedule, correct and graded counts), which the ``layered_vqa`` group combines."
+    )
+    return guarded_aggregation(aggregate)
+
+
+def _group_retained(column):
+    def combine(metrics, sizes, weight_by_size=False):
+        return vqa.retained_from_parts(metrics, column)
+
+    combine.__name__ = combine.__qualname__ = f"group_retained_{column}"
+    combine.__doc__ = f"The group's retained accuracy ({column}) from its tasks' parts."
+    return combine
+
+
+retained_text, retained_visual, retained_layered = (_retained(c) for c in ("text", "visual", "layered"))
+group_retained_text, group_retained_visual, group_retained_layered = (_group_retained(c) for c in ("text", "visual", "layered"))
 
 
 @guarded_aggregation
@@ -116,13 +131,6 @@ def layered_vqa_report(rows):
 
     rep = dict(_report(rows))
     _, synonyms = _grader()
-    rep["scorer"] = scorer("layered_vqa", grader="rule", grade="lmms_scene.metrics.vqa.grade", synonyms=synonyms)
+    rep["scorer"] = scorer("layered_vqa", grader="rule", grade="lmms_scene.metrics.vqa_grader.grade",
+                           grader_version=vqa.GRADER_VERSION, synonyms=synonyms)  # fmt: skip
     return rep
-
-
-def group_mean(metrics, sizes, weight_by_size=False):
-    """The group's aggregation (``aggregate_metric_list``). lmms-eval 0.7.3 applies a
-    group metric to every subtask key *containing* its name, so ``accuracy`` also pools
-    ``retained_accuracy``, which a one-schedule task leaves ``null``; the harness's own
-    mean then crashes on None. This mean leaves None out (all None: None)."""
-    return vqa.pooled_mean(metrics, sizes, weight_by_size)
