@@ -11,6 +11,9 @@ take :func:`current` once and pass its values down as arguments.
 ``LMMS_SCENE_DEVICE``          device for the metric models (default: CUDA when present, else CPU)
 ``LMMS_SCENE_NO_TASK_HOOK``    any value: do not add our task folder to the harness's index
 ``LMMS_SCENE_NO_PROGRESS``     ``1``: no progress bars on long steps
+``LMMS_SCENE_CESG``            SNUS's CESG components for the harness task, ``key=value`` pairs
+                               separated by ``;`` (coref, parser, encoder, lambda, weights,
+                               synonyms, extra, verifier; see docs/snus.md); unset: offline defaults
 ``RANK``, ``WORLD_SIZE``,      set by ``accelerate launch`` / ``torchrun``: this process's share
 ``LOCAL_RANK``                 of the work (:func:`process_group`)
 =============================  =============================================================
@@ -33,6 +36,7 @@ CLIP_MODEL_ENV = "LMMS_SCENE_CLIP_MODEL"
 DEVICE_ENV = "LMMS_SCENE_DEVICE"
 NO_TASK_HOOK_ENV = "LMMS_SCENE_NO_TASK_HOOK"
 NO_PROGRESS_ENV = "LMMS_SCENE_NO_PROGRESS"
+CESG_ENV = "LMMS_SCENE_CESG"
 #: the ``clip_model`` value that switches the CLIP metrics off
 CLIP_DISABLED = "none"
 
@@ -48,6 +52,8 @@ class Settings:
     no_task_hook: bool = False
     #: progress bars on long steps (``LMMS_SCENE_NO_PROGRESS=1`` switches them off)
     progress: bool = True
+    #: SNUS's CESG components (``LMMS_SCENE_CESG``; "" = the offline defaults)
+    cesg: str = ""
 
     @property
     def clip_enabled(self) -> bool:
@@ -68,6 +74,7 @@ def current() -> Settings:
         device=env.get(DEVICE_ENV) or None,
         no_task_hook=bool(env.get(NO_TASK_HOOK_ENV)),
         progress=env.get(NO_PROGRESS_ENV, "").strip() in ("", "0"),
+        cesg=env.get(CESG_ENV, "").strip(),
     )
     with _lock:
         extra = dict(_overrides)

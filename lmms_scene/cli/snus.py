@@ -57,7 +57,7 @@ def register(sub) -> None:
     c.add_argument("--input", required=True, type=Path, help='JSONL rows {"id", "prediction", "references"}')
     c.add_argument("--json", action="store_true", help="print the per-row scores, means, counts and provenance as JSON")
     c.add_argument("--coref", default="rule", choices=["rule", "lingmess"])
-    c.add_argument("--parser", default="rule", choices=["rule", "factual"])
+    c.add_argument("--parser", default="rule", choices=["rule", "factual", "discosg"])
     c.add_argument("--encoder", default="default", help="sentence encoder: default (MiniLM, offline), simcse, a name or folder, or none")
     c.add_argument("--lambda", dest="lambda_", type=float, default=None, help="interactive-matching threshold")
     c.add_argument("--weights", default=None, help="w_o,w_a,w_r (default 0.5,0.25,0.25)")
@@ -106,7 +106,10 @@ def _cesg(args) -> int:
     keys = ("CESG", "F1_o", "F1_a", "F1_r", "P_o", "R_o", "P_a", "R_a", "P_r", "R_r")
     print(markdown_table(["id", *keys, "status"], [[r["id"], *(r[k] for k in keys), r["status"]] for r in result["rows"]]))
     print()
-    print(markdown_table(["mean", *keys], [["all scored rows", *(result["means"][k] for k in keys)]]))
+    print(markdown_table(["corpus", *keys], [["paper's convention", *(result["means"][k] for k in keys)]]))
+    rc = result["row_counts"]
+    print("\nrows behind each mean: " + ", ".join(f"{k} {rc[k]}" for k in sorted(rc))
+          + " (P_t: rows whose prediction states a type-t element; R_t: rows whose reference does; F1_t = HM(P_t, R_t))")  # fmt: skip
     print(
         f"\n{result['n_scored']} of {result['n']} rows scored; {result['n_reference_without_absent_information']} references without "
         f"absent information excluded; {result['n_empty_prediction']} empty predictions and "

@@ -61,9 +61,16 @@ def install_wordnet(target: Path | None = None, source: Path = DEBIAN_WORDNET) -
     target.mkdir(parents=True, exist_ok=True)
     for name in FILES:
         src, dst = source / name, target / name
+        # NLTK refuses a multiply-linked file (a hard link may point outside its root): a
+        # copied-with-links virtualenv gets fresh copies (unlinked first, the other link untouched)
+        if dst.is_file() and dst.stat().st_nlink > 1:
+            dst.unlink()
         if not dst.is_file() or dst.stat().st_size != src.stat().st_size:
             shutil.copyfile(src, dst)
-    (target / "lexnames").write_text(lexnames_text())
+    lexnames = target / "lexnames"
+    if lexnames.is_file() and lexnames.stat().st_nlink > 1:
+        lexnames.unlink()
+    lexnames.write_text(lexnames_text())
     return target
 
 

@@ -31,9 +31,19 @@ def _load(model: str, disable: tuple[str, ...]) -> Any:
     return nlp
 
 
-def spacy_pipeline(model: str = MODEL, disable: tuple[str, ...] = DEFAULT_DISABLE) -> Any:
-    """The loaded spaCy ``Language`` (cached per model and disabled components)."""
-    return cache.cached(("spacy", model, tuple(disable)), lambda: _load(model, tuple(disable)))
+def spacy_pipeline(model: str = MODEL, disable: tuple[str, ...] = DEFAULT_DISABLE, merge_compounds: bool = False) -> Any:
+    """The loaded spaCy ``Language`` (cached per model, disabled components and whether
+    known multi-word nouns are merged into one token first: :mod:`lmms_scene.nlp.compounds`)."""
+
+    def load() -> Any:
+        nlp = _load(model, tuple(disable))
+        if merge_compounds:
+            from lmms_scene.nlp.compounds import add_merger
+
+            add_merger(nlp)
+        return nlp
+
+    return cache.cached(("spacy", model, tuple(disable), bool(merge_compounds)), load)
 
 
 def provenance(model: str = MODEL) -> dict[str, str]:

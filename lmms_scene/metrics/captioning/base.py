@@ -23,6 +23,8 @@ class CorpusScore:
     provenance: dict[str, Any]
     not_computed: dict[Hashable, str] = field(default_factory=dict)
     n_empty: int = 0
+    #: anything else the scorer reports (CESG: its components and counts)
+    details: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -138,11 +138,13 @@ def weight_grid(
         if len(w) != 3 or any(x < 0 for x in w) or sum(w) <= 0:
             raise ValueError(f"weights: expected non-negative (w_o, w_a, w_r) with a positive sum, got {tuple(w)!r}")
         col = f"CESG[{w[0]:.3g},{w[1]:.3g},{w[2]:.3g}]"
+        from lmms_scene.metrics.cesg.match import weighted
+
         derived = []
         for r in rows:
-            f = [_number(r.get(k)) for k in ("F1_o", "F1_a", "F1_r")]
-            value = None if any(x is None for x in f) else (w[0] * f[0] + w[1] * f[1] + w[2] * f[2]) / sum(w)
-            derived.append({**r, col: value})
+            # a type empty on both sides (F1 None) is left out and the weights renormalised,
+            # as the per-row CESG does
+            derived.append({**r, col: weighted([_number(r.get(k)) for k in ("F1_o", "F1_a", "F1_r")], w)})
         res = agreement(derived, [col], target, group, n_boot=n_boot, seed=seed)["metrics"][col]
         out.append({"w_o": w[0], "w_a": w[1], "w_r": w[2], **res})
     return out
