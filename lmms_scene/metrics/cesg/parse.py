@@ -287,8 +287,8 @@ def _pobjs(prep: Any) -> list[Any]:
 
 def _det_no(tok: Any) -> bool:
     """ "no X", "neither X nor Y", also "no sign of X" said of X."""
-    if any((c.dep_ == "det" and c.lower_ == "no") or (c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither") for c in tok.children):
-        return True
+    if any((c.lower_ == "no" and c.i < tok.i and c.dep_ in ("det", "intj", "dep", "neg", "advmod")) or (c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither") for c in tok.children):
+        return True  # "no X" (a fragment's "No" may be tagged an interjection)
     prep = tok.head
     if tok.dep_ == "pobj" and prep.lower_ == "of" and prep.head is not prep:
         owner = prep.head
