@@ -245,3 +245,18 @@ def test_lexical_negation_lexicon():
     for word in ("unbearable", "unloading", "wireless", "stainless", "careless", "uniform", "unless"):
         assert lexical_negation(word) is None, word
     assert strip_negation("The ladder is unsecured; the worker is helmetless.") == "The ladder is secured; the worker is with helmet."
+
+
+def test_nltk_meteor_and_the_reader_load_wordnet_themselves_from_several_threads():
+    # a fresh process (or cache) must not deadlock on the WordNet reader's lock
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lmms_scene import cache
+    from lmms_scene.metrics.captioning.meteor_nltk import meteor_nltk
+
+    cache.clear()
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(meteor_nltk, "the ladder is secured", ["the ladder is secured"]) for _ in range(4)]
+        futures += [pool.submit(lexical_negation, w) for w in ("unsecured", "helmetless", "unguarded", "wireless")]
+        results = [f.result(timeout=120) for f in futures]
+    assert all(r > 0.99 for r in results[:4]) and results[4:] == [("un", "secure"), ("less", "helmet"), ("un", "guard"), None]

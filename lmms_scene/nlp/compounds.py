@@ -49,15 +49,17 @@ def compound_names() -> tuple[str, ...]:
     """Every compound the merger knows, lower case (WordNet's, then ours)."""
 
     def build() -> tuple[str, ...]:
-        from lmms_scene.nlp.wordnet import wordnet
+        from lmms_scene.nlp.wordnet import locked, synsets, wordnet
 
         wn = wordnet()
         names = set(SAFETY_COMPOUNDS)
-        for lemma in wn.all_lemma_names("n"):
+        with locked():
+            lemmas = list(wn.all_lemma_names("n"))
+        for lemma in lemmas:
             parts = lemma.split("_")
             if not 2 <= len(parts) <= 3 or not all(p.isalpha() for p in parts) or parts[0].lower() in _STOP_FIRST:
                 continue
-            if any(s.lexname() in LEXNAMES for s in wn.synsets(lemma, "n")):
+            if any(s.lexname() in LEXNAMES for s in synsets(lemma, "n")):
                 names.add(lemma.replace("_", " ").lower())
         return tuple(sorted(names | {plural(n) for n in names}))
 

@@ -1,6 +1,6 @@
 """METEOR as NLTK computes it (``nltk.translate.meteor_score.meteor_score``): the SNUS
 paper's MET column. Its AC value (90.04) is NLTK's METEOR (90.52 on our AC sample), not
-pycocoevalcap's Java METEOR (54.20 on the same sample), so the Table 2 column ``MET`` is
+pycocoevalcap's Java METEOR (54.42 on the same sample, the jar's corpus aggregate), so the Table 2 column ``MET`` is
 this one and the Java jar is kept as ``meteor_java``.
 
 Per image: NLTK's ``meteor_score`` (alpha 0.9, beta 3, gamma 0.5; exact, stem and WordNet
@@ -36,8 +36,9 @@ def meteor_nltk(prediction: str, references: list[str]) -> float:
     refs = [tokens(r) for r in references]
     if not hyp or not any(refs):
         return 0.0
-    with wn_module._lock:  # NLTK's WordNet reader reads its files lazily: one thread at a time
-        return float(meteor_score([r for r in refs if r], hyp, wordnet=wn_module.wordnet()))
+    reader = wn_module.wordnet()
+    with wn_module.locked():  # NLTK's WordNet reader reads its files lazily: one thread at a time
+        return float(meteor_score([r for r in refs if r], hyp, wordnet=reader))
 
 
 class MeteorNltk:

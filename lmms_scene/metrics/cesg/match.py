@@ -137,18 +137,12 @@ _TOO_GENERAL = {"entity", "physical_entity", "object", "whole", "thing", "abstra
 
 
 def _hypernym(a: str, b: str) -> bool:
-    from lmms_scene.nlp.wordnet import wordnet
+    from lmms_scene.nlp.wordnet import hypernym_closure, synsets
 
-    wn = wordnet()
-    targets = {s for s in wn.synsets(a.replace(" ", "_"), "n") if s.name().split(".")[0] not in _TOO_GENERAL}
+    targets = {s for s in synsets(a, "n") if s.name().split(".")[0] not in _TOO_GENERAL}
     if not targets:
         return False
-    frontier = set(wn.synsets(b.replace(" ", "_"), "n")[:2])
-    for _ in range(3):
-        frontier = {h for s in frontier for h in s.hypernyms() + s.instance_hypernyms()}
-        if frontier & targets:
-            return True
-    return False
+    return any(level & targets for s in synsets(b, "n")[:2] for level in hypernym_closure(s, 3))
 
 
 def same_kind(pred: str, ref: str) -> bool:

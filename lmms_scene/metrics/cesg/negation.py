@@ -70,19 +70,18 @@ def lexical_negation(word: str) -> tuple[str, str] | None:
 
 
 def _lexical(w: str) -> tuple[str, str] | None:
-    from lmms_scene.nlp.wordnet import lexname, wordnet
+    from lmms_scene.nlp.wordnet import lexname, morphy
 
-    wn = wordnet()
     if w.startswith("un") and w not in _UN_EXCLUDED:
         stem = w[2:]
-        verb = wn.morphy(stem, "v")
+        verb = morphy(stem, "v")
         # a past participle of a real verb: "secured", "guarded", "lit" (morphy's exceptions)
         if verb and verb != stem and (stem.endswith(("ed", "en", "wn")) or stem in ("lit", "shut", "set", "cut", "put", "built", "kept", "held", "tied")):
             return ("un", verb)
         return None
     if w.endswith("less") and w not in _LESS_EXCLUDED:
         stem = w[:-4]
-        noun = wn.morphy(stem, "n") or stem
+        noun = morphy(stem, "n") or stem
         if lexname(noun) == "noun.artifact":
             return ("less", noun)
     return None

@@ -131,10 +131,9 @@ def _lemma(tok: Any) -> str:
         from lmms_scene import cache
 
         def keep_plural() -> bool:
-            from lmms_scene.nlp.wordnet import wordnet
+            from lmms_scene.nlp.wordnet import synsets
 
-            wn = wordnet()
-            return not wn.synsets(lemma.split()[-1], "n") and bool(wn.synsets(words[-1], "n"))
+            return not synsets(lemma.split()[-1], "n") and bool(synsets(words[-1], "n"))
 
         if cache.memo("cesg.keep_plural", (lemma.split()[-1], words[-1]), keep_plural):
             return " ".join([*lemma.split()[:-1], words[-1]])
