@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any, Hashable
 
 from lmms_scene import provenance
-from lmms_scene.metrics.captioning.base import CorpusScore, check_corpus
+from lmms_scene.metrics.captioning.base import CorpusScore, mean_over_items
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -57,7 +57,4 @@ class MeteorNltk:
         )
 
     def score(self, references: Mapping[Hashable, list[str]], predictions: Mapping[Hashable, str]) -> CorpusScore:
-        refs, preds = check_corpus(references, predictions)
-        per_item = {k: meteor_nltk(preds[k], refs[k]) for k in refs}
-        mean = sum(per_item.values()) / len(per_item) if per_item else None
-        return CorpusScore(self.name, mean, per_item, self.provenance(), n_empty=sum(not p.strip() for p in preds.values()))
+        return mean_over_items(self.name, meteor_nltk, references, predictions, self.provenance)
