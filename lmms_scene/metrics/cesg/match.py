@@ -259,13 +259,16 @@ def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
 
     def level(test: Callable[[Any, Any], bool], attr: str) -> None:
         for t in TYPES:
-            # each (prediction, reference) pair tested once; equal elements share a verdict
-            seen: dict[tuple[Any, Any], bool] = {}
+            # each (prediction, reference) pair tested once (keyed by identity: hashing the
+            # nested frozen elements costs more than the test)
+            seen: dict[tuple[int, int], bool] = {}
 
             def hit(x: Any, y: Any) -> bool:
-                if (x, y) not in seen:
-                    seen[(x, y)] = test(x, y)
-                return seen[(x, y)]
+                key = (id(x), id(y))
+                verdict = seen.get(key)
+                if verdict is None:
+                    verdict = seen[key] = test(x, y)
+                return verdict
 
             mp = [i for i in left_p[t] if any(hit(P[t][i], y) for y in G[t])]
             mg = [j for j in left_g[t] if any(hit(x, G[t][j]) for x in P[t])]
