@@ -124,3 +124,35 @@ def test_every_row_carries_its_scores():
     assert first["CESG"] == 1.0 and first["bleu4"] > 0.99 and first["row_scores_from"] == "batch of 3 rows"
     assert wrong["CESG"] == alone["CESG"] and wrong["meteor_nltk"] is not None
     assert empty["status"] == "empty_prediction" and empty["CESG"] == 0.0
+
+
+@needs_java
+def test_agreement_from_a_samples_file_without_rescoring(tmp_path, capsys):
+    import json
+
+    import datasets
+
+    from lmms_scene import cache
+    from lmms_scene.cli import main
+    from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
+    from lmms_scene.tasks.snus import utils
+
+    cache.clear()
+    docs = list(datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test"))[:6]
+    answers = [d["caption"] if i % 2 == 0 else "There is no ladder." for i, d in enumerate(docs)]
+    with settings.override(clip_model="none"):
+        utils.prescore(list(zip(docs, answers)))
+        records = [{"doc_id": i, **utils.process_results(d, [a])} for i, (d, a) in enumerate(zip(docs, answers))]
+    samples = tmp_path / "samples.jsonl"
+    samples.write_text("\n".join(json.dumps(r, default=str) for r in records))
+    flat = report.samples_rows(samples)
+    assert [r["CESG"] for r in flat] == [records[i]["CESG"]["scores"]["CESG"] for i in range(6)]
+    judges = tmp_path / "judges.jsonl"
+    judges.write_text("\n".join(json.dumps({"image_id": d["image_id"], "human": 8 if i % 2 == 0 else 2}) for i, d in enumerate(docs)))
+    assert main(["agreement", "--input", str(samples), "--judges", str(judges), "--metrics", "CESG,bleu4", "--n-boot", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "goodman_kruskal_gamma" in out and "| CESG | 6 | 0 |" in out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"doc_id": 0, "x": 1}')
+    with pytest.raises(ValueError, match="line 1"):
+        report.samples_rows(bad)

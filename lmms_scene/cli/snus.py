@@ -76,7 +76,10 @@ def register(sub) -> None:
 
     g = sub.add_parser("agreement", help="metric-versus-judge agreement (SNUS Table 3) and the CESG weight grid (Table 4)")
     g.add_argument("--input", required=True, type=Path,
-                   help="JSONL rows with an image id, per-sample metric scores and the judge/human score")  # fmt: skip
+                   help="JSONL rows with an image id, per-sample metric scores and the judge/human score; "
+                   "with --judges: a SNUS samples file (--log_samples), whose rows carry their scores")  # fmt: skip
+    g.add_argument("--judges", type=Path, default=None,
+                   help="JSONL rows {image id, target}: judge/human scores joined by image id to the samples file given as --input")  # fmt: skip
     g.add_argument("--target", default="human", help="field holding the judge or human score (default: human)")
     g.add_argument("--metrics", default=None, help="comma-separated metric fields (default: every numeric field but the target)")
     g.add_argument("--group", default="image_id", help="field naming the image (pairwise accuracy within it; bootstrap clusters)")
@@ -149,12 +152,22 @@ def _agreement(args) -> int:
     from lmms_scene.metrics.cesg.agreement import STATISTICS, agreement, weight_grid
     from lmms_scene.results import markdown_table, with_interval
 
-    rows = _read_jsonl(args.input, (args.group, args.target))
+    if args.judges is not None:
+        from lmms_scene.metrics.cesg.report import samples_rows
+
+        judged = {str(r[args.group]): r[args.target] for r in _read_jsonl(args.judges, (args.group, args.target))}
+        rows = [{**r, args.target: judged.get(r["image_id"])} for r in samples_rows(args.input)]
+        if args.group != "image_id":
+            rows = [{**r, args.group: r["image_id"]} for r in rows]
+        rows = [{k: v for k, v in r.items() if k not in ("output", "status")} for r in rows]
+    else:
+        rows = _read_jsonl(args.input, (args.group, args.target))
     if args.metrics:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     else:
         skip = {args.group, args.target, "id", "_line"}
-        metrics = [k for k in rows[0] if k not in skip and isinstance(rows[0][k], (int, float)) and not isinstance(rows[0][k], bool)]
+        numeric = [k for r in rows for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        metrics = [k for k in dict.fromkeys(numeric) if k not in skip]
     if not metrics:
         raise ValueError(f"{args.input}: no numeric metric fields besides {args.target!r}; give --metrics")
     result = agreement(rows, metrics, args.target, args.group, n_boot=args.n_boot)

@@ -120,6 +120,28 @@ def _row_scores(image_id: str, output: str, references: Sequence[str]) -> dict[s
     return out
 
 
+def samples_rows(path: Any) -> list[dict[str, Any]]:
+    """Flat per-row scores from a SNUS samples JSONL (what ``--log_samples`` writes): one
+    ``{"image_id", "output", CESG parts..., baselines..., "status"}`` per image, read from
+    the row every metric key carries. Errors name the line."""
+    from pathlib import Path
+
+    from lmms_scene.files import iter_jsonl
+
+    out, seen = [], set()
+    for n, record in iter_jsonl(Path(path)):
+        row = next((v for v in record.values() if isinstance(v, Mapping) and isinstance(v.get("scores"), Mapping) and "image_id" in v), None)
+        if row is None:
+            raise ValueError(f"{path}, line {n}: no SNUS row with per-row scores (a samples file of lmms-scene >= issue 14's snus task?)")
+        if row["image_id"] in seen:
+            continue  # a row gathered twice
+        seen.add(row["image_id"])
+        out.append({"image_id": str(row["image_id"]), "output": row.get("output"), **{k: row["scores"].get(k) for k in ROW_SCORES}})
+    if not out:
+        raise ValueError(f"{path}: no rows")
+    return out
+
+
 def doc_row(doc: Mapping[str, Any], output: str) -> dict[str, Any]:
     """One doc's row: ids, output, references, the row's CESG and baseline scores (saved in
     the samples file: agreement can be computed from a run without rescoring), and its
