@@ -62,7 +62,7 @@ def lexical_negation(word: str) -> tuple[str, str] | None:
     ``("less", noun)`` for an X-less adjective naming a missing artifact ("helmetless" ->
     helmet), else None. Uses WordNet (morphology and lexicographer files); memoised."""
     w = word.lower()
-    if len(w) < 5 or not w.isalpha():
+    if len(w) < 5 or not (w.startswith("un") or w.endswith("less")) or not w.isalpha():
         return None
     from lmms_scene import cache
 
