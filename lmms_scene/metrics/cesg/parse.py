@@ -156,7 +156,7 @@ def _qualifier(tok: Any) -> tuple[str, ...]:
         for prep in owner.children:
             if prep.dep_ == "prep" and prep.lower_ in _QUALIFYING_PREPS:
                 for pobj in prep.children:
-                    if pobj.dep_ == "pobj" and pobj.pos_ in _NOUN and not _is_idiom(pobj):
+                    if pobj.dep_ == "pobj" and pobj.pos_ in _NOUN and not _is_idiom(pobj) and pobj.lemma_.lower() not in _DEPICTIONS:
                         out.append(f"{prep.lower_} {_name(pobj)}")
 
     preps(tok)
