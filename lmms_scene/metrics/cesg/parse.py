@@ -38,6 +38,8 @@ _EXIST = {"visible", "present", "available", "provide", "install", "see", "evide
 _PERCEIVE = {"see", "notice", "observe", "spot", "find", "detect", "identify", "locate", "show", "depict", "spy", "discern", "recognize", "recognise"}
 #: raising verbs whose negation belongs to their complement ("does not appear to be")
 _RAISING = {"appear", "seem", "look", "happen", "tend"}
+#: adjectives whose complement is not done: "unable to see", "impossible to find"
+_UNABLE = {"unable", "impossible"}
 #: modifiers that say how something is seen or judged, not what it is ("no visible X")
 _EPISTEMIC_ADJ = {"visible", "apparent", "evident", "obvious", "noticeable", "discernible", "observable", "identifiable",
                   "detectable", "present", "available", "proper", "adequate", "required", "necessary", "appropriate",
@@ -239,6 +241,10 @@ def _has_neg(tok: Any) -> bool:
     lemma = head.lemma_.lower()
     if tok.dep_ == "xcomp" and lemma in _RAISING:
         return _has_neg(head)
+    if tok.dep_ == "xcomp" and head.lower_ in _UNABLE:
+        return True  # "I am unable to see a harness"
+    if tok.dep_ in ("advcl", "ccomp") and lemma in _RAISING and _own_neg(head) and any(c.dep_ == "mark" and c.lower_ in ("like", "if", "though") for c in tok.children):
+        return not _own_neg(tok)  # "it does not look like the trench is shored"
     if tok.dep_ in ("ccomp", "xcomp") and lemma in _PERCEIVE:
         return _has_neg(head)
     if tok.dep_ in ("acl", "relcl") and head.dep_ in ("dobj", "attr") and head.head.lemma_.lower() in _PERCEIVE and tok.dep_ == "acl":
@@ -259,8 +265,8 @@ def _denied(verb: Any) -> bool:
 def _subject_negates(subj: Any) -> bool:
     if subj.lower_ in _NEG_SUBJ_PRON:
         return True
-    if subj.lower_ == "one" and any(c.lower_ == "not" for c in subj.children):
-        return True  # "not one of the painters"
+    if any(c.lower_ == "not" and c.dep_ in ("neg", "preconj", "advmod") and c.i < subj.i for c in subj.children):
+        return True  # "not one of the painters", "not a single worker"
     return any((c.dep_ in ("det", "preconj") and c.lower_ in _NEG_DET) for c in subj.children)
 
 
@@ -382,7 +388,9 @@ def _lexical_negations(b: _Builder, doc: Any) -> None:
             anchors, neg = _entities(tok.head) or [tok.head], False
         elif tok.pos_ in _NOUN and nxt is not None and nxt.pos_ in _NOUN:
             anchors, neg = _entities(nxt) or [nxt], False  # a misparsed modifier: "a helmetless roofer"
-        elif tok.dep_ in ("acomp", "oprd", "attr", "xcomp", "advcl", "conj") or tok.dep_ == "ROOT":
+        elif tok.dep_ in ("acomp", "oprd", "attr", "xcomp", "advcl", "conj", "advmod", "npadvmod") or tok.dep_ == "ROOT" or (
+            kind == "less" and tok.dep_ == "dobj"  # "riding helmetless": a misparsed manner modifier
+        ):
             verb = tok if tok.dep_ == "ROOT" or not tok.head.pos_ in ("VERB", "AUX") else tok.head
             anchors, subject_neg = _subjects(verb)
             neg = _has_neg(verb) or subject_neg
