@@ -76,3 +76,20 @@ def test_sentence_encoder_memoises_and_normalises():
     sim = enc.similarity(["hard hat"], ["safety helmet", "banana bread"])
     assert sim[0, 0] > sim[0, 1]
     assert "MiniLM" in enc.provenance["similarity_model"]
+
+
+def test_install_wordnet_replaces_hard_linked_files(tmp_path):
+    # a virtualenv copied with hard links: NLTK refuses a multiply-linked file
+    import os
+
+    if not (install.DEBIAN_WORDNET / "index.sense").is_file():
+        pytest.skip("Debian wordnet-base / wordnet-sense-index not installed")
+    target = install.install_wordnet(tmp_path / "a" / "corpora" / "wordnet")
+    other = tmp_path / "b"
+    other.mkdir()
+    for name in ("lexnames", "data.noun"):
+        os.link(target / name, other / name)
+    assert (target / "lexnames").stat().st_nlink == 2
+    install.install_wordnet(target)
+    assert all((target / name).stat().st_nlink == 1 for name in ("lexnames", "data.noun"))
+    assert (other / "data.noun").read_bytes() == (target / "data.noun").read_bytes()  # the other link untouched
