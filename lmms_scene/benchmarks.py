@@ -106,6 +106,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         tables="lmms_scene.metrics.cesg.report:tables",
         docs="docs/snus.md",
         cli_name="snus",
+        prescore="lmms_scene.tasks.snus.utils:prescore",
     ),
     Benchmark(
         name="layered_vqa",

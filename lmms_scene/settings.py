@@ -13,6 +13,9 @@ take :func:`current` once and pass its values down as arguments.
 ``LMMS_SCENE_NO_PROGRESS``     ``1``: no progress bars on long steps
 ``LMMS_SCENE_COOCO_CLEAN``     ``include``: the COOCO tasks also evaluate the clean images
                                (target removed; default ``skip``, as the authors' evaluation)
+``LMMS_SCENE_CESG``            SNUS's CESG components for the harness task, ``key=value`` pairs
+                               separated by ``;`` (coref, parser, encoder, lambda, weights,
+                               synonyms, extra, verifier; see docs/snus.md); unset: offline defaults
 ``RANK``, ``WORLD_SIZE``,      set by ``accelerate launch`` / ``torchrun``: this process's share
 ``LOCAL_RANK``                 of the work (:func:`process_group`)
 =============================  =============================================================
@@ -36,6 +39,7 @@ DEVICE_ENV = "LMMS_SCENE_DEVICE"
 NO_TASK_HOOK_ENV = "LMMS_SCENE_NO_TASK_HOOK"
 NO_PROGRESS_ENV = "LMMS_SCENE_NO_PROGRESS"
 COOCO_CLEAN_ENV = "LMMS_SCENE_COOCO_CLEAN"
+CESG_ENV = "LMMS_SCENE_CESG"
 #: the ``clip_model`` value that switches the CLIP metrics off
 CLIP_DISABLED = "none"
 
@@ -54,6 +58,8 @@ class Settings:
     #: COOCO's clean images (target removed): ``skip`` (default) or ``include``; the
     #: COOCO tasks check the value (:func:`lmms_scene.data.cooco.views.clean_option`)
     cooco_clean: str = "skip"
+    #: SNUS's CESG components (``LMMS_SCENE_CESG``; "" = the offline defaults)
+    cesg: str = ""
 
     @property
     def clip_enabled(self) -> bool:
@@ -75,6 +81,7 @@ def current() -> Settings:
         no_task_hook=bool(env.get(NO_TASK_HOOK_ENV)),
         progress=env.get(NO_PROGRESS_ENV, "").strip() in ("", "0"),
         cooco_clean=env.get(COOCO_CLEAN_ENV, "").strip() or "skip",
+        cesg=env.get(CESG_ENV, "").strip(),
     )
     with _lock:
         extra = dict(_overrides)

@@ -85,7 +85,7 @@ def test_relation_negation_and_absent_objects():
     assert ("ladder", "secure to", "wall") in rels
     # present information is kept, not evaluated
     g = cesg_graph(SCENE).cesg
-    assert {"worker", "scaffold", "ladder", "wall", "welder"} <= set(g.present_objects)
+    assert {"worker on scaffold", "scaffold", "ladder", "wall", "welder"} <= set(g.present_objects)  # the worker is told apart by where he is
     assert any(r.predicate == "on" and not r.negated for r in g.relations)
 
 
@@ -156,15 +156,21 @@ def test_identical_prediction_scores_one_everywhere():
     assert all(s[k] == pytest.approx(1.0) for k in KEYS)
 
 
+def nothing_claimed(s):
+    # no predicted element: P undefined (left out of the corpus P mean), R = F1 = 0 for
+    # every type the reference has, CESG 0
+    return all(s[f"P_{t}"] is None and s[f"R_{t}"] == 0.0 and s[f"F1_{t}"] == 0.0 for t in "oar") and s["CESG"] == 0.0
+
+
 def test_affirmative_caption_scores_exactly_zero():
     s = cesg_score(strip_negation(SCENE), SCENE)
     assert s["status"] == "prediction_without_absent_information"
-    assert all(s[k] == 0.0 for k in KEYS)
+    assert nothing_claimed(s)
 
 
 def test_empty_prediction_scores_zero_and_is_counted():
     s = cesg_score("   ", SCENE)
-    assert s["status"] == "empty_prediction" and all(s[k] == 0.0 for k in KEYS)
+    assert s["status"] == "empty_prediction" and nothing_claimed(s)
 
 
 def test_reference_without_absent_information_is_excluded():
@@ -172,7 +178,11 @@ def test_reference_without_absent_information_is_excluded():
     assert s["status"] == "reference_without_absent_information" and all(s[k] is None for k in KEYS)
     corpus = score_corpus([("a", "There is no guardrail.", ["There is no guardrail."]), ("b", "x", ["A worker stands."]), ("c", "", ["There is no rail."])])
     assert corpus["n_reference_without_absent_information"] == 1 and corpus["n_empty_prediction"] == 1
-    assert corpus["means"]["CESG"] == pytest.approx(0.5)  # (1 + 0) / 2; row b left out
+    # the paper's convention, row b left out: P_o over rows with a predicted object (a: 1),
+    # R_o over rows with a reference object (a: 1, c: 0), F1_o = HM(1, 0.5) = 2/3
+    assert corpus["means"]["P_o"] == 1.0 and corpus["means"]["R_o"] == 0.5
+    assert corpus["means"]["CESG"] == pytest.approx(2 / 3)
+    assert corpus["row_counts"]["P_o"] == 1 and corpus["row_counts"]["R_o"] == 2
 
 
 def test_synonym_matching_uses_wordnet():
@@ -187,7 +197,8 @@ def test_plural_prediction_answers_per_person_references():
     refs = ["The man on the left is not wearing a hard hat. The man on the right is not wearing a hard hat."]
     s = cesg_score("Neither of these individuals is wearing a safety hat.", refs)
     assert s["F1_o"] == 1.0  # "safety hat" ~ "hard hat" (WordNet), both reference hats found
-    assert 0.4 < s["F1_r"] < 1.0  # individual/man: soft credit only
+    # "individual" names a kind both men belong to (WordNet hypernym), the hats are synonyms
+    assert s["F1_r"] == 1.0 and s["CESG"] == 1.0
 
 
 def test_wrong_target_object_is_not_a_hard_match():
@@ -250,7 +261,8 @@ def test_weights_and_options_are_validated_and_recorded():
 def test_bad_input_is_still_scored(bad):
     s = cesg_score(bad, SCENE)
     assert s["status"] in ("scored", "prediction_without_absent_information")
-    assert all(0.0 <= s[k] <= 1.0 for k in KEYS)
+    assert 0.0 <= s["CESG"] <= 1.0
+    assert all(s[k] is None or 0.0 <= s[k] <= 1.0 for k in KEYS)
 
 
 def test_a_failing_sentence_is_recorded_and_the_rest_scored():

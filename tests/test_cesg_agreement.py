@@ -93,3 +93,32 @@ def test_extra_judge_sees_the_reference():
     judge = ExtraJudge(JudgeSpec(name="j", model="m", provider="dummy"), "There is no guardrail.", client=client)
     s = cesg_score("There is no guardrail and no ladder.", "There is no guardrail.", encoder=None, extra_judge=judge)
     assert s["P_o"] == 1.0 and "There is no guardrail." in client.prompts[0] and "'ladder'" in client.prompts[0]
+
+
+def _gamma_by_pairs(x, y):
+    # the definition, pair by pair (independent of the O(n log n) implementation)
+    concordant = discordant = 0
+    for i in range(len(x)):
+        for j in range(i + 1, len(x)):
+            s = (x[i] - x[j]) * (y[i] - y[j])
+            concordant += s > 0
+            discordant += s < 0
+    return (concordant - discordant) / (concordant + discordant) if concordant + discordant else None
+
+
+def test_goodman_kruskal_gamma_against_an_independent_computation():
+    import random
+
+    from lmms_scene.metrics.cesg.agreement import goodman_kruskal_gamma
+
+    rng = random.Random(7)
+    for n in (5, 40, 120):
+        x = [rng.randint(0, 5) for _ in range(n)]  # many ties, as judge scores have
+        y = [v + rng.choice([-2, -1, 0, 1, 2, 3]) for v in x]
+        assert goodman_kruskal_gamma(x, y) == pytest.approx(_gamma_by_pairs(x, y), abs=1e-12)
+    assert goodman_kruskal_gamma([1, 2, 3], [3, 2, 1]) == pytest.approx(-1.0)
+    assert goodman_kruskal_gamma([1, 1, 1], [1, 2, 3]) is None  # every pair tied in x
+    # gamma ignores ties that tau-b penalises: it is at least as large in magnitude
+    x, y = [0, 0, 1, 1, 2, 2], [0, 1, 1, 2, 2, 3]
+    s = statistics(x, y, ["a"] * 6)
+    assert s["goodman_kruskal_gamma"] == pytest.approx(_gamma_by_pairs(x, y)) and s["goodman_kruskal_gamma"] >= s["kendall_tau"]

@@ -240,3 +240,21 @@ def test_sentence_encoder_memoises_and_normalises():
     sim = enc.similarity(["hard hat"], ["safety helmet", "banana bread"])
     assert sim[0, 0] > sim[0, 1]
     assert "MiniLM" in enc.provenance["similarity_model"] and enc.provenance["similarity_source"]
+
+
+def test_install_wordnet_replaces_hard_linked_files(tmp_path):
+    # a virtualenv copied with hard links: NLTK refuses a multiply-linked file, so a copy
+    # that is complete but linked is not "present" and gets fresh files (the other link untouched)
+    import os
+
+    deb = _fake_wordnet(tmp_path / "deb")
+    target = install.install_wordnet(tmp_path / "a" / "corpora" / "wordnet", ["debian"], debian_dir=deb).path
+    other = tmp_path / "b"
+    other.mkdir()
+    for name in ("lexnames", "data.noun"):
+        os.link(target / name, other / name)
+    assert (target / "lexnames").stat().st_nlink == 2
+    done = install.install_wordnet(target, debian_dir=deb, sources=["present", "debian"])
+    assert done.source == "debian" and "hard-linked" in done.skipped[0][1]
+    assert all((target / name).stat().st_nlink == 1 for name in ("lexnames", "data.noun"))
+    assert (other / "data.noun").read_bytes() == (target / "data.noun").read_bytes()

@@ -113,7 +113,9 @@ def test_cesg_command(tmp_path, capsys):
     assert main(["cesg", "--input", str(pairs), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [r["CESG"] for r in out["rows"]] == [1.0, 0.0, None]
-    assert out["means"]["CESG"] == 0.5 and out["n_reference_without_absent_information"] == 1
+    # the paper's convention: P_o over row a only (b claims nothing), R_o = (1 + 0) / 2
+    assert out["means"]["CESG"] == pytest.approx(2 / 3) and out["n_reference_without_absent_information"] == 1
+    assert out["row_counts"]["P_o"] == 1 and out["row_counts"]["R_o"] == 2
     assert out["provenance"]["parser"].startswith("lmms-scene dependency rules")
     assert main(["cesg", "--input", str(pairs)]) == 0
     assert "| a | 1.000" in capsys.readouterr().out
@@ -135,7 +137,7 @@ def test_snus_ac_command_and_table2(tmp_path, capsys):
         ["The worker is not wearing a helmet. There is no guardrail.", "The ladder is not secured to the wall."])))  # fmt: skip
     assert main(["snus-ac", "--input", str(refs), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["summary"]["CESG"] == 0.0 and rep["summary"]["bleu4"] > 0.3
+    assert rep["summary"]["CESG"] == 0.0 and rep["corpus"]["bleu4"] > 0.3
     assert rep["provenance"]["spice_style"]["scorer"] == "spice_style"
 
     from lmms_scene.metrics.cesg import report
@@ -146,6 +148,9 @@ def test_snus_ac_command_and_table2(tmp_path, capsys):
     full = report.corpus_report(rows)
     result = TaskResult("snus_sample", "snus", {"snus_report": {k: v for k, v in full.items()}}, {}, "scene_blind", "", tmp_path)
     text = report.tables([result])
-    assert "| Method | n | ROU | MET | CID | BL4 | CAP* | CS | SPI* | P_o |" in text
+    assert "| Method | n | ROU | MET | CID | BL4 | CAP* | CS | SPI* | METEOR-J | P_o |" in text
+    # the rows behind each mean: P_o over row 0 only (row 1 is empty), R_a over row 1
+    assert "Rows behind each CESG mean" in text and "| scene_blind (snus_sample) | 2 | 1 | 1 | 0 | 0 | 0 | 1 |" in text
+    assert "MET is NLTK's METEOR" in text
     assert "AC (references, negation stripped)" in text and "not Java SPICE" in text
     assert "1 empty outputs (scored 0)" in text

@@ -10,7 +10,7 @@ from conftest import find_samples
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("java") is None, reason="pycocoevalcap needs Java")]
 
-KEYS = ("CESG", "P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r", "rouge_l", "meteor", "cider", "bleu4", "capture_style", "spice_style")
+KEYS = ("CESG", "P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r", "rouge_l", "meteor_nltk", "meteor_java", "cider", "bleu4", "capture_style", "spice_style")
 
 
 def check(results: dict, task: str = "snus_sample") -> dict:

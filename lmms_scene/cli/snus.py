@@ -57,7 +57,7 @@ def register(sub) -> None:
     c.add_argument("--input", required=True, type=Path, help='JSONL rows {"id", "prediction", "references"}')
     c.add_argument("--json", action="store_true", help="print the per-row scores, means, counts and provenance as JSON")
     c.add_argument("--coref", default="rule", choices=["rule", "lingmess"])
-    c.add_argument("--parser", default="rule", choices=["rule", "factual"])
+    c.add_argument("--parser", default="rule", choices=["rule", "factual", "discosg"])
     c.add_argument("--encoder", default="default", help="sentence encoder: default (MiniLM, offline), simcse, a name or folder, or none")
     c.add_argument("--lambda", dest="lambda_", type=float, default=None, help="interactive-matching threshold")
     c.add_argument("--weights", default=None, help="w_o,w_a,w_r (default 0.5,0.25,0.25)")
@@ -76,7 +76,10 @@ def register(sub) -> None:
 
     g = sub.add_parser("agreement", help="metric-versus-judge agreement (SNUS Table 3) and the CESG weight grid (Table 4)")
     g.add_argument("--input", required=True, type=Path,
-                   help="JSONL rows with an image id, per-sample metric scores and the judge/human score")  # fmt: skip
+                   help="JSONL rows with an image id, per-sample metric scores and the judge/human score; "
+                   "with --judges: a SNUS samples file (--log_samples), whose rows carry their scores")  # fmt: skip
+    g.add_argument("--judges", type=Path, default=None,
+                   help="JSONL rows {image id, target}: judge/human scores joined by image id to the samples file given as --input")  # fmt: skip
     g.add_argument("--target", default="human", help="field holding the judge or human score (default: human)")
     g.add_argument("--metrics", default=None, help="comma-separated metric fields (default: every numeric field but the target)")
     g.add_argument("--group", default="image_id", help="field naming the image (pairwise accuracy within it; bootstrap clusters)")
@@ -106,7 +109,10 @@ def _cesg(args) -> int:
     keys = ("CESG", "F1_o", "F1_a", "F1_r", "P_o", "R_o", "P_a", "R_a", "P_r", "R_r")
     print(markdown_table(["id", *keys, "status"], [[r["id"], *(r[k] for k in keys), r["status"]] for r in result["rows"]]))
     print()
-    print(markdown_table(["mean", *keys], [["all scored rows", *(result["means"][k] for k in keys)]]))
+    print(markdown_table(["corpus", *keys], [["paper's convention", *(result["means"][k] for k in keys)]]))
+    rc = result["row_counts"]
+    print("\nrows behind each mean: " + ", ".join(f"{k} {rc[k]}" for k in sorted(rc))
+          + " (P_t: rows whose prediction states a type-t element; R_t: rows whose reference does; F1_t = HM(P_t, R_t))")  # fmt: skip
     print(
         f"\n{result['n_scored']} of {result['n']} rows scored; {result['n_reference_without_absent_information']} references without "
         f"absent information excluded; {result['n_empty_prediction']} empty predictions and "
@@ -146,12 +152,22 @@ def _agreement(args) -> int:
     from lmms_scene.metrics.cesg.agreement import STATISTICS, agreement, weight_grid
     from lmms_scene.results import markdown_table, with_interval
 
-    rows = _read_jsonl(args.input, (args.group, args.target))
+    if args.judges is not None:
+        from lmms_scene.metrics.cesg.report import samples_rows
+
+        judged = {str(r[args.group]): r[args.target] for r in _read_jsonl(args.judges, (args.group, args.target))}
+        rows = [{**r, args.target: judged.get(r["image_id"])} for r in samples_rows(args.input)]
+        if args.group != "image_id":
+            rows = [{**r, args.group: r["image_id"]} for r in rows]
+        rows = [{k: v for k, v in r.items() if k not in ("output", "status")} for r in rows]
+    else:
+        rows = _read_jsonl(args.input, (args.group, args.target))
     if args.metrics:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     else:
         skip = {args.group, args.target, "id", "_line"}
-        metrics = [k for k in rows[0] if k not in skip and isinstance(rows[0][k], (int, float)) and not isinstance(rows[0][k], bool)]
+        numeric = [k for r in rows for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        metrics = [k for k in dict.fromkeys(numeric) if k not in skip]
     if not metrics:
         raise ValueError(f"{args.input}: no numeric metric fields besides {args.target!r}; give --metrics")
     result = agreement(rows, metrics, args.target, args.group, n_boot=args.n_boot)

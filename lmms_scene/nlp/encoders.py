@@ -99,7 +99,7 @@ def _minilm(device: str) -> SentenceEncoder:
     model = SentenceTransformer(folder, device=device)
     return SentenceEncoder(
         MINILM,
-        lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False),
+        lambda texts: model.encode(texts, batch_size=128, convert_to_numpy=True, show_progress_bar=False),
         {"similarity_model": HUB_MINILM, "similarity_source": source},
     )
 

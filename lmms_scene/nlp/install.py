@@ -132,13 +132,18 @@ def _place(files: dict[str, Path | bytes], target: Path, source: str, detail: st
             continue
         data = files[name]
         dst = target / name
-        if dst.is_symlink():
+        # never write through a link: NLTK refuses symlinks and multiply-linked files (a
+        # hard link may point outside its root; a virtualenv copied with links has them)
+        if dst.is_symlink() or dst.exists():
             dst.unlink()
         if isinstance(data, bytes):
             dst.write_bytes(data)
         else:
             shutil.copyfile(data, dst)
-    (target / "lexnames").write_text(lexnames_text())
+    lexnames = target / "lexnames"
+    if lexnames.is_symlink() or lexnames.exists():
+        lexnames.unlink()
+    lexnames.write_text(lexnames_text())
     record = {"wordnet": "WordNet 3.0", "source": source, "detail": detail, "sha256": _digest(target)}
     (target / SOURCE_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
@@ -149,6 +154,9 @@ def _place(files: dict[str, Path | bytes], target: Path, source: str, detail: st
 def _present(target: Path, **_: object) -> str:
     if not complete(target):
         raise FileNotFoundError(f"no complete WordNet in {target}")
+    linked = [f for f in (*FILES, "lexnames") if (target / f).is_symlink() or (target / f).stat().st_nlink > 1]
+    if linked:
+        raise FileExistsError(f"{target} holds linked or hard-linked files NLTK refuses ({', '.join(linked[:3])}): replacing them")
     record = read_source(target)
     return f"already installed ({record['source']}: {record['detail']})" if record else "already installed (source not recorded)"
 

@@ -54,10 +54,20 @@ def _load(package: str, disable: tuple[str, ...]) -> Any:
         raise MissingNLPComponent(f"spaCy model {package!r} could not be loaded ({exc}): {HOW_TO_INSTALL}") from exc
 
 
-def spacy_pipeline(model: str = MODEL, disable: tuple[str, ...] = DEFAULT_DISABLE) -> Any:
-    """The loaded spaCy ``Language`` (cached per model and disabled components)."""
+def spacy_pipeline(model: str = MODEL, disable: tuple[str, ...] = DEFAULT_DISABLE, merge_compounds: bool = False) -> Any:
+    """The loaded spaCy ``Language`` (cached per model, disabled components and whether
+    known multi-word nouns are merged into one token first: :mod:`lmms_scene.nlp.compounds`)."""
     package, _ = installed_package(model)
-    return cache.cached(("spacy", package, tuple(disable)), lambda: _load(package, tuple(disable)))
+
+    def load() -> Any:
+        nlp = _load(package, tuple(disable))
+        if merge_compounds:
+            from lmms_scene.nlp.compounds import add_merger
+
+            add_merger(nlp)
+        return nlp
+
+    return cache.cached(("spacy", package, tuple(disable), bool(merge_compounds)), load)
 
 
 def provenance(model: str = MODEL) -> dict[str, str]:

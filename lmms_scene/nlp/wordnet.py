@@ -120,3 +120,37 @@ def lexname(word: str, pos: str = "n") -> str | None:
             return found[0].lexname() if found else None
 
     return cache.memo("wordnet.lexname", (key, pos), compute)
+
+
+# -- thread-safe access for callers that need the reader itself -----------------------------
+
+
+def morphy(word: str, pos: str = "n") -> str | None:
+    """WordNet's base form of ``word`` (``wn.morphy``), under the reader's lock."""
+    wn = wordnet()
+    with _lock:
+        return wn.morphy(word, POS[pos])
+
+
+def synsets(word: str, pos: str | None = None) -> list[Any]:
+    """``wn.synsets(word, pos)`` under the reader's lock (NLTK reads its data files lazily)."""
+    wn = wordnet()
+    with _lock:
+        return wn.synsets(word.replace(" ", "_"), pos=POS[pos] if pos else None)
+
+
+def hypernym_closure(synset: Any, depth: int) -> list[set[Any]]:
+    """The hypernyms of ``synset`` level by level (1 .. depth), under the reader's lock."""
+    out: list[set[Any]] = []
+    frontier = {synset}
+    with _lock:
+        for _ in range(depth):
+            frontier = {h for s in frontier for h in s.hypernyms() + s.instance_hypernyms()}
+            out.append(frontier)
+    return out
+
+
+def locked() -> Any:
+    """The reader's lock, for a caller that walks the reader itself (NLTK's METEOR)."""
+    wordnet()  # loaded first: loading takes the lock itself
+    return _lock

@@ -30,6 +30,11 @@ def doc_to_target(doc):
     return doc["caption"]
 
 
+def prescore(pairs):
+    # batch scoring of this process's answers after generation (the harness hook)
+    return report.prescore(pairs)
+
+
 def process_results(doc, results):
     row = report.doc_row(doc, results[0] if results else "")
     return {key: row for key in METRICS}
@@ -44,13 +49,14 @@ def _aggregation(key):
 
 
 METRICS = ("CESG", "P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r",
-           "rouge_l", "meteor", "cider", "bleu4", "capture_style", "spice_style", "clipscore", "snus_report")  # fmt: skip
+           "rouge_l", "meteor_nltk", "meteor_java", "cider", "bleu4", "capture_style", "spice_style", "clipscore", "snus_report")  # fmt: skip
 
 CESG = _aggregation("CESG")
 P_o, R_o, F1_o = _aggregation("P_o"), _aggregation("R_o"), _aggregation("F1_o")
 P_a, R_a, F1_a = _aggregation("P_a"), _aggregation("R_a"), _aggregation("F1_a")
 P_r, R_r, F1_r = _aggregation("P_r"), _aggregation("R_r"), _aggregation("F1_r")
-rouge_l, meteor, cider, bleu4 = _aggregation("rouge_l"), _aggregation("meteor"), _aggregation("cider"), _aggregation("bleu4")
+rouge_l, cider, bleu4 = _aggregation("rouge_l"), _aggregation("cider"), _aggregation("bleu4")
+meteor_nltk, meteor_java = _aggregation("meteor_nltk"), _aggregation("meteor_java")
 capture_style, spice_style = _aggregation("capture_style"), _aggregation("spice_style")
 clipscore = _aggregation("clipscore")
 

@@ -14,7 +14,8 @@ _CITATION = """@misc{jiang_snus_cesg,
 
 _DESCRIPTION = """CESG scores a negative caption (what is absent from a scene: missing
 objects, negated attributes, negated relations) against reference captions by building
-polarity-aware scene graphs of both and matching them. Returns the corpus means of
+polarity-aware scene graphs of both and matching them. Returns, in the paper's corpus
+convention (P_t / R_t: means over the rows whose prediction / reference has type t), the
 P/R/F1 for objects, attributes and relations and the weighted CESG score (all in [0, 1]),
 the counts of excluded or zero-scored rows, and the provenance of the components used."""
 
@@ -26,7 +27,7 @@ Args:
     **options: passed to lmms_scene.metrics.cesg.cesg_score (coref, parser, encoder,
         lambda_, weights, synonyms, interactive, soft, verifier, extra_judge, device).
 Returns:
-    P_o, R_o, F1_o, P_a, R_a, F1_a, P_r, R_r, F1_r, CESG: corpus means over the scored
+    P_o, R_o, F1_o, P_a, R_a, F1_a, P_r, R_r, F1_r, CESG: corpus scores (paper's convention) over the scored
         rows (None when no row could be scored);
     n, n_scored, n_reference_without_absent_information, n_empty_prediction,
         n_prediction_without_absent_information, n_parse_failures: counts;
@@ -59,5 +60,6 @@ class Cesg(evaluate.Metric):
         out = score_corpus(rows, **options)
         result = {k: out["means"][k] for k in KEYS}
         result.update({k: v for k, v in out.items() if k.startswith("n")})
+        result["row_counts"] = out["row_counts"]
         result["provenance"] = out["provenance"]
         return result

@@ -1,6 +1,7 @@
 """Caption baselines behind one interface (:mod:`~lmms_scene.metrics.captioning.base`):
-BLEU-4, METEOR, ROUGE-L, CIDEr-D (pycocoevalcap), a SPICE-style tuple F1 reimplementation
-and a CAPTURE-style score. ``SCORERS`` maps each column name to its scorer class;
+BLEU-4, METEOR (Java jar), ROUGE-L, CIDEr-D (pycocoevalcap corpus scores), METEOR as
+NLTK computes it (the SNUS paper's MET), a SPICE-style tuple F1 reimplementation, a
+CAPTURE-style score, and CESG itself (:mod:`~lmms_scene.metrics.captioning.cesg_scorer`). ``SCORERS`` maps each column name to its scorer class;
 :func:`score_all` computes them once over a corpus. Importing loads nothing.
 """
 
@@ -14,11 +15,13 @@ from lmms_scene.metrics.captioning.base import CaptionScorer, CorpusScore, check
 #: column name -> "module:Class" (one file per metric)
 SCORERS: dict[str, str] = {
     "rouge_l": "lmms_scene.metrics.captioning.coco:RougeL",
-    "meteor": "lmms_scene.metrics.captioning.coco:MeteorScore",
+    "meteor_nltk": "lmms_scene.metrics.captioning.meteor_nltk:MeteorNltk",
+    "meteor_java": "lmms_scene.metrics.captioning.coco:MeteorJava",
     "cider": "lmms_scene.metrics.captioning.coco:CiderD",
     "bleu4": "lmms_scene.metrics.captioning.coco:Bleu4",
     "capture_style": "lmms_scene.metrics.captioning.capture_style:CaptureStyle",
     "spice_style": "lmms_scene.metrics.captioning.spice_style:SpiceStyle",
+    "cesg": "lmms_scene.metrics.captioning.cesg_scorer:CesgScorer",
 }
 
 

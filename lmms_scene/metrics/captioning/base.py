@@ -23,6 +23,8 @@ class CorpusScore:
     provenance: dict[str, Any]
     not_computed: dict[Hashable, str] = field(default_factory=dict)
     n_empty: int = 0
+    #: anything else the scorer reports (CESG: its components and counts)
+    details: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,3 +63,13 @@ def check_corpus(references: Mapping[Hashable, Any], predictions: Mapping[Hashab
             raise TypeError(f"predictions[{k!r}]: expected a string, got {type(v).__name__}: {v!r}")
         preds[k] = v
     return refs, preds
+
+
+def mean_over_items(name: str, score_one: Any, references: Mapping[Hashable, Any], predictions: Mapping[Hashable, Any], provenance: Any) -> CorpusScore:
+    """A metric whose corpus score is the mean of per-item scores ``score_one(prediction,
+    references)`` (``provenance``: a dict, or a callable giving it)."""
+    refs, preds = check_corpus(references, predictions)
+    per_item = {k: score_one(preds[k], refs[k]) for k in refs}
+    mean = sum(per_item.values()) / len(per_item) if per_item else None
+    prov = provenance() if callable(provenance) else provenance
+    return CorpusScore(name, mean, per_item, prov, n_empty=sum(not p.strip() for p in preds.values()))

@@ -19,7 +19,7 @@ from typing import Any, Hashable
 import numpy as np
 
 from lmms_scene import provenance
-from lmms_scene.metrics.captioning.base import CorpusScore, check_corpus
+from lmms_scene.metrics.captioning.base import CorpusScore, mean_over_items
 from lmms_scene.metrics.captioning.tuples import factual_graph, parser_provenance
 
 #: CAPTURE's weights alpha, beta, gamma (capture_metric/capture.py)
@@ -97,7 +97,4 @@ class CaptureStyle:
         return sum(per_ref) / len(per_ref)
 
     def score(self, references: Mapping[Hashable, list[str]], predictions: Mapping[Hashable, str]) -> CorpusScore:
-        refs, preds = check_corpus(references, predictions)
-        per_item = {k: (self.score_one(preds[k], refs[k]) if preds[k].strip() else 0.0) for k in refs}
-        mean = sum(per_item.values()) / len(per_item) if per_item else None
-        return CorpusScore(self.name, mean, per_item, self.provenance(), n_empty=sum(not p.strip() for p in preds.values()))
+        return mean_over_items(self.name, lambda p, r: self.score_one(p, r) if p.strip() else 0.0, references, predictions, self.provenance)

@@ -2,7 +2,14 @@
 (Java), for parity with lmms-eval's ``coco_cap``: BLEU ``option='closest'``, ROUGE-L
 beta 1.2, CIDEr-D sigma 6 x10 with IDF from the evaluated corpus (so CIDEr is a
 corpus-level score: the same caption scores differently in another corpus).
-METEOR keeps one JVM per process (:func:`lmms_scene.cache.cached`).
+
+Every ``CorpusScore.score`` is exactly what pycocoevalcap's ``compute_score`` returns for
+the whole split: BLEU-4 from the pooled n-gram counts of the corpus and METEOR from the
+jar's aggregate statistics (neither is the mean of per-image scores); ROUGE-L and CIDEr
+are pycocoevalcap's means. The per-image scores are pycocoevalcap's too.
+METEOR (Java, ``meteor_java``) keeps one JVM per process (:func:`lmms_scene.cache.cached`);
+it is not the flavour the SNUS paper's MET column matches (that is NLTK's,
+:mod:`~lmms_scene.metrics.captioning.meteor_nltk`).
 """
 
 from __future__ import annotations
@@ -115,17 +122,13 @@ def _stop(meteor: Any) -> None:
         proc.wait()
 
 
-class MeteorScore(_Coco):
-    name, label = "meteor", "Meteor 1.5 (-l en -norm)"
-    details = {"language": "en", "norm": True}
+class MeteorJava(_Coco):
+    """pycocoevalcap's METEOR 1.5 jar: the corpus score is the jar's aggregate over the
+    split (empty hypotheses included: the jar scores them 0)."""
+
+    name, label = "meteor_java", "Meteor 1.5 jar (-l en -norm), corpus aggregate"
+    details = {"language": "en", "norm": True, "corpus": "the jar's aggregate statistics (not the mean of per-image scores)"}
 
     def _compute(self, gts, res):
-        # METEOR's jar can stall on an empty hypothesis: those score 0 without asking it.
-        ids = list(gts)
-        asked = {k: gts[k] for k in ids if res[k][0].strip()}
-        if not asked:
-            return 0.0, [0.0] * len(ids)
-        _, scores = meteor_process().compute_score(asked, {k: res[k] for k in asked})
-        by_id = dict(zip(asked, scores))
-        items = [by_id.get(k, 0.0) for k in ids]
-        return sum(items) / len(items), items
+        score, scores = meteor_process().compute_score(gts, res)
+        return score, [float(s) for s in scores]

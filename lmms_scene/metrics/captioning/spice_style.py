@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, Hashable
 
 from lmms_scene import provenance
-from lmms_scene.metrics.captioning.base import CorpusScore, check_corpus
+from lmms_scene.metrics.captioning.base import CorpusScore, mean_over_items
 from lmms_scene.metrics.captioning.tuples import factual_graph, parser_provenance
 
 
@@ -73,7 +73,4 @@ class SpiceStyle:
         )
 
     def score(self, references: Mapping[Hashable, list[str]], predictions: Mapping[Hashable, str]) -> CorpusScore:
-        refs, preds = check_corpus(references, predictions)
-        per_item = {k: spice_style_f1(preds[k], refs[k]) for k in refs}
-        mean = sum(per_item.values()) / len(per_item) if per_item else None
-        return CorpusScore(self.name, mean, per_item, self.provenance(), n_empty=sum(not p.strip() for p in preds.values()))
+        return mean_over_items(self.name, spice_style_f1, references, predictions, self.provenance)

@@ -5,7 +5,7 @@ parser CESG uses (the union of each sentence's affirmative graph)."""
 from __future__ import annotations
 
 from lmms_scene import cache
-from lmms_scene.metrics.cesg.graph import SceneGraph
+from lmms_scene.metrics.cesg.graph import SceneGraph, split_key
 
 
 def factual_graph(text: str) -> SceneGraph:
@@ -22,9 +22,10 @@ def factual_graph(text: str) -> SceneGraph:
             if isinstance(result, Exception):
                 continue
             g = result[1]
-            objects += g.objects
-            attrs += g.attributes
-            rels += g.relations
+            # plain object names (a factual parser's nodes carry no qualifier)
+            objects += [split_key(o)[0] for o in g.objects]
+            attrs += [(split_key(o)[0], a) for o, a in g.attributes]
+            rels += [(split_key(s)[0], p, split_key(o)[0]) for s, p, o in g.relations]
         return SceneGraph(tuple(dict.fromkeys(objects)), tuple(dict.fromkeys(attrs)), tuple(dict.fromkeys(rels)))
 
     return cache.memo("captioning.factual_graph", text, compute)

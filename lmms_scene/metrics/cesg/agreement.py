@@ -1,7 +1,9 @@
 """Metric-versus-judge agreement (the SNUS paper's Table 3) and the weight ablation (Table 4).
 
 Per-sample metric scores are compared with judge or human scores: Pearson r, R^2 of the
-linear fit (= r^2), Kendall tau, Spearman rho (scipy.stats), and pairwise accuracy within
+linear fit (= r^2), Kendall tau, Goodman-Kruskal gamma (Table 3's "Sa gamma": concordant
+minus discordant pairs over their sum, tied pairs left out), Spearman rho (scipy.stats),
+and pairwise accuracy within
 the same image (over pairs of captions of one image that the reference score orders, the
 fraction the metric orders the same way; a metric tie counts one half). Every statistic
 gets a 95% percentile bootstrap interval with images resampled (the seeded resamples of
@@ -22,7 +24,7 @@ import numpy as np
 
 from lmms_scene.metrics import rows as rows_lib
 
-STATISTICS = ("pearson_r", "r2", "kendall_tau", "spearman_rho", "pairwise_accuracy")
+STATISTICS = ("pearson_r", "r2", "kendall_tau", "goodman_kruskal_gamma", "spearman_rho", "pairwise_accuracy")
 #: Table 4's weight grid (w_o, w_a, w_r)
 TABLE4_WEIGHTS = (
     (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (0.0, 0.5, 0.5),
@@ -56,6 +58,30 @@ def _pairwise(metric: np.ndarray, target: np.ndarray, groups: np.ndarray) -> flo
     return agree / total if total else None
 
 
+def _tied_pairs(values: np.ndarray) -> int:
+    _, counts = np.unique(values, return_counts=True)
+    return int((counts * (counts - 1) // 2).sum())
+
+
+def goodman_kruskal_gamma(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """(C - D) / (C + D) over all pairs, C concordant, D discordant, pairs tied in x or y
+    left out; None when no pair is untied. O(n log n): C - D comes from Kendall's tau-b
+    (tau_b = (C - D) / sqrt((n0 - n1)(n0 - n2))) and C + D = n0 - n1 - n2 + n3, with n0 all
+    pairs, n1 / n2 pairs tied in x / y, n3 pairs tied in both."""
+    from scipy import stats
+
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = len(a)
+    n0 = n * (n - 1) // 2
+    n1, n2 = _tied_pairs(a), _tied_pairs(b)
+    n3 = _tied_pairs(np.unique(np.stack([a, b], axis=1), axis=0, return_inverse=True)[1].ravel()) if n else 0
+    untied = n0 - n1 - n2 + n3
+    if untied <= 0 or n0 == n1 or n0 == n2:
+        return None
+    tau_b = float(stats.kendalltau(a, b, variant="b")[0])
+    return float(np.clip(tau_b * np.sqrt(float(n0 - n1) * float(n0 - n2)) / untied, -1.0, 1.0))
+
+
 def statistics(metric: Sequence[float], target: Sequence[float], groups: Sequence[Any]) -> dict[str, float | None]:
     from scipy import stats
 
@@ -67,6 +93,7 @@ def statistics(metric: Sequence[float], target: Sequence[float], groups: Sequenc
             pearson_r=r,
             r2=r * r,
             kendall_tau=float(stats.kendalltau(m, t)[0]),
+            goodman_kruskal_gamma=goodman_kruskal_gamma(m, t),
             spearman_rho=float(stats.spearmanr(m, t)[0]),
         )
     out["pairwise_accuracy"] = _pairwise(m, t, np.asarray([str(g) for g in groups]))
@@ -138,11 +165,13 @@ def weight_grid(
         if len(w) != 3 or any(x < 0 for x in w) or sum(w) <= 0:
             raise ValueError(f"weights: expected non-negative (w_o, w_a, w_r) with a positive sum, got {tuple(w)!r}")
         col = f"CESG[{w[0]:.3g},{w[1]:.3g},{w[2]:.3g}]"
+        from lmms_scene.metrics.cesg.match import weighted
+
         derived = []
         for r in rows:
-            f = [_number(r.get(k)) for k in ("F1_o", "F1_a", "F1_r")]
-            value = None if any(x is None for x in f) else (w[0] * f[0] + w[1] * f[1] + w[2] * f[2]) / sum(w)
-            derived.append({**r, col: value})
+            # a type empty on both sides (F1 None) is left out and the weights renormalised,
+            # as the per-row CESG does
+            derived.append({**r, col: weighted([_number(r.get(k)) for k in ("F1_o", "F1_a", "F1_r")], w)})
         res = agreement(derived, [col], target, group, n_boot=n_boot, seed=seed)["metrics"][col]
         out.append({"w_o": w[0], "w_a": w[1], "w_r": w[2], **res})
     return out

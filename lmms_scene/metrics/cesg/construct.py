@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from lmms_scene import cache
-from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, ParseFailure, Relation, SceneGraph
+from lmms_scene.metrics.cesg.negation import normalise_lists
+from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, ParseFailure, Relation, SceneGraph, split_key
 
 
 def compare(negative: SceneGraph, affirmative: SceneGraph) -> CESG:
@@ -27,11 +28,12 @@ def compare(negative: SceneGraph, affirmative: SceneGraph) -> CESG:
     lacks is absent (objects) or negated (attributes, relations); counted as multisets."""
     present = Counter(negative.objects)
     absent_counts = Counter(affirmative.objects) - present
-    absent_nodes = tuple(Node(name, True) for name, n in absent_counts.items() for _ in range(n))
+    absent_nodes = tuple(Node(split_key(key)[0], True, split_key(key)[1]) for key, n in absent_counts.items() for _ in range(n))
 
-    def node(name: str) -> Node:
+    def node(key: object) -> Node:
         # the paper's e^m marker: a dependent is absent when it is absent in this sentence
-        return Node(name, name in absent_counts and name not in present)
+        name, qualifier = split_key(key)
+        return Node(name, key in absent_counts and key not in present, qualifier)
 
     neg_attrs = Counter(affirmative.attributes) - Counter(negative.attributes)
     kept_attrs = Counter(negative.attributes)
@@ -46,7 +48,7 @@ def compare(negative: SceneGraph, affirmative: SceneGraph) -> CESG:
         + [Relation(node(s), p, node(o), True) for (s, p, o), n in neg_rels.items() for _ in range(n)]
     )
     return CESG(
-        present_objects=tuple(dict.fromkeys(negative.objects)),
+        present_nodes=tuple(node(key) for key in dict.fromkeys(negative.objects)),
         absent_objects=absent_nodes,
         attributes=attributes,
         relations=relations,
@@ -56,21 +58,21 @@ def compare(negative: SceneGraph, affirmative: SceneGraph) -> CESG:
 def combine(sentence_graphs: Sequence[CESG], failures: Sequence[ParseFailure] = ()) -> CESG:
     """Stage VI: present objects merged when their descriptions are identical; absent
     information kept as is (never merged); present attributes/relations deduplicated."""
-    present: dict[str, None] = {}
+    present: dict[Node, None] = {}
     absent: list[Node] = []
     attrs: dict[Attribute, None] = {}
     neg_attrs: list[Attribute] = []
     rels: dict[Relation, None] = {}
     neg_rels: list[Relation] = []
     for g in sentence_graphs:
-        present.update(dict.fromkeys(g.present_objects))
+        present.update(dict.fromkeys(g.present_nodes))
         absent.extend(g.absent_objects)
         for a in g.attributes:
             (neg_attrs.append(a) if a.negated else attrs.setdefault(a, None))
         for r in g.relations:
             (neg_rels.append(r) if r.negated else rels.setdefault(r, None))
     return CESG(
-        present_objects=tuple(present),
+        present_nodes=tuple(present),
         absent_objects=tuple(absent),
         attributes=(*attrs, *neg_attrs),
         relations=(*rels, *neg_rels),
@@ -93,12 +95,14 @@ class Construction:
 
 @dataclass(frozen=True, eq=False)
 class Pipeline:
-    """The six stages' components (each replaceable)."""
+    """The six stages' components (each replaceable), plus ``normalise``, run first:
+    list-style model outputs become sentences (:func:`~lmms_scene.metrics.cesg.negation.normalise_lists`)."""
 
     coref: Any
     strip: Callable[[str], str]
     split: Callable[[str], list[str]]
     parser: Any
+    normalise: Callable[[str], str] = normalise_lists
 
     @property
     def key(self) -> tuple:
@@ -112,6 +116,7 @@ class Pipeline:
             **(self.coref.provenance() if hasattr(self.coref, "provenance") else {"coref": repr(self.coref)}),
             **(NEG if self.strip.__module__.endswith("negation") else {"negation_stripping": repr(self.strip)}),
             **(SPLIT if self.split.__module__.endswith("sentences") else {"sentence_splitter": repr(self.split)}),
+            **({} if self.normalise is normalise_lists else {"list_normalisation": repr(self.normalise)}),
             **self.parser.provenance(),
         }
 
@@ -121,9 +126,12 @@ class Pipeline:
     def construct_many(self, texts: Sequence[str]) -> list[Construction]:
         """Every stage for several texts; coref and parsing run as one batch each (the
         sentences of all texts go to the parser together)."""
-        texts = list(texts)
+        originals = list(texts)
+        texts = [self.normalise(t) for t in originals]
         fast = self._one_parse(texts)
         if fast is not None:
+            for c, text in zip(fast, originals):
+                c.text = text
             return fast
         failures: list[list[ParseFailure]] = [[] for _ in texts]
         resolved = self._resolve(texts, failures)
@@ -151,7 +159,7 @@ class Pipeline:
                     failures[i].append(ParseFailure("parse", sentence, f"{type(result).__name__}: {result}"))
                     continue
                 graphs.append(compare(*result))
-            out.append(Construction(text, resolved[i], negative[i], affirmative[i], graphs, combine(graphs, failures[i]), failures[i]))
+            out.append(Construction(originals[i], resolved[i], negative[i], affirmative[i], graphs, combine(graphs, failures[i]), failures[i]))
         return out
 
     def _one_parse(self, texts: list[str]) -> list[Construction] | None:
@@ -169,10 +177,13 @@ class Pipeline:
 
         sentences = [self.split(t) for t in texts]
         flat = [s for ss in sentences for s in ss]
+        distinct = list(dict.fromkeys(flat))  # model outputs repeat sentences: parse each once
         try:
-            docs = list(self.parser.nlp.pipe(flat))
+            parsed = dict(zip(distinct, self.parser.nlp.pipe(distinct, batch_size=256)))
         except Exception:
             return None  # let the general path find the failing sentence
+        docs = [parsed[s] for s in flat]
+        graph_of: dict[str, CESG] = {}  # a sentence read without coreference, once per batch
         out, k = [], 0
         for text, ss in zip(texts, sentences):
             parts, k = docs[k : k + len(ss)], k + len(ss)
@@ -196,7 +207,12 @@ class Pipeline:
                 start += len(part)
                 negative.append(render(span, found).strip() if found else sentence)
                 try:
-                    graphs.append(compare(*graphs_from_doc(span, found)))
+                    if found:
+                        graphs.append(compare(*graphs_from_doc(span, found)))
+                    else:
+                        if sentence not in graph_of:
+                            graph_of[sentence] = compare(*graphs_from_doc(span))
+                        graphs.append(graph_of[sentence])
                 except Exception as exc:
                     failures.append(ParseFailure("parse", sentence, f"{type(exc).__name__}: {exc}"))
             resolved = " ".join(negative) if found else text
@@ -251,24 +267,29 @@ def default_pipeline() -> Pipeline:
     return cache.cached(("cesg", "default_pipeline"), make)
 
 
+PARSERS = ("rule", "factual", "discosg")
+
+
 def pipeline(coref: str = "rule", parser: str = "rule", device: str | None = None) -> Pipeline:
     """A pipeline by component names: coref ``rule`` | ``lingmess``; parser ``rule`` |
-    ``factual`` (the T5 parser; loaded here, so a missing checkpoint fails now)."""
+    ``factual`` (the FACTUAL T5 parser) | ``discosg`` (DiscoSG-Refiner, the paper's).
+    Loaded here, so a missing package or checkpoint fails now, saying how to get it."""
     if coref not in ("rule", "lingmess"):
         raise ValueError(f"coref: expected 'rule' or 'lingmess', got {coref!r}")
-    if parser not in ("rule", "factual"):
-        raise ValueError(f"parser: expected 'rule' or 'factual', got {parser!r}")
+    if parser not in PARSERS:
+        raise ValueError(f"parser: expected one of {PARSERS}, got {parser!r}")
     if coref == "rule" and parser == "rule":
         return default_pipeline()
 
     def make() -> Pipeline:
         from lmms_scene.metrics.cesg.coref import FastCoref, RuleCoref
         from lmms_scene.metrics.cesg.negation import strip_negation
-        from lmms_scene.metrics.cesg.parse import FactualT5Parser, RuleParser
+        from lmms_scene.metrics.cesg.parse import DiscoSGParser, FactualT5Parser, RuleParser
         from lmms_scene.nlp.sentences import split_sentences
 
         c = RuleCoref() if coref == "rule" else FastCoref(device or "cpu")
-        p = RuleParser() if parser == "rule" else FactualT5Parser(device=device)
+        p = {"rule": RuleParser, "factual": FactualT5Parser, "discosg": DiscoSGParser}[parser]
+        p = p() if parser == "rule" else p(device=device)
         return Pipeline(c, strip_negation, split_sentences, p)
 
     return cache.cached(("cesg", "pipeline", coref, parser, device), make)

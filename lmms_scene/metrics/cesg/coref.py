@@ -40,7 +40,7 @@ class RuleCoref:
         if self._nlp is None:
             from lmms_scene.nlp.spacy_model import spacy_pipeline
 
-            self._nlp = spacy_pipeline()
+            self._nlp = spacy_pipeline(merge_compounds=True)
         return self._nlp
 
     def resolve(self, text: str) -> str:

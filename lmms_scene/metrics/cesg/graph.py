@@ -2,7 +2,8 @@
 
 A :class:`SceneGraph` is what a *factual* parser gives for one sentence: object names,
 ``(object, attribute)`` pairs and ``(subject, predicate, object)`` triples (FACTUAL /
-SPICE style). A :class:`CESG` adds polarity (paper, "Cognitive Expected Scene Graph"):
+SPICE style). An object is a name ("worker") or a ``(name, qualifier)`` pair when the
+text says which one it is (``("worker", ("on scaffold",))``). A :class:`CESG` adds polarity (paper, "Cognitive Expected Scene Graph"):
 absent objects (black nodes), negated attributes and negated relations (dashed edges),
 each dependent node marked present or absent (the paper's ``e^m``).
 """
@@ -23,15 +24,37 @@ class SceneGraph:
         return not (self.objects or self.attributes or self.relations)
 
 
+#: an object of a SceneGraph: a name, or (name, qualifier)
+ObjectKey = Any
+
+
+def split_key(key: ObjectKey) -> tuple[str, tuple[str, ...]]:
+    """(name, qualifier) of a SceneGraph object."""
+    if isinstance(key, tuple):
+        return str(key[0]), tuple(key[1])
+    return str(key), ()
+
+
 @dataclass(frozen=True)
 class Node:
-    """An object node: its referential description (name) and whether it is absent."""
+    """An object node: its name (head noun with its compounds: "fire extinguisher"),
+    whether it is absent, and its qualifier: what the text says to tell it apart from
+    other entities of that name ("on scaffold", "left"); empty when nothing does.
+    The referential description of paper stage VI is name + qualifier."""
 
     name: str
     absent: bool
+    qualifier: tuple[str, ...] = ()
+
+    @property
+    def description(self) -> str:
+        return " ".join((self.name, *self.qualifier))
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "absent": self.absent}
+        out: dict[str, Any] = {"name": self.name, "absent": self.absent}
+        if self.qualifier:
+            out["qualifier"] = list(self.qualifier)
+        return out
 
 
 @dataclass(frozen=True)
@@ -72,11 +95,16 @@ class CESG:
     """A scene-level CESG: present objects (merged by identical description), absent
     objects, attributes and relations (negated ones never merged)."""
 
-    present_objects: tuple[str, ...] = ()
+    present_nodes: tuple[Node, ...] = ()
     absent_objects: tuple[Node, ...] = ()
     attributes: tuple[Attribute, ...] = ()
     relations: tuple[Relation, ...] = ()
     failures: tuple[ParseFailure, ...] = field(default=(), compare=False)
+
+    @property
+    def present_objects(self) -> tuple[str, ...]:
+        """The present objects' referential descriptions ("worker on scaffold")."""
+        return tuple(n.description for n in self.present_nodes)
 
     @property
     def negated_attributes(self) -> tuple[Attribute, ...]:

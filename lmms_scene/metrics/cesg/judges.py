@@ -64,3 +64,24 @@ class ExtraJudge(_Judge):
 
     def __call__(self, element: str) -> bool | None:
         return self._ask(self.template.format(reference=self.reference, element=element))
+
+
+class ExtraJudges:
+    """Q_e for a whole run: ``for_reference(text)`` gives the :class:`ExtraJudge` of one
+    row (each row's judge sees that row's reference). What ``LMMS_SCENE_CESG``'s
+    ``extra=SPEC`` builds for the harness task."""
+
+    def __init__(self, spec: Any, client: Any = None, template: str = EXTRA_PROMPT):
+        from lmms_scene.judges import JudgeSpec
+
+        if not isinstance(spec, JudgeSpec):
+            raise TypeError(f"spec: expected a lmms_scene.judges.JudgeSpec, got {type(spec).__name__}: {spec!r}")
+        self.spec, self.client, self.template = spec, client, template
+        self.name = f"{spec.name} ({spec.model})"
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return {**self.spec.describe(), "parser": "lmms_scene.judges.parse_verdict", "prompt": self.template}
+
+    def for_reference(self, reference: str) -> ExtraJudge:
+        return ExtraJudge(self.spec, reference, client=self.client, template=self.template)

@@ -21,8 +21,22 @@ reference element when any prediction matches it): the paper's plural merging (Q
 "neither of these individuals is wearing a safety hat" can answer two per-person
 references. P_t = matched_pred / |I_p^t|, R_t = matched_gt / |I_g^t|.
 
-Conventions (ours, the paper leaves them open): a type empty on both sides scores 1
-(nothing to find, nothing claimed); empty on one side only scores 0 for that type.
+Which entity a dependent is (Q3, Q6): a node's qualifier ("worker" on scaffold) tells it
+apart from others of its name. A predicted node is compatible with a reference node
+unless its qualifier picks out *another* entity of that name in the reference ("the
+worker on the ground" when the reference has a worker on the scaffold and one on the
+ground); an unqualified node, or one the reference cannot tell apart, is compatible (Q3:
+"the fire box near the wall" is the reference's only fire box). Synonym matching needs
+compatible dependents; soft and interactive credit for an attribute or relation anchored
+to an incompatible entity is 0 (ours: the paper's soft matching would otherwise give the
+wrong worker most of the credit). A dependent may also be named by a WordNet hypernym
+("individual" for "man": Q5) or a generic modifier may be left out ("helmet" for
+"safety helmet").
+
+Per-row scores (the paper's corpus convention row by row): P_t is undefined (None) when
+the prediction has no element of type t, R_t when the reference has none; F1_t is None
+when both are, 0 when one is; CESG renormalises the weights over the types with an F1,
+so an empty type never adds points and an identical caption scores 1.
 """
 
 from __future__ import annotations
@@ -47,7 +61,9 @@ def elements(g: CESG) -> dict[str, list[Any]]:
 
 
 def verbalise(e: Any) -> str:
-    """S(x): the element as a short phrase for the sentence encoder."""
+    """S(x): the element as a short phrase for the sentence encoder ("worker wear helmet").
+    Dependents by name: which entity they are is the anchor check's business
+    (:func:`anchored`), so the similarity measures what is claimed missing."""
     if isinstance(e, Node):
         return e.name
     if isinstance(e, Attribute):
@@ -75,23 +91,108 @@ def _pos(e: Any) -> str | None:
     return "n" if isinstance(e, Node) else None
 
 
+#: modifiers that do not change what an object is ("safety helmet" is a helmet)
+GENERIC_MODIFIERS = frozenset("safety protective protection work personal proper required appropriate adequate necessary suitable".split())
+
+
+def _core(name: str) -> str:
+    words = name.split()
+    while len(words) > 1 and words[0] in GENERIC_MODIFIERS:
+        words = words[1:]
+    return " ".join(words)
+
+
 def word_synonyms(a: str, b: str, pos: str | None = None) -> bool:
     """Equal, WordNet synonyms as a whole, or word by word ("safety hat" ~ "hard hat" as a
-    compound; "weld with" ~ "weld with")."""
+    compound; "weld with" ~ "weld with"), also with generic modifiers left out
+    ("safety helmet" ~ "helmet"). Memoised."""
+    if a == b:
+        return True
+    from lmms_scene import cache
+
+    return cache.memo("cesg.word_synonyms", (a, b, pos), lambda: _word_synonyms(a, b, pos))
+
+
+def _word_synonyms(a: str, b: str, pos: str | None) -> bool:
     from lmms_scene.nlp.wordnet import synonyms
 
-    if a == b or synonyms(a, b, pos):
+    if synonyms(a, b, pos):
         return True
     wa, wb = a.split(), b.split()
-    return len(wa) == len(wb) > 1 and all(x == y or synonyms(x, y) for x, y in zip(wa, wb))
+    if len(wa) == len(wb) > 1 and all(x == y or synonyms(x, y) for x, y in zip(wa, wb)):
+        return True
+    ca, cb = _core(a), _core(b)
+    return (ca, cb) != (a, b) and (ca == cb or synonyms(ca, cb, pos))
 
 
-def synonym(x: Any, y: Any, verifier: Callable[[str, str], bool | None] | None = None) -> bool:
+def _kind_of(a: str, b: str) -> bool:
+    """Whether a names a kind b belongs to (WordNet hypernym within 3 steps, below the
+    most general nouns): "individual" for "man", "person" for "worker"."""
+    from lmms_scene import cache
+
+    return cache.memo("cesg.kind_of", (a, b), lambda: _hypernym(a, b))
+
+
+_TOO_GENERAL = {"entity", "physical_entity", "object", "whole", "thing", "abstraction", "artifact", "living_thing", "organism", "causal_agent"}
+
+
+def _hypernym(a: str, b: str) -> bool:
+    from lmms_scene.nlp.wordnet import hypernym_closure, synsets
+
+    targets = {s for s in synsets(a, "n") if s.name().split(".")[0] not in _TOO_GENERAL}
+    if not targets:
+        return False
+    return any(level & targets for s in synsets(b, "n")[:2] for level in hypernym_closure(s, 3))
+
+
+def same_kind(pred: str, ref: str) -> bool:
+    """A predicted dependent's name may stand for the reference's: synonyms, or the
+    prediction names a kind the reference's belongs to ("individual" for "man"; not
+    "welder" for "worker": a more specific name is a different claim)."""
+    return word_synonyms(pred, ref, "n") or _kind_of(pred, ref)
+
+
+def referents(g: CESG) -> dict[str, set[tuple[str, ...]]]:
+    """Every qualifier under which the graph mentions each name (who is told apart)."""
+    out: dict[str, set[tuple[str, ...]]] = {}
+    nodes = list(g.present_nodes) + list(g.absent_objects)
+    for e in (*g.attributes, *g.relations):
+        nodes.extend(_deps(e))
+    for n in nodes:
+        out.setdefault(n.name, set()).add(n.qualifier)
+    return out
+
+
+def _qual_words(q: tuple[str, ...]) -> set[str]:
+    return {w for phrase in q for w in phrase.split()[-1:]}
+
+
+def _overlap(q1: tuple[str, ...], q2: tuple[str, ...]) -> bool:
+    from lmms_scene.nlp.wordnet import synonyms
+
+    w1, w2 = _qual_words(q1), _qual_words(q2)
+    return any(a == b or a.startswith(b) or b.startswith(a) or synonyms(a, b) for a in w1 for b in w2)
+
+
+def compatible(p: Node, g: Node, ref: dict[str, set[tuple[str, ...]]] | None = None) -> bool:
+    """Whether predicted node ``p`` may be reference node ``g`` (see the module docstring)."""
+    if not p.qualifier or not g.qualifier or _overlap(p.qualifier, g.qualifier):
+        return True
+    others = [q for q in (ref or {}).get(g.name, ()) if q and q != g.qualifier]
+    return not any(_overlap(p.qualifier, q) for q in others)
+
+
+def anchored(x: Any, y: Any, ref: dict[str, set[tuple[str, ...]]] | None) -> bool:
+    """Every dependent of x compatible with the corresponding dependent of y."""
+    return all(compatible(a, b, ref) for a, b in zip(_deps(x), _deps(y)))
+
+
+def synonym(x: Any, y: Any, verifier: Callable[[str, str], bool | None] | None = None, ref: dict | None = None) -> bool:
     if type(x) is not type(y):
         return False
     dx, dy = _deps(x), _deps(y)
-    # F_dep: dependents of equal marker whose names are equal or synonyms
-    if any(a.absent != b.absent or not word_synonyms(a.name, b.name, "n") for a, b in zip(dx, dy)):
+    # F_dep: dependents of equal marker, of one kind (equal, synonyms, hypernym), the same entity
+    if any(a.absent != b.absent or not same_kind(a.name, b.name) or not compatible(a, b, ref) for a, b in zip(dx, dy)):
         return False
     if word_synonyms(_word(x), _word(y), _pos(x)):
         return True
@@ -112,13 +213,28 @@ class TypeCounts:
     soft_p: float = 0.0
     soft_g: float = 0.0
 
-    def prf(self) -> tuple[float, float, float]:
-        if self.n_pred == 0 and self.n_gt == 0:
-            return 1.0, 1.0, 1.0
-        p = (self.hard_p + self.synonym_p + self.interactive_p + self.extra_p + self.soft_p) / self.n_pred if self.n_pred else 0.0
-        r = (self.hard_g + self.synonym_g + self.interactive_g + self.soft_g) / self.n_gt if self.n_gt else 0.0
-        p, r = min(p, 1.0), min(r, 1.0)
-        return p, r, (2 * p * r / (p + r) if p + r > 0 else 0.0)
+    def prf(self) -> tuple[float | None, float | None, float | None]:
+        """(P, R, F1) of one row: None where a side has no element (see the module docstring)."""
+        p = min((self.hard_p + self.synonym_p + self.interactive_p + self.extra_p + self.soft_p) / self.n_pred, 1.0) if self.n_pred else None
+        r = min((self.hard_g + self.synonym_g + self.interactive_g + self.soft_g) / self.n_gt, 1.0) if self.n_gt else None
+        return p, r, f1(p, r)
+
+
+def f1(p: float | None, r: float | None) -> float | None:
+    """Harmonic mean; None when both sides are undefined, 0 when one is."""
+    if p is None and r is None:
+        return None
+    if p is None or r is None:
+        return 0.0
+    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+
+def weighted(f1s: Sequence[float | None], weights: Sequence[float]) -> float | None:
+    """CESG = sum_t w_t F1_t / sum_t w_t over the types whose F1 is defined (paper,
+    Implementation Details: w = 0.5, 0.25, 0.25); None when none is (or their weights are 0)."""
+    pairs = [(w, f) for w, f in zip(weights, f1s) if f is not None]
+    total = sum(w for w, _ in pairs)
+    return sum(w * f for w, f in pairs) / total if pairs and total > 0 else None
 
 
 @dataclass
@@ -136,14 +252,26 @@ class Options:
 
 def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
     P, G = elements(pred), elements(gt)
+    ref = referents(gt)
     counts = {t: TypeCounts(len(P[t]), len(G[t])) for t in TYPES}
     left_p = {t: list(range(len(P[t]))) for t in TYPES}
     left_g = {t: list(range(len(G[t]))) for t in TYPES}
 
     def level(test: Callable[[Any, Any], bool], attr: str) -> None:
         for t in TYPES:
-            mp = [i for i in left_p[t] if any(test(P[t][i], y) for y in G[t])]
-            mg = [j for j in left_g[t] if any(test(x, G[t][j]) for x in P[t])]
+            # each (prediction, reference) pair tested once (keyed by identity: hashing the
+            # nested frozen elements costs more than the test)
+            seen: dict[tuple[int, int], bool] = {}
+
+            def hit(x: Any, y: Any) -> bool:
+                key = (id(x), id(y))
+                verdict = seen.get(key)
+                if verdict is None:
+                    verdict = seen[key] = test(x, y)
+                return verdict
+
+            mp = [i for i in left_p[t] if any(hit(P[t][i], y) for y in G[t])]
+            mg = [j for j in left_g[t] if any(hit(x, G[t][j]) for x in P[t])]
             setattr(counts[t], f"{attr}_p", len(mp))
             setattr(counts[t], f"{attr}_g", len(mg))
             left_p[t] = [i for i in left_p[t] if i not in mp]
@@ -163,9 +291,9 @@ def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
             return asked[(a, b)]
 
         def syn(x: Any, y: Any) -> bool:
-            if opts.use_synonyms and synonym(x, y, None):
+            if opts.use_synonyms and synonym(x, y, None, ref):
                 return True
-            return verifier is not None and synonym(x, y, counted)
+            return verifier is not None and synonym(x, y, counted, ref)
 
         level(syn, "synonym")
     enc = opts.encoder
@@ -181,7 +309,12 @@ def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
         def sim_of(t: str, ip: list[int], u: str, jg: list[int]) -> np.ndarray:
             if not ip or not jg:
                 return np.zeros((len(ip), len(jg)), dtype=np.float32)
-            return full[np.ix_([row[(t, i)] for i in ip], [col[(u, j)] for j in jg])]
+            sim = full[np.ix_([row[(t, i)] for i in ip], [col[(u, j)] for j in jg])]
+            if t == u and t != "o":
+                # no credit for an attribute or relation anchored to another entity (Q6)
+                gate = np.array([[anchored(P[t][i], G[u][j], ref) for j in jg] for i in ip], dtype=bool)
+                sim = np.where(gate, sim, 0.0)
+            return sim
 
     if sim_of is not None and opts.interactive:
         # cross-type: a remaining predicted element of type t against remaining references of t* != t.
@@ -226,12 +359,11 @@ def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
     return counts
 
 
-def scores(counts: dict[str, TypeCounts], weights: Sequence[float] = DEFAULT_WEIGHTS) -> dict[str, float]:
-    out: dict[str, float] = {}
+def scores(counts: dict[str, TypeCounts], weights: Sequence[float] = DEFAULT_WEIGHTS) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
     for t in TYPES:
         p, r, f = counts[t].prf()
         out[f"P_{t}"], out[f"R_{t}"], out[f"F1_{t}"] = p, r, f
-    w_o, w_a, w_r = weights
     # CESG score = w_o F1_o + w_a F1_a + w_r F1_r (paper, Implementation Details / Table 4)
-    out["CESG"] = (w_o * out["F1_o"] + w_a * out["F1_a"] + w_r * out["F1_r"]) / (w_o + w_a + w_r)
+    out["CESG"] = weighted([out[f"F1_{t}"] for t in TYPES], weights)
     return out

@@ -29,15 +29,44 @@ _QUANT_OF = {"none", "neither", "all", "both", "each", "either", "some", "any", 
 _LACK = {"lack", "miss"}
 #: verbs whose negation means the object is not there ("not wearing a helmet"); for other
 #: verbs only the relation is negated ("nobody is holding the ladder": the ladder is there)
-_POSSESSION = {"have", "wear", "carry", "use", "own", "bring", "don", "put", "contain", "include"}
+_POSSESSION = {"have", "wear", "carry", "use", "own", "bring", "don", "put", "contain", "include", "get", "keep"}
 _ABSENT_ADJ = {"missing", "absent", "lacking", "unavailable", "gone"}
 #: predicates that only state existence: "no sign is visible" == "there is no sign"
-_EXIST = {"visible", "present", "available", "provide", "install", "see", "evident", "exist", "place", "there"}
+_EXIST = {"visible", "present", "available", "provide", "install", "see", "evident", "exist", "place", "there", "find", "detect", "notice", "spot", "observe", "identify", "locate", "apparent"}
+#: perception verbs: "I don't see a helmet" / "I cannot find any sign" says the object is
+#: absent; the perceiver (the narrator, the image) is no scene node
+_PERCEIVE = {"see", "notice", "observe", "spot", "find", "detect", "identify", "locate", "show", "depict", "spy", "discern", "recognize", "recognise"}
+#: raising verbs whose negation belongs to their complement ("does not appear to be")
+_RAISING = {"appear", "seem", "look", "happen", "tend"}
+#: adjectives whose complement is not done: "unable to see", "impossible to find"
+_UNABLE = {"unable", "impossible"}
+#: modifiers that say how something is seen or judged, not what it is ("no visible X")
+_EPISTEMIC_ADJ = {"visible", "apparent", "evident", "obvious", "noticeable", "discernible", "observable", "identifiable",
+                  "detectable", "present", "available", "proper", "adequate", "required", "necessary", "appropriate",
+                  "suitable", "sufficient", "any", "additional", "single", "clear"}  # fmt: skip
+#: abstract nouns after "no"/"without" that are idioms, not absent objects ("no doubt")
+_IDIOM_NOUNS = {"doubt", "question", "problem", "issue", "concern", "need", "way", "reason", "exception", "denying", "time",
+                "chance", "matter", "difference", "longer", "hesitation", "fail", "sign_of", "evidence", "indication", "trace"}  # fmt: skip
+#: "no evidence of X", "no sign of X": X is what is absent
+_EVIDENCE = {"evidence", "sign", "indication", "trace", "hint", "presence"}
+#: narrators and depictions: never scene nodes of a perception verb
+_PERCEIVERS = {"i", "we", "you", "one", "image", "picture", "photo", "photograph", "scene", "frame", "view", "camera", "it"}
+#: the scene itself as a subject: "the site lacks a fire extinguisher" == "there is no
+#: fire extinguisher" (no relation with the site); depictions as prepositional objects
+_SCENE_NOUNS = {"site", "scene", "area", "image", "picture", "photo", "photograph", "frame", "view", "workplace", "workspace",
+                "setting", "environment", "premises", "location", "worksite", "jobsite", "shot", "footage"}  # fmt: skip
+_DEPICTIONS = {"image", "picture", "photo", "photograph", "frame", "scene", "view", "shot", "footage"}
 #: passive verbs whose "with" object is what is (not) there: "not equipped with harnesses"
 _WITH_VERBS = {"equip", "provide", "fit", "supply", "furnish", "outfit"}
 #: indefinite people: "no one", "nobody" -> a person node
 _PERSON_WORDS = {"one", "nobody", "noone", "someone", "anyone", "everyone", "somebody", "anybody", "everybody"}
 _NOUN = {"NOUN", "PROPN"}
+#: prepositions whose object tells two entities of one name apart ("the worker on the
+#: scaffold" vs "the worker on the ground"); with/without/of state parts and possessions
+_QUALIFYING_PREPS = {"on", "in", "at", "near", "beside", "by", "behind", "under", "above", "below", "next", "inside", "outside",
+                     "from", "atop", "underneath", "beneath", "around", "along", "across", "over", "between", "left", "right"}  # fmt: skip
+
+
 
 
 class RuleParser:
@@ -54,7 +83,7 @@ class RuleParser:
         if self._nlp is None:
             from lmms_scene.nlp.spacy_model import spacy_pipeline
 
-            self._nlp = spacy_pipeline()
+            self._nlp = spacy_pipeline(merge_compounds=True)
         return self._nlp
 
     def provenance(self) -> dict[str, Any]:
@@ -82,11 +111,71 @@ def _is_quantifier(tok: Any) -> bool:
     return tok.lower_ in _QUANT_OF and any(c.dep_ == "prep" and c.lower_ == "of" for c in tok.children)
 
 
+def _is_evidence(tok: Any) -> bool:
+    """ "no evidence / sign / trace of X": the token stands for X."""
+    return tok.lemma_.lower() in _EVIDENCE and any(c.dep_ == "prep" and c.lower_ == "of" for c in tok.children)
+
+
+def _is_idiom(tok: Any) -> bool:
+    """ "no doubt", "without exception", "in place": not a scene object."""
+    low = tok.lemma_.lower()
+    if low == "place":
+        return tok.head.dep_ == "prep" or tok.head.lower_ == "in"
+    return low in _IDIOM_NOUNS and not _is_evidence(tok)
+
+
+def _lemma(tok: Any) -> str:
+    """A noun's lemma (spaCy's), except where WordNet knows the written form as a noun and
+    not the lemma ("goggles", "safety glasses" stay plural: there is no noun "goggle")."""
+    lemma = tok.lemma_.lower()
+    words = tok.lower_.split()
+    if tok.pos_ in _NOUN and words and lemma.split() and lemma.split()[-1] != words[-1]:
+        from lmms_scene import cache
+
+        def keep_plural() -> bool:
+            from lmms_scene.nlp.wordnet import synsets
+
+            return not synsets(lemma.split()[-1], "n") and bool(synsets(words[-1], "n"))
+
+        if cache.memo("cesg.keep_plural", (lemma.split()[-1], words[-1]), keep_plural):
+            return " ".join([*lemma.split()[:-1], words[-1]])
+    return lemma
+
+
 def _name(tok: Any) -> str:
     if tok.lower_ in _PERSON_WORDS:
         return "person"
-    parts = [c.lemma_.lower() for c in tok.lefts if c.dep_ == "compound" and c.pos_ in _NOUN | {"ADJ", "VERB"}]
-    return " ".join([*parts, tok.lemma_.lower()])
+    parts = [_lemma(c) for c in tok.lefts if c.dep_ == "compound" and c.pos_ in _NOUN | {"ADJ", "VERB"} and _lexical(c) is None]
+    return " ".join([*parts, _lemma(tok)])
+
+
+def _qualifier(tok: Any) -> tuple[str, ...]:
+    """What tells this entity apart from others of its name: where it is ("on scaffold",
+    also through "standing on the scaffold") and descriptive adjectives ("young")."""
+    out: list[str] = []
+
+    def preps(owner: Any) -> None:
+        for prep in owner.children:
+            if prep.dep_ == "prep" and prep.lower_ in _QUALIFYING_PREPS:
+                for pobj in prep.children:
+                    if pobj.dep_ == "pobj" and pobj.pos_ in _NOUN and not _is_idiom(pobj) and pobj.lemma_.lower() not in _DEPICTIONS:
+                        out.append(f"{prep.lower_} {_name(pobj)}")
+
+    preps(tok)
+    for c in tok.children:
+        if c.dep_ in ("acl", "relcl") and c.pos_ in ("VERB", "AUX"):
+            preps(c)
+        elif c.dep_ == "amod" and c.lower_ not in _ABSENT_ADJ and c.lemma_.lower() not in _EPISTEMIC_ADJ and _lexical(c) is None:
+            out.append(c.lemma_.lower())
+    return tuple(sorted(dict.fromkeys(out)))
+
+
+def _lexical(tok: Any) -> tuple[str, str] | None:
+    from lmms_scene.metrics.cesg.negation import lexical_negation
+
+    if tok.pos_ not in ("ADJ", "VERB", "ADV", "NOUN", "PROPN"):
+        return None
+    return lexical_negation(tok.lower_)
 
 
 def _conjuncts(tok: Any) -> list[Any]:
@@ -102,42 +191,90 @@ _ANTECEDENTS: contextvars.ContextVar[dict[int, Any]] = contextvars.ContextVar("c
 
 
 def _entities(tok: Any) -> list[Any]:
-    """Noun tokens a token stands for: itself and its conjuncts; "neither of X" -> X; a
-    resolved pronoun -> its antecedent (and the antecedent's conjuncts)."""
+    """Noun tokens a token stands for: itself and its conjuncts; "neither of X", "no sign
+    of X" -> X; a resolved pronoun -> its antecedent (and the antecedent's conjuncts);
+    idioms ("no doubt") -> nothing."""
     antecedent = _ANTECEDENTS.get().get(tok.i)
     if antecedent is not None:
         return _entities(antecedent)
-    if tok.pos_ in _NOUN and not _is_quantifier(tok):
-        return [t for t in _conjuncts(tok) if t.pos_ in _NOUN or t.lower_ in _PERSON_WORDS]
-    if tok.lower_ in _PERSON_WORDS and tok.pos_ == "PRON":
-        return [tok]
-    if _is_quantifier(tok):
+    if _is_quantifier(tok) or _is_evidence(tok):
         for prep in tok.children:
             if prep.dep_ == "prep" and prep.lower_ == "of":
                 for pobj in prep.children:
                     if pobj.dep_ == "pobj":
                         return _entities(pobj)
+        return []
+    if tok.pos_ in _NOUN:
+        return [t for t in _conjuncts(tok) if (t.pos_ in _NOUN or t.lower_ in _PERSON_WORDS) and not _is_idiom(t)]
+    if tok.lower_ in _PERSON_WORDS and tok.pos_ == "PRON":
+        return [tok]
     return []
 
 
-def _has_neg(tok: Any) -> bool:
+def _not_only(tok: Any) -> bool:
+    """ "not only / not just / not merely": additive, not a negation."""
+    nxt = tok.doc[tok.i + 1] if tok.i + 1 < len(tok.doc) else None
+    return nxt is not None and nxt.lower_ in ("only", "just", "merely")
+
+
+def _own_neg(tok: Any) -> bool:
     for c in tok.children:
-        if c.dep_ == "neg" or (c.dep_ in ("aux", "auxpass") and any(g.dep_ == "neg" for g in c.children)):
+        if c.dep_ == "neg" and not _not_only(c):
             return True
-        if c.dep_ in ("advmod", "preconj", "cc") and c.lower_ in ("never", "no", "neither"):
+        if c.dep_ in ("aux", "auxpass") and any(g.dep_ == "neg" and not _not_only(g) for g in c.children):
             return True
+        if c.dep_ in ("advmod", "preconj", "cc") and c.lower_ in ("never", "no", "neither", "nowhere"):
+            return True
+        if c.dep_ == "advmod" and c.lower_ == "longer" and any(g.lower_ == "no" for g in c.children):
+            return True  # "no longer"
     return False
+
+
+def _has_neg(tok: Any) -> bool:
+    """Negated itself, or through the verb it complements: "does not appear to be",
+    "doesn't seem to have" (raising verbs), "I don't see the worker wearing" (perception)."""
+    if _own_neg(tok):
+        return True
+    head = tok.head
+    if head is tok:
+        return False
+    lemma = head.lemma_.lower()
+    if tok.dep_ == "xcomp" and lemma in _RAISING:
+        return _has_neg(head)
+    if tok.dep_ == "xcomp" and head.lower_ in _UNABLE:
+        return True  # "I am unable to see a harness"
+    if tok.dep_ in ("advcl", "ccomp") and lemma in _RAISING and _own_neg(head) and any(c.dep_ == "mark" and c.lower_ in ("like", "if", "though") for c in tok.children):
+        return not _own_neg(tok)  # "it does not look like the trench is shored"
+    if tok.dep_ in ("ccomp", "xcomp") and lemma in _PERCEIVE:
+        return _has_neg(head)
+    if tok.dep_ in ("acl", "relcl") and head.dep_ in ("dobj", "attr") and head.head.lemma_.lower() in _PERCEIVE and tok.dep_ == "acl":
+        return _has_neg(head.head)  # "I don't see anyone wearing a helmet"
+    return False
+
+
+def _denied(verb: Any) -> bool:
+    """ "It is not true that ...": the clause is denied (a double negation flips it)."""
+    if verb.dep_ != "ccomp":
+        return False
+    h = verb.head
+    if h.lemma_.lower() in ("true", "case", "correct"):
+        return _own_neg(h) or _own_neg(h.head)
+    return h.lemma_.lower() == "be" and _own_neg(h) and any(c.lemma_.lower() in ("true", "case", "correct") for c in h.children)
 
 
 def _subject_negates(subj: Any) -> bool:
     if subj.lower_ in _NEG_SUBJ_PRON:
         return True
+    if any(c.lower_ == "not" and c.dep_ in ("neg", "preconj", "advmod") and c.i < subj.i for c in subj.children):
+        return True  # "not one of the painters", "not a single worker"
     return any((c.dep_ in ("det", "preconj") and c.lower_ in _NEG_DET) for c in subj.children)
 
 
 def _subjects(verb: Any, depth: int = 0) -> tuple[list[Any], bool]:
     """(subject nouns of ``verb``, whether a subject quantifier negates it)."""
     subjs = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")]
+    if not subjs:  # the small model sometimes hangs the subject on the auxiliary
+        subjs = [g for c in verb.children if c.dep_ in ("aux", "auxpass") for g in c.children if g.dep_ in ("nsubj", "nsubjpass")]
     if subjs:
         ents = [e for s in subjs for e in _entities(s)]
         return ents, any(_subject_negates(s) for s in subjs)
@@ -145,7 +282,7 @@ def _subjects(verb: Any, depth: int = 0) -> tuple[list[Any], bool]:
         return _entities(verb.head), False
     if verb.dep_ in ("conj", "xcomp", "advcl") and verb.head is not verb and depth < 5:
         ents, neg = _subjects(verb.head, depth + 1)
-        return ents, (neg if verb.dep_ == "conj" else False)
+        return ents, (neg if verb.dep_ in ("conj", "xcomp") else False)
     return [], False
 
 
@@ -153,28 +290,55 @@ def _pobjs(prep: Any) -> list[Any]:
     return [e for c in prep.children if c.dep_ == "pobj" for e in _entities(c)]
 
 
+def _det_no(tok: Any) -> bool:
+    """ "no X", "neither X nor Y", also "no sign of X" said of X."""
+    if any((c.lower_ == "no" and c.i < tok.i and c.dep_ in ("det", "intj", "dep", "neg", "advmod")) or (c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither") for c in tok.children):
+        return True  # "no X" (a fragment's "No" may be tagged an interjection)
+    prep = tok.head
+    if tok.dep_ == "pobj" and prep.lower_ == "of" and prep.head is not prep:
+        owner = prep.head
+        return _is_evidence(owner) and any(c.dep_ == "det" and c.lower_ == "no" for c in owner.children)
+    return False
+
+
 class _Builder:
     def __init__(self) -> None:
         self.absent: dict[int, bool] = {}
         self.names: dict[int, str] = {}
+        self.quals: dict[int, tuple[str, ...]] = {}
         self.attrs: list[tuple[int, str, bool]] = []
         self.rels: list[tuple[int, str, int, bool]] = []
+        self._synthetic = 0
 
     def node(self, tok: Any, absent: bool = False) -> int:
-        self.names[tok.i] = _name(tok)
+        if tok.i not in self.names:
+            self.names[tok.i] = _name(tok)
+            self.quals[tok.i] = _qualifier(tok)
         self.absent[tok.i] = self.absent.get(tok.i, False) or absent
         return tok.i
 
+    def synthetic(self, name: str, absent: bool) -> int:
+        """A node no token stands for ("helmetless": the helmet)."""
+        self._synthetic -= 1
+        i = self._synthetic
+        self.names[i], self.quals[i], self.absent[i] = name, (), absent
+        return i
+
     def graphs(self) -> tuple[SceneGraph, SceneGraph]:
         order = sorted(self.names)
-        name = dict(self.names)
+        name: dict[int, Any] = dict(self.names)
         # An absent object's modifiers describe the absent thing ("no hard hat"): they
         # join its description instead of becoming negated attributes of their own.
         folded = {i for i, a, _ in self.attrs if self.absent.get(i)}
         for i in folded:
-            mods = [a for j, a, _ in self.attrs if j == i]
+            mods = [a for j, a, neg in self.attrs if j == i and not neg]
             name[i] = " ".join([*dict.fromkeys(mods), name[i]])
-        attrs = [(i, a, neg) for i, a, neg in self.attrs if i not in folded]
+        for i in order:
+            # a present node's description tells it apart ("worker", ("on scaffold",));
+            # an absent node's location is a (negated) relation of its own
+            if not self.absent[i] and self.quals.get(i):
+                name[i] = (name[i], self.quals[i])
+        attrs = [(i, a, neg) for i, a, neg in self.attrs if i not in folded or neg]
         factual = SceneGraph(
             objects=tuple(name[i] for i in order if not self.absent[i]),
             attributes=tuple((name[i], a) for i, a, neg in attrs if not neg and not self.absent[i]),
@@ -196,18 +360,49 @@ def _prep_relations(b: _Builder, heads: list[Any], owner: Any, base: str, neg: b
         if prep.dep_ != "prep":
             continue
         word = prep.lower_
-        objs = _pobjs(prep)
+        objs = [o for o in _pobjs(prep) if not (word in ("in", "on", "from", "within") and o.lemma_.lower() in _DEPICTIONS)]
         if word == "without":
             for o in objs:
-                b.node(o, absent=True)
+                # "never without a harness", "no worker is without a helmet": a double negation
+                b.node(o, absent=not neg)
                 for h in heads:
-                    b.rels.append((b.node(h), "with" if not base else f"{base} with", o.i, True))
+                    b.rels.append((b.node(h), "with" if not base else f"{base} with", o.i, not neg))
             continue
         for o in objs:
-            det_no = any(c.dep_ == "det" and c.lower_ == "no" for c in o.children)
+            det_no = _det_no(o)
             b.node(o, absent=det_no)
             for h in heads:
                 b.rels.append((b.node(h), f"{base} {word}".strip(), o.i, neg or det_no))
+
+
+def _lexical_negations(b: _Builder, doc: Any) -> None:
+    """ "unsecured", "an unguarded blade" (negated attributes secure, guard), "helmetless"
+    (an absent helmet and a negated "with" relation); "not unsecured" is affirmative."""
+    for tok in doc:
+        found = _lexical(tok)
+        if found is None:
+            continue
+        kind, stem = found
+        nxt = tok.doc[tok.i + 1] if tok.i + 1 < len(tok.doc) else None
+        if tok.dep_ in ("amod", "compound") and tok.head.pos_ in _NOUN:
+            anchors, neg = _entities(tok.head) or [tok.head], False
+        elif tok.pos_ in _NOUN and nxt is not None and nxt.pos_ in _NOUN:
+            anchors, neg = _entities(nxt) or [nxt], False  # a misparsed modifier: "a helmetless roofer"
+        elif tok.dep_ in ("acomp", "oprd", "attr", "xcomp", "advcl", "conj", "advmod", "npadvmod") or tok.dep_ == "ROOT" or (
+            kind == "less" and tok.dep_ == "dobj"  # "riding helmetless": a misparsed manner modifier
+        ):
+            verb = tok if tok.dep_ == "ROOT" or not tok.head.pos_ in ("VERB", "AUX") else tok.head
+            anchors, subject_neg = _subjects(verb)
+            neg = _has_neg(verb) or subject_neg
+        else:
+            continue
+        for a in anchors:
+            b.node(a)
+            if kind == "un":
+                b.attrs.append((a.i, stem, not neg))
+            elif not neg:
+                o = b.synthetic(stem, absent=True)
+                b.rels.append((a.i, "with", o, True))
 
 
 def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tuple[SceneGraph, SceneGraph]:
@@ -221,23 +416,33 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
             _ANTECEDENTS.reset(token)
     b = _Builder()
     for tok in doc:
-        if (tok.pos_ in _NOUN or (tok.pos_ == "PRON" and tok.lower_ in _PERSON_WORDS)) and tok.dep_ != "compound" and not _is_quantifier(tok):
-            det_no = any(c.dep_ == "det" and c.lower_ == "no" for c in tok.children)
-            # "no" on the subject of a transitive verb negates the verb, not the subject
-            transitive_subject = tok.dep_ == "nsubj" and any(c.dep_ == "dobj" for c in tok.head.children)
+        if (
+            (tok.pos_ in _NOUN or (tok.pos_ == "PRON" and tok.lower_ in _PERSON_WORDS))
+            and tok.dep_ != "compound" and not _is_quantifier(tok) and not _is_evidence(tok) and not _is_idiom(tok)
+            and _lexical(tok) is None
+        ):  # fmt: skip
+            det_no = _det_no(tok)
+            head = tok.head
+            # "no" on the subject of a transitive verb negates the verb, not the subject;
+            # "no worker is without a helmet" is a double negation
+            transitive_subject = tok.dep_ == "nsubj" and any(c.dep_ == "dobj" for c in head.children)
+            double = tok.dep_ in ("nsubj", "nsubjpass") and any(c.dep_ == "prep" and c.lower_ == "without" for c in head.children)
             missing_mod = any(c.dep_ == "amod" and c.lower_ in _ABSENT_ADJ for c in tok.children)
-            b.node(tok, absent=(det_no and not transitive_subject) or missing_mod)
+            perceiver = tok.dep_ == "nsubj" and tok.lower_ in _PERCEIVERS and head.lemma_.lower() in _PERCEIVE
+            if perceiver:
+                continue
+            b.node(tok, absent=(det_no and not transitive_subject and not double) or missing_mod)
             for c in tok.children:
-                if c.dep_ == "amod" and c.lower_ not in _ABSENT_ADJ:
+                if c.dep_ == "amod" and c.lower_ not in _ABSENT_ADJ and c.lemma_.lower() not in _EPISTEMIC_ADJ and _lexical(c) is None:
                     for adj in _conjuncts(c):
-                        b.attrs.append((tok.i, adj.lemma_.lower(), False))
+                        if _lexical(adj) is None:
+                            b.attrs.append((tok.i, adj.lemma_.lower(), False))
                 elif c.dep_ == "poss" and c.pos_ in _NOUN:
                     b.rels.append((b.node(c), "have", tok.i, False))
             _prep_relations(b, [tok], tok, "", False)
-        elif tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass"):
+        elif tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass") and _lexical(tok) is None:
             _verb(b, tok)
-        elif tok.pos_ == "ADJ" and tok.dep_ == "acomp":
-            pass  # handled from its verb
+    _lexical_negations(b, doc)
     # conjoined nouns share absence ("no helmet or gloves", "without a shield or gloves")
     for tok in doc:
         if tok.i in b.names and tok.dep_ == "conj" and tok.head.i in b.names and b.absent.get(tok.head.i):
@@ -249,32 +454,48 @@ def _verb(b: _Builder, verb: Any) -> None:
     lemma = verb.lemma_.lower()
     subjects, subject_neg = _subjects(verb)
     neg = _has_neg(verb) or subject_neg
+    if _denied(verb):
+        neg = not neg
     passive = any(c.dep_ == "auxpass" for c in verb.children)
+    if lemma in _RAISING and any(c.dep_ == "xcomp" for c in verb.children):
+        return  # "does not appear to be ...": its complement carries the statement
+    if lemma != "be" and not passive:
+        subjects = [s for s in subjects if s.lemma_.lower() not in _SCENE_NOUNS]
     for s in subjects:
         b.node(s)
-    if lemma == "be" or (lemma in _EXIST | {"miss"} and passive) or (lemma == "miss" and not any(c.dep_ == "dobj" for c in verb.children)):
+    if lemma in _PERCEIVE and not passive:
+        _perceive(b, verb, subjects, neg)
+        return
+    if lemma == "be" or (lemma in _EXIST | {"miss"} and passive) or (lemma in _LACK and not any(c.dep_ == "dobj" for c in verb.children)):
         if lemma != "be":
-            # "the guardrail is not installed", "the extinguisher is missing"
-            gone = (not neg) if lemma == "miss" else neg
+            # "the guardrail is not installed", "the extinguisher is missing", "signage is lacking"
+            gone = (not neg) if lemma in _LACK else neg
             for s in subjects:
                 b.node(s, absent=gone)
             _prep_relations(b, subjects, verb, "", neg)
             return
-        expl = any(c.dep_ == "expl" for c in verb.children)
+        head = verb.head
+        expl = any(c.dep_ == "expl" for c in verb.children) or (
+            verb.dep_ == "xcomp" and head.lemma_.lower() in _RAISING and any(c.dep_ == "expl" for c in head.children)
+        )
+        if any(c.dep_ == "advmod" and c.lower_ == "nowhere" for c in verb.children):
+            for s in subjects:  # "the hard hat is nowhere to be seen"
+                b.node(s, absent=True)
         for c in verb.children:
             if c.dep_ == "attr" and c.pos_ in _NOUN | {"PRON"}:
                 ents = _entities(c)
                 if expl:  # "there is (no) X"
                     for e in ents:
-                        det_no = any(d.dep_ == "det" and d.lower_ == "no" for d in e.children)
-                        b.node(e, absent=neg or det_no)
+                        b.node(e, absent=neg or _det_no(e))
                 else:
                     for e in ents:
                         for s in subjects:
                             b.attrs.append((s.i, e.lemma_.lower(), neg))
-            elif c.dep_ == "acomp":
+            elif c.dep_ == "acomp" and _lexical(c) is None:
                 for adj in _conjuncts(c):
                     word = adj.lemma_.lower()
+                    if _lexical(adj) is not None:
+                        continue
                     if word in _ABSENT_ADJ or adj.lower_ in _ABSENT_ADJ:
                         for s in subjects:
                             b.node(s, absent=not neg)
@@ -285,15 +506,18 @@ def _verb(b: _Builder, verb: Any) -> None:
                         for s in subjects:
                             b.attrs.append((s.i, word, neg))
                     _prep_relations(b, subjects, adj, word, neg)
+            elif c.dep_ == "prep" and c.lower_ == "in" and any(p.lemma_.lower() == "place" for p in c.children):
+                for s in subjects:  # "the guard is (not) in place"
+                    b.node(s, absent=neg)
         _prep_relations(b, subjects, verb, "", neg)
         return
     with_objects = [o for c in verb.children if c.dep_ == "prep" and c.lower_ == "with" for o in _pobjs(c)]
     if passive and lemma in _WITH_VERBS and with_objects:
         # "the workers are not equipped with harnesses": the harnesses are absent
         for o in with_objects:
-            b.node(o, absent=neg)
+            b.node(o, absent=neg or _det_no(o))
             for s in subjects:
-                b.rels.append((s.i, "with", o.i, neg))
+                b.rels.append((s.i, "with", o.i, neg or _det_no(o)))
         return
     if passive:
         # "the eyes are not protected", "the ladder is not secured to the wall"
@@ -306,11 +530,29 @@ def _verb(b: _Builder, verb: Any) -> None:
         predicate, rel_neg, objects_absent = "have", not neg, not neg
     objects = [e for c in verb.children if c.dep_ in ("dobj", "attr", "oprd") for e in _entities(c)]
     for o in objects:
-        det_no = any(c.dep_ == "det" and c.lower_ == "no" for c in o.children)
+        det_no = _det_no(o)
         b.node(o, absent=objects_absent or det_no)
         for s in subjects:
             b.rels.append((s.i, predicate, o.i, rel_neg or det_no))
     _prep_relations(b, subjects, verb, predicate, rel_neg)
+
+
+def _perceive(b: _Builder, verb: Any, subjects: list[Any], neg: bool) -> None:
+    """ "I don't see a helmet", "the image shows no guardrail": what is not perceived is
+    absent, unless a clause says what is not the case ("I don't see the worker wearing a
+    helmet": the worker is there, the wearing is negated, read from that clause). A scene
+    subject ("the driver does not see the cone") is an ordinary negated relation."""
+    scene_subjects = [s for s in subjects if s.lower_ not in _PERCEIVERS]
+    objects = [e for c in verb.children if c.dep_ in ("dobj", "attr") for e in _entities(c)]
+    embedded = any(c.dep_ in ("ccomp", "xcomp") for c in verb.children) or any(
+        c.dep_ in ("acl", "relcl") for o in objects for c in o.children
+    )
+    for o in objects:
+        b.node(o, absent=_det_no(o) or (neg and not embedded and not scene_subjects))
+        for s in scene_subjects:
+            b.rels.append((s.i, verb.lemma_.lower(), o.i, neg or _det_no(o)))
+    if scene_subjects:
+        _prep_relations(b, scene_subjects, verb, verb.lemma_.lower(), neg)
 
 
 # -- FACTUAL T5 (high fidelity) ---------------------------------------------------------
@@ -377,19 +619,78 @@ class FactualT5Parser:
     def provenance(self) -> dict[str, Any]:
         return {"parser": self.name}
 
-    def _parse(self, sentences: list[str]) -> list[SceneGraph]:
+    def generate(self, sentences: list[str]) -> list[str]:
+        """FACTUAL's linearised graphs of ``sentences`` (batched, greedy)."""
         import torch
 
-        out: list[SceneGraph] = []
+        out: list[str] = []
         for start in range(0, len(sentences), self.batch_size):
             chunk = [_FACTUAL_PROMPT + s for s in sentences[start : start + self.batch_size]]
             batch = self._tok(chunk, padding=True, truncation=True, max_length=256, return_tensors="pt").to(self.device)
             with torch.no_grad():
                 ids = self._net.generate(**batch, max_new_tokens=self.max_new_tokens, num_beams=1, do_sample=False)
-            out.extend(parse_factual_output(t) for t in self._tok.batch_decode(ids, skip_special_tokens=True))
+            out.extend(self._tok.batch_decode(ids, skip_special_tokens=True))
         return out
+
+    def _parse(self, sentences: list[str]) -> list[SceneGraph]:
+        return [parse_factual_output(t) for t in self.generate(sentences)]
 
     def parse_pairs(self, negative: Sequence[str], affirmative: Sequence[str]) -> list[tuple[SceneGraph, SceneGraph] | Exception]:
         graphs = self._parse([*negative, *affirmative])
+        n = len(negative)
+        return list(zip(graphs[:n], graphs[n:]))
+
+
+# -- DiscoSG-Refiner (the paper's parser) ------------------------------------------------
+
+DISCOSG_MODEL = "sqlinn/DiscoSG-Refiner-Large-t5-only"
+DISCOSG_INSTALL = (
+    "pip install --no-deps discosg==0.0.5 peft (--no-deps: the discosg package pins torch<=2.6, which would replace "
+    "the torch lmms-scene runs on)"
+)
+
+
+class DiscoSGParser:
+    """DiscoSG-Refiner (Lin et al. 2025) through the ``discosg`` package, as the paper's
+    stage IV: each sentence's initial graph (FACTUAL T5, ``initial``) is refined by
+    DiscoSG's delete-then-insert passes; negative and affirmative sentences are parsed
+    independently. Everything is loaded here, so a missing package or checkpoint stops a
+    run before the model generates anything, saying how to get it."""
+
+    one_parse = False
+
+    def __init__(self, model: str = DISCOSG_MODEL, initial: str = FACTUAL_MODEL, device: str | None = None, batch_size: int = 16):
+        from lmms_scene import cache
+        from lmms_scene.nlp import MissingNLPComponent
+
+        self.name = f"DiscoSG-Refiner ({model}; initial graphs: FACTUAL T5 {initial})"
+        self.model_name, self.batch_size = model, batch_size
+        self.device = cache.torch_device(device)
+
+        def load() -> Any:
+            try:
+                from discosg.parser.DualTaskSceneGraphParser import DualTaskSceneGraphParser
+            except ImportError as exc:
+                raise MissingNLPComponent(f"parser='discosg' needs the discosg package: {DISCOSG_INSTALL}; the offline default is parser='rule'") from exc
+            try:
+                return DualTaskSceneGraphParser(model_path=model, device=self.device, lemmatize=False, lowercase=True)
+            except (OSError, ValueError) as exc:
+                raise MissingNLPComponent(
+                    f"DiscoSG-Refiner checkpoint {model!r} is not available (download it once with network: `hf download {model}` "
+                    "and `hf download google/flan-t5-base` for its tokenizer, or pass a local folder as model=); "
+                    "the offline default is parser='rule'"
+                ) from exc
+
+        self._refiner = cache.cached(("discosg", model, self.device), load)
+        self._initial = FactualT5Parser(model=initial, device=device)
+
+    def provenance(self) -> dict[str, Any]:
+        return {"parser": self.name}
+
+    def parse_pairs(self, negative: Sequence[str], affirmative: Sequence[str]) -> list[tuple[SceneGraph, SceneGraph] | Exception]:
+        sentences = [*negative, *affirmative]
+        initial = dict(zip(sentences, self._initial.generate(sentences)))
+        refined = self._refiner.parse(descriptions=list(initial), graph_to_fix=initial, batch_size=self.batch_size, task="delete_before_insert")
+        graphs = [parse_factual_output(refined["insert"].get(s) or initial[s]) for s in sentences]
         n = len(negative)
         return list(zip(graphs[:n], graphs[n:]))

@@ -16,24 +16,37 @@ from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.metrics.cesg.score import KEYS
 
 ID_FIELDS = ("image_id",)
-#: Table 2's columns: (row key, header); baselines first, then CESG's components
-BASELINES = (("rouge_l", "ROU"), ("meteor", "MET"), ("cider", "CID"), ("bleu4", "BL4"), ("capture_style", "CAP*"), ("clipscore", "CS"), ("spice_style", "SPI*"))
+#: Table 2's columns: (row key, header); baselines first, then CESG's components. MET is
+#: NLTK's METEOR (the paper's); METEOR-J is pycocoevalcap's Java METEOR 1.5 (not the paper's)
+BASELINES = (("rouge_l", "ROU"), ("meteor_nltk", "MET"), ("cider", "CID"), ("bleu4", "BL4"), ("capture_style", "CAP*"), ("clipscore", "CS"), ("spice_style", "SPI*"), ("meteor_java", "METEOR-J"))
 CESG_COLUMNS = (("P_o", "P_o"), ("R_o", "R_o"), ("F1_o", "F1_o"), ("P_r", "P_r"), ("R_r", "R_r"), ("F1_r", "F1_r"), ("P_a", "P_a"), ("R_a", "R_a"), ("F1_a", "F1_a"), ("CESG", "CESG"))
-CAPTION_METRICS = ("rouge_l", "meteor", "cider", "bleu4", "capture_style", "spice_style")
+CAPTION_METRICS = ("rouge_l", "meteor_nltk", "meteor_java", "cider", "bleu4", "capture_style", "spice_style")
+#: pycocoevalcap scores of the whole split (not means of per-image scores): no interval
+CORPUS_LEVEL = ("bleu4", "meteor_java", "cider")
 CLIPSCORE_OFF = "not computed: CLIP metrics switched off (LMMS_SCENE_CLIP_MODEL=none)"
 #: CLIP-S = w * max(cos, 0) (Hessel et al.); w = 1 here, so the table's x100 is on the
 #: paper's 20-30 scale (lmms_scene.metrics.clip.clip_score uses w = 2.5)
 CLIP_W = 1.0
 
 
+def cesg_options() -> dict[str, Any]:
+    """The CESG components of this run: ``LMMS_SCENE_CESG`` (see
+    :func:`lmms_scene.metrics.cesg.score.parse_components`), the offline defaults when unset."""
+    from lmms_scene import settings
+    from lmms_scene.metrics.cesg.score import parse_components
+
+    return parse_components(settings.current().cesg)
+
+
 def preflight(clip_metrics: bool = True) -> dict[str, Any]:
     """Resolve everything the metrics need before the model runs (spaCy, WordNet, the
-    sentence encoder, Java for pycocoevalcap); raises with how to install what is missing."""
+    sentence encoder, the chosen CESG components, Java for pycocoevalcap); raises with how
+    to install what is missing."""
     from lmms_scene.metrics.cesg.score import configuration
     from lmms_scene.nlp.wordnet import wordnet
 
     wordnet()
-    prov = configuration()
+    prov = configuration(**cesg_options())
     from lmms_scene.metrics import clip
 
     if clip_metrics and clip.clip_enabled():
@@ -46,14 +59,100 @@ def preflight(clip_metrics: bool = True) -> dict[str, Any]:
     return prov
 
 
+#: the memo of per-row scores computed ahead in one batch (:func:`prescore`)
+PRESCORED = "snus-prescored"
+#: per-row score fields saved with every row (so the samples file carries them)
+ROW_SCORES = (*KEYS, "status", *CAPTION_METRICS)
+
+
+def _row_key(image_id: str, output: str, references: Sequence[str]) -> tuple:
+    return (image_id, output, tuple(references), repr(cesg_options_key()))
+
+
+def cesg_options_key() -> str:
+    from lmms_scene import settings
+
+    return settings.current().cesg
+
+
+def prescore(pairs: Sequence[tuple[Mapping[str, Any], Any]]) -> int:
+    """Score every (doc, answer) of this process in one batch after generation (CESG graphs
+    in batches, one pycocoevalcap call per metric), keeping each row's scores for
+    :func:`doc_row`, which saves them in the row (and so in the samples file). CIDEr-D's
+    per-row value uses the IDF of this process's rows (all rows in a one-process run).
+    Returns how many rows were scored."""
+    from lmms_scene import cache
+
+    rows, seen = [], set()
+    for doc, answer in pairs:
+        if not isinstance(answer, str) or str(doc.get("image_id")) in seen:
+            continue
+        seen.add(str(doc["image_id"]))
+        rows.append({"image_id": str(doc["image_id"]), "output": answer, "references": [doc["caption"]]})
+    if not rows:
+        return 0
+    scored = _scores(rows, {r["image_id"]: r["output"] for r in rows}, summary=False)["rows"]
+    memo = cache.memo_namespace(PRESCORED, 500_000)
+    by_id = {r["image_id"]: r for r in rows}
+    for r in scored:
+        src = by_id[r["image_id"]]
+        memo.put(_row_key(src["image_id"], src["output"], src["references"]), {k: r.get(k) for k in ROW_SCORES} | {"row_scores_from": f"batch of {len(rows)} rows"})
+    return len(scored)
+
+
+def _row_scores(image_id: str, output: str, references: Sequence[str]) -> dict[str, Any]:
+    """The row's scores: from :func:`prescore` when it ran; else CESG here (thread-safe,
+    memoised graphs) and the baselines recorded as not computed for this row (they are
+    corpus computations; the aggregation still computes them over the whole run)."""
+    from lmms_scene import cache
+    from lmms_scene.metrics.cesg.score import cesg_score
+
+    ahead = cache.memo_namespace(PRESCORED, 500_000).get(_row_key(image_id, output, references))
+    if ahead is not None:
+        return dict(ahead)
+    try:
+        s = cesg_score(output, list(references), **cesg_options())
+        out = {k: s.get(k) for k in (*KEYS, "status")}
+    except Exception as exc:  # recorded, never raised: the aggregation scores the row again
+        out = {**{k: None for k in KEYS}, "status": f"not scored here: {type(exc).__name__}: {exc}"}
+    out.update({k: None for k in CAPTION_METRICS})
+    out["row_scores_from"] = "process_results (CESG only: batch pre-scoring did not run)"
+    return out
+
+
+def samples_rows(path: Any) -> list[dict[str, Any]]:
+    """Flat per-row scores from a SNUS samples JSONL (what ``--log_samples`` writes): one
+    ``{"image_id", "output", CESG parts..., baselines..., "status"}`` per image, read from
+    the row every metric key carries. Errors name the line."""
+    from pathlib import Path
+
+    from lmms_scene.files import iter_jsonl
+
+    out, seen = [], set()
+    for n, record in iter_jsonl(Path(path)):
+        row = next((v for v in record.values() if isinstance(v, Mapping) and isinstance(v.get("scores"), Mapping) and "image_id" in v), None)
+        if row is None:
+            raise ValueError(f"{path}, line {n}: no SNUS row with per-row scores (a samples file of lmms-scene >= issue 14's snus task?)")
+        if row["image_id"] in seen:
+            continue  # a row gathered twice
+        seen.add(row["image_id"])
+        out.append({"image_id": str(row["image_id"]), "output": row.get("output"), **{k: row["scores"].get(k) for k in ROW_SCORES}})
+    if not out:
+        raise ValueError(f"{path}: no rows")
+    return out
+
+
 def doc_row(doc: Mapping[str, Any], output: str) -> dict[str, Any]:
-    """One doc's row: ids, output, references, and its CLIPScores (model output and AC text)
-    when the CLIP metrics are on (they need the image, which only process_results has)."""
+    """One doc's row: ids, output, references, the row's CESG and baseline scores (saved in
+    the samples file: agreement can be computed from a run without rescoring), and its
+    CLIPScores (model output and AC text) when the CLIP metrics are on (they need the
+    image, which only process_results has)."""
     from lmms_scene.metrics import clip
     from lmms_scene.metrics.cesg.negation import strip_negation
 
     output = output if isinstance(output, str) else str(output)
     row: dict[str, Any] = {"image_id": str(doc["image_id"]), "output": output, "references": [doc["caption"]], "scene": doc.get("scene", "")}
+    row["scores"] = _row_scores(row["image_id"], output, row["references"])
     row["clipscore"] = row["clipscore_ac"] = None
     row["clip_model"] = None
     if clip.clip_enabled() and doc.get("image") is not None:
@@ -68,12 +167,15 @@ def doc_row(doc: Mapping[str, Any], output: str) -> dict[str, Any]:
     return row
 
 
-def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], clip_field: str = "clipscore") -> dict[str, Any]:
+def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], clip_field: str = "clipscore", summary: bool = True) -> dict[str, Any]:
     from lmms_scene.metrics.captioning import score_all
-    from lmms_scene.metrics.cesg.score import score_corpus
+    from lmms_scene.metrics.captioning.cesg_scorer import CesgScorer
+    from lmms_scene.metrics.cesg.score import corpus_scores
 
     refs = {r["image_id"]: list(r["references"]) for r in rows}
-    cesg = score_corpus([(i, predictions[i], refs[i]) for i in refs])
+    options = cesg_options()
+    cesg_scorer = CesgScorer(**options)
+    cesg = cesg_scorer.score(refs, predictions).details
     caps = score_all(refs, predictions, CAPTION_METRICS)
     per_row = []
     clip_of = {r["image_id"]: r.get(clip_field) for r in rows}
@@ -84,15 +186,26 @@ def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], c
             row[name] = score.per_item.get(r["id"])
         row["clipscore"] = clip_of.get(r["id"])
         per_row.append(row)
-    metrics = [k for k, _ in (*BASELINES, *CESG_COLUMNS)]
-    summary = rows_lib.cell(per_row, metrics, cluster="image_id")
-    # CIDEr-D is corpus-level (IDF from the evaluated set): report pycocoevalcap's corpus value
+    if not summary:
+        return {"rows": per_row}
+    # per-image means with intervals for the baselines that are means of image scores
+    summary = rows_lib.cell(per_row, [k for k, _ in BASELINES if k not in CORPUS_LEVEL], cluster="image_id")
+    # CESG in the paper's corpus convention (P/R means over the rows that have the type,
+    # F1 = HM(P, R), CESG = weighted F1s), images resampled for the intervals
+    w = cesg["provenance"]["weights"]
+    conv = corpus_scores([{**r, "image_id": r["id"]} for r in cesg["rows"]], (w["w_o"], w["w_a"], w["w_r"]),
+                         cluster="image_id", n_boot=rows_lib.N_BOOT, seed=rows_lib.SEED)  # fmt: skip
+    summary.update({k: conv[k] for k in KEYS if conv[k] is not None})
+    summary.setdefault("ci95", {}).update({k: v for k, v in conv["ci95"].items() if conv[k] is not None})
+    # BLEU-4, Java METEOR and CIDEr-D: pycocoevalcap's score of the whole split
     corpus = {name: s.score for name, s in caps.items()}
     return {
         "summary": summary,
         "corpus": corpus,
         "counts": {
             **{k: cesg[k] for k in cesg if k.startswith("n")},
+            # the rows behind each CESG mean (P_t: rows whose prediction has a type-t element)
+            "cesg_rows": conv["counts"],
             # failed optional-judge calls (Q_v / Q_e), counted and excluded, never scored
             "n_judge_failures": sum(len(r.get("judge_failures") or []) for r in cesg["rows"]),
         },
@@ -124,10 +237,12 @@ def report_of(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def metric_value(items: Sequence[Mapping[str, Any]], key: str) -> float | None:
-    """One metric key's aggregated value (mean over scored rows; CIDEr: corpus value)."""
+    """One metric key's aggregated value: CESG and its parts in the paper's corpus
+    convention; BLEU-4, Java METEOR, CIDEr-D: pycocoevalcap's corpus scores; the other
+    baselines: means over images."""
     rep = report_of(items)["model"]
-    if key == "cider":
-        return rep["corpus"]["cider"]
+    if key in CORPUS_LEVEL:
+        return rep["corpus"][key]
     return rep["summary"].get(key)
 
 
@@ -135,8 +250,8 @@ def metric_value(items: Sequence[Mapping[str, Any]], key: str) -> float | None:
 
 
 def _cell(summary: Mapping[str, Any], corpus: Mapping[str, Any], key: str) -> str:
-    if key == "cider":
-        v = corpus.get("cider")
+    if key in CORPUS_LEVEL:
+        v = corpus.get(key)
         return "" if v is None else f"{100 * v:.2f}"
     entry = summary.get(key)
     if isinstance(entry, dict):
@@ -158,6 +273,16 @@ def table2(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
         s, c = part["summary"], part["corpus"]
         body.append([label, part["counts"].get("n_scored", ""), *(_cell(s, c, k) for k, _ in (*BASELINES, *CESG_COLUMNS))])
     return markdown_table(header, body)
+
+
+def counts_table(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+    """How many rows each CESG mean is over (P_t: rows whose prediction has a type-t
+    element; R_t: rows whose reference has one); F1_t and CESG are derived from them."""
+    from lmms_scene.results import markdown_table
+
+    keys = [f"{side}_{t}" for t in ("o", "r", "a") for side in ("P", "R")]
+    body = [[label, part["counts"].get("n_scored", ""), *((part["counts"].get("cesg_rows") or {}).get(k, "") for k in keys)] for label, part in entries]
+    return markdown_table(["Method", "n", *(f"rows behind {k}" for k in keys)], body)
 
 
 def _clip_line(prov: Any) -> str:
@@ -184,7 +309,16 @@ def tables(results: Sequence[Any]) -> str:
         return "no SNUS report found (give the results JSON of a snus task)"
     if ac is not None:
         entries.append(("AC (references, negation stripped)", ac))
-    out = ["## Table 2: SNUS (x100; mean [95% CI]; CIDEr is corpus-level, no interval)", table2(entries)]
+    out = [
+        "## Table 2: SNUS (x100; [95% CI] over images)\n\n"
+        "CESG in the paper's convention: P_t is the mean over rows whose prediction states a type-t element, "
+        "R_t over rows whose reference does, F1_t = 2 P_t R_t / (P_t + R_t) of those means, CESG = 0.5 F1_o + 0.25 F1_a + 0.25 F1_r "
+        "(a type no row has is left out). BL4, METEOR-J and CID are pycocoevalcap's scores of the whole split (no interval); "
+        "MET is NLTK's METEOR (the paper's MET), METEOR-J pycocoevalcap's Java METEOR 1.5.",
+        table2(entries),
+        "Rows behind each CESG mean:",
+        counts_table(entries),
+    ]
     for label, c in counts:
         out.append(
             f"{label}: {c.get('n_scored')} of {c.get('n')} rows scored; {c.get('n_reference_without_absent_information')} references "
@@ -198,7 +332,8 @@ def tables(results: Sequence[Any]) -> str:
             "Computed by: CESG with coref = " + str(cp.get("coref")) + "; parser = " + str(cp.get("parser"))
             + f" ({cp.get('spacy_model')} {cp.get('spacy_model_version')}); similarity = {cp.get('similarity_model')}; "
             f"lambda = {cp.get('interactive_lambda')}; extra matching {cp.get('extra_matching')}; weights {cp.get('weights')}. "
-            f"ROU/MET/CID/BL4: {prov['bleu4'].get('implementation', 'pycocoevalcap')} with the PTB tokenizer. "
+            f"ROU/CID/BL4/METEOR-J: {prov['bleu4'].get('implementation', 'pycocoevalcap')} with the PTB tokenizer; "
+            f"MET: {prov['meteor_nltk'].get('implementation')}. "
             "CAP* = CAPTURE-style reimplementation (soft match: " + str(prov["capture_style"].get("soft_match_model")) + "); "
             "SPI* = SPICE-style tuple F1 reimplementation (not Java SPICE). CS: " + _clip_line(prov.get("clipscore")) + "."
         )

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable, Sequence
 
 from lmms_scene import provenance as _provenance
 from lmms_scene.metrics.cesg.construct import Construction, Pipeline, combine, pipeline as _pipeline
 from lmms_scene.metrics.cesg.graph import CESG
-from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA, DEFAULT_WEIGHTS, Options, match, scores
+from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA, DEFAULT_WEIGHTS, TYPES, Options, elements, f1, match, scores, weighted
 from lmms_scene.validation import texts
 
 #: the score keys, in Table 2's order within CESG
@@ -56,6 +57,56 @@ def _resolve(options: dict[str, Any]) -> tuple[Pipeline, Options, dict[str, Any]
     return pipe, opts, describe(pipe, opts)
 
 
+#: the keys of a components setting (``LMMS_SCENE_CESG``) and the cesg_score option each sets
+COMPONENT_KEYS = {"coref": "coref", "parser": "parser", "encoder": "encoder", "lambda": "lambda_", "weights": "weights",
+                  "synonyms": "synonyms", "interactive": "interactive", "soft": "soft", "extra": "extra_judge",
+                  "verifier": "verifier", "device": "device"}  # fmt: skip
+
+
+def parse_components(spec: str | None) -> dict[str, Any]:
+    """``cesg_score`` options from a components setting: ``key=value`` pairs separated by
+    ``;``, e.g. ``coref=lingmess;parser=discosg;encoder=simcse;lambda=0.7;extra=gpt=gpt-4o@https://...``.
+    ``weights`` is ``w_o,w_a,w_r``; ``synonyms``/``interactive``/``soft`` are on/off;
+    ``extra`` and ``verifier`` are judge specs (:func:`lmms_scene.judges.parse_judges`).
+    Errors name the key and the value."""
+    out: dict[str, Any] = {}
+    for part in (spec or "").split(";"):
+        if not part.strip():
+            continue
+        key, sep, value = part.partition("=")
+        key, value = key.strip().lower(), value.strip()
+        if not sep or key not in COMPONENT_KEYS:
+            raise ValueError(f"CESG components: {part.strip()!r}: expected key=value with key one of {sorted(COMPONENT_KEYS)}")
+        option = COMPONENT_KEYS[key]
+        if key == "lambda":
+            try:
+                out[option] = float(value)
+            except ValueError:
+                raise ValueError(f"CESG components: lambda={value!r}: expected a number") from None
+        elif key == "weights":
+            try:
+                out[option] = tuple(float(w) for w in value.split(","))
+            except ValueError:
+                raise ValueError(f"CESG components: weights={value!r}: expected w_o,w_a,w_r") from None
+        elif key in ("synonyms", "interactive", "soft"):
+            if value.lower() not in ("on", "off", "true", "false", "1", "0"):
+                raise ValueError(f"CESG components: {key}={value!r}: expected on or off")
+            out[option] = value.lower() in ("on", "true", "1")
+        elif key in ("extra", "verifier"):
+            from lmms_scene.judges import parse_judges
+            from lmms_scene.metrics.cesg.judges import ExtraJudges, SynonymVerifier
+
+            judges = parse_judges(value)
+            if len(judges) != 1:
+                raise ValueError(f"CESG components: {key}={value!r}: expected one judge, got {len(judges)}")
+            out[option] = ExtraJudges(judges[0]) if key == "extra" else SynonymVerifier(judges[0])
+        elif key == "encoder":
+            out[option] = None if value.lower() == "none" else value
+        else:
+            out[option] = value
+    return out
+
+
 def describe(pipe: Pipeline, opts: Options) -> dict[str, Any]:
     """Provenance of a CESG configuration: every component and threshold."""
     return _provenance.scorer(
@@ -67,6 +118,8 @@ def describe(pipe: Pipeline, opts: Options) -> dict[str, Any]:
         interactive_matching=opts.interactive and opts.encoder is not None,
         interactive_lambda=opts.lambda_,
         extra_matching=getattr(opts.extra_judge, "provenance", "on") if opts.extra_judge else "off",
+        anchored_soft_matching="an attribute or relation anchored to another entity of the reference gets no soft or interactive credit",
+        corpus_convention="P_t/R_t means over rows whose prediction/reference has a type-t element; F1_t = HM; CESG = weighted F1s over the types present",
         soft_matching=opts.soft and opts.encoder is not None,
         weights={"w_o": opts.weights[0], "w_a": opts.weights[1], "w_r": opts.weights[2]},
     )
@@ -87,19 +140,37 @@ def reference_graph(pipe: Pipeline, references: Sequence[str]) -> CESG:
     return graphs[0] if len(graphs) == 1 else combine(graphs, [f for g in graphs for f in g.failures])
 
 
+def _nothing_claimed(gt: CESG, weights: Sequence[float]) -> dict[str, Any]:
+    """A prediction with no absent information: P undefined, R = F1 = 0 for every type
+    the reference has, CESG 0."""
+    G = elements(gt)
+    out: dict[str, Any] = {}
+    for t in TYPES:
+        r = 0.0 if G[t] else None
+        out[f"P_{t}"], out[f"R_{t}"], out[f"F1_{t}"] = None, r, f1(None, r)
+    out["CESG"] = weighted([out[f"F1_{t}"] for t in TYPES], weights)
+    return out
+
+
 def _score(pipe: Pipeline, opts: Options, prediction: str, references: list[str]) -> dict[str, Any]:
     gt = reference_graph(pipe, references)
     failures = list(gt.failures)
     if not gt.has_absent_information():
         return {**{k: None for k in KEYS}, "status": NO_ABSENT_REFERENCE, "parse_failures": [f.to_json() for f in failures]}
     if not prediction.strip():
-        return {**{k: 0.0 for k in KEYS}, "status": EMPTY_PREDICTION, "parse_failures": [f.to_json() for f in failures]}
+        return {**_nothing_claimed(gt, opts.weights), "status": EMPTY_PREDICTION, "parse_failures": [f.to_json() for f in failures]}
     pred = pipe.build(prediction)
     failures += pred.failures
     if not pred.has_absent_information():
         # the paper's AC row: no absent information claimed scores 0 on every dimension
-        return {**{k: 0.0 for k in KEYS}, "status": NO_ABSENT_PREDICTION, "parse_failures": [f.to_json() for f in failures]}
+        return {**_nothing_claimed(gt, opts.weights), "status": NO_ABSENT_PREDICTION, "parse_failures": [f.to_json() for f in failures]}
     opts.judge_failures = []
+    judge = opts.extra_judge
+    if judge is not None and hasattr(judge, "for_reference"):
+        # a judge that sees each row's reference (the task's extra matching)
+        from dataclasses import replace
+
+        opts = replace(opts, extra_judge=judge.for_reference(" ".join(references)), judge_failures=opts.judge_failures)
     out: dict[str, Any] = scores(match(pred, gt, opts), opts.weights)
     out["status"] = SCORED
     out["parse_failures"] = [f.to_json() for f in failures]
@@ -140,17 +211,24 @@ def configuration(**options: Any) -> dict[str, Any]:
 
 
 def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any) -> dict[str, Any]:
-    """Score ``(id, prediction, references)`` triples: per-row scores, corpus means over
-    scored rows (rows scoring 0 for an empty prediction included), counts of excluded
-    references, empty predictions and parse failures, and the provenance."""
-    from lmms_scene.metrics.rows import mean
+    """Score ``(id, prediction, references)`` triples: per-row scores, the corpus scores in
+    the paper's convention (:func:`corpus_scores`, under ``means``) with the number of rows
+    behind each mean (``row_counts``), counts of excluded references, empty predictions
+    and parse failures, and the provenance."""
 
     pipe, opts, prov = _resolve(dict(options))
     # build every graph first, in batches (coref and parser batched across texts)
     try:
-        pipe.build_many([t for _, p, refs in pairs for t in (p, *texts(refs, "references")) if isinstance(t, str)])
+        graphs = pipe.build_many([t for _, p, refs in pairs for t in (p, *texts(refs, "references")) if isinstance(t, str)])
     except TypeError:
-        pass  # a malformed row: the loop below names it
+        graphs = []  # a malformed row: the loop below names it
+    if opts.encoder is not None and (opts.interactive or opts.soft) and graphs:
+        # every phrase the similarity stages may need, embedded in one batched call (one
+        # call per pair would run the encoder on a few phrases at a time)
+        from lmms_scene.metrics.cesg.match import verbalise
+
+        phrases = sorted({verbalise(e) for g in graphs for items in elements(g).values() for e in items})
+        opts.encoder.encode(phrases[:100_000])
     rows = []
     from lmms_scene.progress import progress
 
@@ -158,10 +236,11 @@ def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any
         if not isinstance(prediction, str):
             raise TypeError(f"row {i} (id {row_id!r}): prediction: expected a string, got {type(prediction).__name__}: {prediction!r}")
         rows.append({"id": row_id, **_score(pipe, opts, prediction, texts(refs, f"row {i} (id {row_id!r}): references", allow_empty=False))})
-    means = {k: mean(r[k] for r in rows) for k in KEYS}
+    corpus = corpus_scores(rows, opts.weights)
     return {
         "rows": rows,
-        "means": means,
+        "means": {k: corpus[k] for k in KEYS},
+        "row_counts": corpus["counts"],
         "n": len(rows),
         "n_scored": sum(r["status"] != NO_ABSENT_REFERENCE for r in rows),
         "n_reference_without_absent_information": sum(r["status"] == NO_ABSENT_REFERENCE for r in rows),
@@ -170,3 +249,69 @@ def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any
         "n_parse_failures": sum(len(r["parse_failures"]) for r in rows),
         "provenance": prov,
     }
+
+
+def corpus_scores(rows: Sequence[Mapping[str, Any]], weights: Sequence[float] = DEFAULT_WEIGHTS, cluster: str | None = None,
+                  *, n_boot: int = 0, seed: int | None = None) -> dict[str, Any]:
+    """The paper's corpus convention (Table 2: in every row F1 is the harmonic mean of the
+    reported P and R). Per type t: P_t = mean of the rows' P_t over rows whose prediction
+    has an element of type t (0 when none has), R_t = mean over rows whose reference has
+    one, F1_t = HM(P_t, R_t) (None when no row has the type on either side, 0 when only
+    predictions have it), CESG = weighted F1s over the types with an F1.
+
+    ``counts`` gives the rows behind each mean (``P_o``: rows with a predicted object...).
+    With ``n_boot`` > 0, ``ci95`` holds seeded percentile-bootstrap intervals, rows resampled
+    by ``cluster`` (each row its own cluster when None)."""
+    from lmms_scene.metrics import rows as rows_lib
+
+    rows = [r for r in rows if r.get("status") != NO_ABSENT_REFERENCE]
+    out: dict[str, Any] = {"counts": {}}
+    columns = {}
+    for t in TYPES:
+        for side in ("P", "R"):
+            values = [r.get(f"{side}_{t}") for r in rows]
+            columns[f"{side}_{t}"] = values
+            out["counts"][f"{side}_{t}"] = sum(v is not None for v in values)
+    point = _derive({k: rows_lib.mean(v) for k, v in columns.items()}, weights)
+    out.update(point)
+    if n_boot > 0 and rows:
+        clusters = [r.get(cluster) for r in rows] if cluster else None
+        kw = {"n_boot": n_boot} if seed is None else {"n_boot": n_boot, "seed": seed}
+        dists = rows_lib.bootstrap_means(columns, clusters, **kw)
+        derived = _derive_arrays(dists, weights)
+        out["ci95"] = {k: rows_lib.percentile_interval(derived[k]) for k in KEYS}
+    return out
+
+
+def _derive(means: Mapping[str, float | None], weights: Sequence[float]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for t in TYPES:
+        p, r = means[f"P_{t}"], means[f"R_{t}"]
+        if p is None and r is not None:
+            p = 0.0  # no row claims this type: P_t = 0 (the affirmative caption scores 0)
+        out[f"P_{t}"], out[f"R_{t}"], out[f"F1_{t}"] = p, r, f1(p, r)
+    out["CESG"] = weighted([out[f"F1_{t}"] for t in TYPES], weights)
+    return out
+
+
+def _derive_arrays(dists: Mapping[str, Any], weights: Sequence[float]) -> dict[str, Any]:
+    """:func:`_derive` on bootstrap distributions (NaN: no row of that kind was drawn)."""
+    import numpy as np
+
+    out: dict[str, Any] = {}
+    f1s = []
+    for t in TYPES:
+        p, r = np.array(dists[f"P_{t}"], dtype=float), np.array(dists[f"R_{t}"], dtype=float)
+        p = np.where(np.isnan(p) & ~np.isnan(r), 0.0, p)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            hm = np.where(p + r > 0, 2 * p * r / np.where(p + r > 0, p + r, 1), 0.0)
+        f = np.where(np.isnan(p) & np.isnan(r), np.nan, np.where(np.isnan(p) | np.isnan(r), 0.0, hm))
+        out[f"P_{t}"], out[f"R_{t}"], out[f"F1_{t}"] = p, r, f
+        f1s.append(f)
+    w = np.asarray(weights, dtype=float)[:, None]
+    stack = np.vstack(f1s)
+    defined = ~np.isnan(stack)
+    total = (w * defined).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["CESG"] = np.where(total > 0, (w * np.nan_to_num(stack)).sum(axis=0) / np.where(total > 0, total, 1), np.nan)
+    return out

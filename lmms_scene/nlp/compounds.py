@@ -1,0 +1,119 @@
+"""Multi-word object names kept whole before spaCy tags and parses a sentence.
+
+``en_core_web_sm`` often loses the head of a noun compound it does not know ("There is
+no fire extinguisher." tags *extinguisher* as an adverb, so the absent object becomes
+*fire*). A pipeline component placed first merges every known compound ("fire
+extinguisher", "hard hat", "safety harness", "first aid kit") into one token before the
+tagger and parser run, with the head word's NORM, so the model sees a noun it knows in
+that slot: the merged token's lexeme gets the head word's NORM, shape, prefix and suffix
+(the features ``en_core_web_sm`` embeds), so "first aid kit" is tagged and parsed as
+"kit" would be.
+
+The compounds are WordNet's 2-3 word nouns for things that can be in a scene (artifacts,
+people, body parts, substances, places, objects, acts such as "fall protection") plus
+lmms-scene's own list of safety equipment WordNet lacks (:data:`SAFETY_COMPOUNDS`).
+
+>>> nlp = spacy_pipeline(merge_compounds=True)  # doctest: +SKIP
+>>> [t.text for t in nlp("There is no fire extinguisher.")]  # doctest: +SKIP
+['There', 'is', 'no', 'fire extinguisher', '.']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lmms_scene import cache
+
+#: safety equipment and scene objects WordNet does not list as compounds (ours)
+SAFETY_COMPOUNDS = (
+    "guard rail", "guard rails", "first aid kit", "first-aid kit", "safety goggles", "safety glasses", "face shield",
+    "face mask", "safety vest", "high-visibility vest", "hi-vis vest", "reflective vest", "warning sign", "warning signs",
+    "warning light", "warning tape", "caution tape", "barrier tape", "traffic cone", "traffic cones", "ear protection",
+    "eye protection", "hearing protection", "fall protection", "head protection", "respiratory protection",
+    "safety helmet", "safety shoes", "safety boots", "steel-toe boots", "steel toe boots", "work boots", "work gloves",
+    "safety gloves", "insulated gloves", "welding mask", "welding helmet", "welding screen", "welding gloves",
+    "ear plugs", "ear muffs", "knee pads", "fire blanket", "smoke detector", "smoke alarm", "exit sign",
+    "emergency exit", "emergency stop", "stop button", "machine guard", "blade guard", "saw guard", "safety guard",
+    "safety barrier", "safety line", "safety rope", "safety railing", "toe board", "toe boards", "hand rail",
+    "anchor point", "oven mitt", "oven mitts", "backup alarm", "reversing alarm", "seat belt", "seat belts",
+    "dust mask", "gas mask", "life vest", "life jacket", "life ring", "lifeline", "fire hose", "fire alarm",
+    "sprinkler system", "floor opening", "scaffold platform", "trench box", "ground fault", "lockout tag",
+)  # fmt: skip
+#: the kinds of WordNet noun compound merged (lexicographer files)
+LEXNAMES = {"noun.artifact", "noun.person", "noun.body", "noun.substance", "noun.location", "noun.object", "noun.act"}
+#: a compound starting with one of these is a phrase, not a name ("no one", "any more")
+_STOP_FIRST = {"no", "any", "one", "the", "a", "an", "some", "all", "every", "each", "this", "that", "not", "none", "in", "on", "at", "to", "of"}
+
+
+def compound_names() -> tuple[str, ...]:
+    """Every compound the merger knows, lower case (WordNet's, then ours)."""
+
+    def build() -> tuple[str, ...]:
+        from lmms_scene.nlp.wordnet import locked, synsets, wordnet
+
+        wn = wordnet()
+        names = set(SAFETY_COMPOUNDS)
+        with locked():
+            lemmas = list(wn.all_lemma_names("n"))
+        for lemma in lemmas:
+            parts = lemma.split("_")
+            if not 2 <= len(parts) <= 3 or not all(p.isalpha() for p in parts) or parts[0].lower() in _STOP_FIRST:
+                continue
+            if any(s.lexname() in LEXNAMES for s in synsets(lemma, "n")):
+                names.add(lemma.replace("_", " ").lower())
+        return tuple(sorted(names | {plural(n) for n in names}))
+
+    return cache.cached(("nlp", "compound_names"), build)
+
+
+def plural(name: str) -> str:
+    """The regular plural of a compound's last word ("first aid kit" -> "first aid kits")."""
+    head, _, last = name.rpartition(" ")
+    if last.endswith(("s", "x", "z", "ch", "sh")):
+        last += "es"
+    elif last.endswith("y") and last[-2:-1] not in "aeiou":
+        last = last[:-1] + "ies"
+    else:
+        last += "s"
+    return f"{head} {last}".strip()
+
+
+class CompoundMerger:
+    """The spaCy component: merges known compounds into one token (head's NORM)."""
+
+    def __init__(self, nlp: Any):
+        from spacy.matcher import PhraseMatcher
+
+        self.matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
+        self.matcher.add("COMPOUND", list(nlp.tokenizer.pipe(compound_names())))
+
+    def __call__(self, doc: Any) -> Any:
+        from spacy.util import filter_spans
+
+        spans = filter_spans([doc[s:e] for _, s, e in self.matcher(doc)])
+        if spans:
+            vocab = doc.vocab
+            for span in spans:
+                # the tagger and parser embed NORM, PREFIX, SUFFIX and SHAPE: give the merged
+                # lexeme the head's, so the model sees a noun it knows in this slot
+                head, lex = span[-1], vocab[span.text]
+                if lex.shape_ != head.shape_:
+                    lex.shape_, lex.prefix_, lex.suffix_, lex.norm_ = head.shape_, head.prefix_, head.suffix_, head.norm_
+            with doc.retokenize() as retokenizer:
+                for span in spans:
+                    retokenizer.merge(span, attrs={"NORM": span[-1].norm_})
+        return doc
+
+
+NAME = "lmms_scene_compounds"
+
+
+def add_merger(nlp: Any) -> Any:
+    """Put the compound merger first in ``nlp`` (idempotent); returns ``nlp``."""
+    from spacy.language import Language
+
+    if NAME not in nlp.pipe_names:
+        if not Language.has_factory(NAME):
+            Language.factory(NAME, func=lambda nlp, name: CompoundMerger(nlp))
+        nlp.add_pipe(NAME, first=True)
+    return nlp
