@@ -20,12 +20,54 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 #: The YAML ``metadata`` key through which a task declares its benchmark.
 METADATA_KEY = "benchmark"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A headline number: its direction and valid range are declared here, and the
+    leaderboard takes them from here, never from a submission."""
+
+    name: str
+    title: str
+    higher_is_better: bool = True
+    low: float = 0.0
+    #: None: no upper bound
+    high: float | None = 1.0
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` cannot be this metric's value (None: it can)."""
+        import math
+
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return f"{self.name}: {value!r} is not a number"
+        if not math.isfinite(value):
+            return f"{self.name}: {value!r} is not finite"
+        if value < self.low or (self.high is not None and value > self.high):
+            top = "inf" if self.high is None else f"{self.high:g}"
+            return f"{self.name}: {value!r} is outside its range [{self.low:g}, {top}]"
+        return None
+
+
+@dataclass(frozen=True)
+class Release:
+    """The official release of a benchmark's data: where it lives and, when known, the
+    content fingerprints (:func:`lmms_scene.metrics.rows.fingerprint` of the scored rows'
+    id and gold fields) of its published versions. A run on other data (a local rebuild
+    that differs, a generated build) is reported as what it is, never ranked as the
+    benchmark."""
+
+    #: the hub dataset (None: no public release is known yet)
+    hub: str | None
+    split: str = "test"
+    license: str = "other"
+    #: task name -> fingerprints of the official data as that task scores it
+    fingerprints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -59,6 +101,24 @@ class Benchmark:
     prescore: str | None = None
     #: what to do when the release cannot be loaded (offline): how to build it locally
     build_hint: str | None = None
+    #: the paper's BibTeX entry (with its year)
+    citation: str = ""
+    #: the metric key whose value (in the results JSON) is the benchmark's report dict
+    report_key: str = ""
+    #: the headline numbers: the first ranks the leaderboard, the others stand beside it
+    headline: tuple[Metric, ...] = ()
+    #: the module that reads this benchmark's results: ``summary``, ``failures``,
+    #: ``verification_rows``, ``recompute``, ``tables`` (see :mod:`lmms_scene.report.contract`)
+    results_module: str = ""
+    #: the official data, for the leaderboard's "is this the benchmark?" check
+    release: Release = field(default_factory=lambda: Release(None))
+    #: what the ``n`` of a headline cell counts, and what its interval resamples
+    n_counts: str = "items"
+    resamples: str = "items"
+
+    def results(self) -> Any:
+        """The module named by :attr:`results_module` (imported on demand)."""
+        return importlib.import_module(self.results_module)
 
     @property
     def task_folder(self) -> Path:
@@ -74,6 +134,36 @@ class Benchmark:
         """Every task and group name the benchmark defines (for collision checks)."""
         return (*self.tasks, *self.groups, *self.sample_tasks)
 
+
+COOCO_CITATION = """@inproceedings{merlo2025cooco,
+  title     = {{COOCO} -- Common Objects Out-of-Context -- Semantic Violation in Scenes:
+               Investigating Multimodal Context in Referential Communication},
+  author    = {Merlo, Filippo and Takmaz, Ece and Chen, Wenkai and Gatt, Albert},
+  year      = {2025},
+  eprint    = {2506.22274},
+  archivePrefix = {arXiv}
+}"""
+SNUS_CITATION = """@misc{jiang2026snus,
+  title     = {Benchmarking {MLLMs} via Cognitive Expected Scene Graph for Safety-Critical
+               Visual Negation Understanding},
+  author    = {Jiang, Zhiyun and Wang, Hanyong and Liang, Binbin and Xie, Yu and Yang, Menglong and Li, Wei},
+  year      = {2026},
+  eprint    = {2609.19767},
+  archivePrefix = {arXiv}
+}"""
+LAYERED_VQA_CITATION = """@misc{saiteja2026composition,
+  title     = {Composition, Not Conversation: {VLMs} Lose the Scene, Not the Thread},
+  author    = {Sai Teja, L. D. M. S. and Khan, Ufaq and Krishna, N. Siva Gopala and Tourani, Satyajit and
+               Sharifdeen, Ashshak and Thoker, Fida Mohammad and Ghanem, Bernard and Khan, Muhammad Haris},
+  year      = {2026}
+}"""
+PFRAM_CITATION = """@misc{wang2024pfram,
+  title     = {Understanding Multimodal Hallucination with Parameter-Free Representation Alignment},
+  author    = {Wang, Yueqian and Liang, Jianxin and Wang, Yuxuan and Zhang, Huishuai and Zhao, Dongyan},
+  year      = {2024},
+  eprint    = {2409.01151},
+  archivePrefix = {arXiv}
+}"""
 
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
@@ -92,6 +182,19 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         prescore="lmms_scene.tasks.cooco.utils:prescore",
         build_hint="COOCO reads fmerlo/COOCO: download it once while online, or build it from a local copy "
         "with `lmms-scene build cooco --from-folder DIR --out D` and run the command it prints (docs/cooco.md).",
+        citation=COOCO_CITATION,
+        report_key="cooco_breakdown",
+        headline=(
+            # RefCLIP-S = harmonic mean of CLIP-S (2.5 max(cos, 0)) and max(cos, 0): at most 2.5
+            Metric("refclipscore", "RefCLIPScore", high=2.5),
+            Metric("accuracy", "accuracy (CLIP text cosine >= 0.9)"),
+            Metric("levenshtein_accuracy", "Levenshtein accuracy"),
+        ),
+        results_module="lmms_scene.metrics.cooco_tables",
+        # the COCO-derived images keep their Flickr licenses; the annotations are CC BY 4.0
+        release=Release(hub="fmerlo/COOCO", split="test", license="other"),
+        n_counts="naming items (image x noise setting)",
+        resamples="images",
     ),
     Benchmark(
         name="snus",
@@ -107,6 +210,19 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         docs="docs/snus.md",
         cli_name="snus",
         prescore="lmms_scene.tasks.snus.utils:prescore",
+        citation=SNUS_CITATION,
+        report_key="snus_report",
+        headline=(
+            Metric("CESG", "CESG"),
+            Metric("F1_o", "F1 objects"),
+            Metric("F1_a", "F1 attributes"),
+            Metric("F1_r", "F1 relations"),
+        ),
+        results_module="lmms_scene.metrics.snus_tables",
+        # the release's hub location is not published yet: no run is the official benchmark
+        release=Release(hub=None, split="test", license="other"),
+        n_counts="images",
+        resamples="images",
     ),
     Benchmark(
         name="layered_vqa",
@@ -128,6 +244,20 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         tables="lmms_scene.metrics.vqa:tables",
         docs="docs/layered_vqa.md",
         cli_name="layered-vqa",
+        citation=LAYERED_VQA_CITATION,
+        report_key="layered_vqa_report",
+        headline=(
+            # Table 1's retained accuracy: a schedule family's accuracy over full's (can pass 1)
+            Metric("retained_text", "retained accuracy, Text", high=None),
+            Metric("retained_visual", "retained accuracy, Visual", high=None),
+            Metric("retained_layered", "retained accuracy, Layered", high=None),
+            Metric("accuracy", "final-turn accuracy (every schedule)"),
+        ),
+        results_module="lmms_scene.metrics.layered_vqa_tables",
+        # 93 scenes / 300 questions in the paper; no public location is known yet
+        release=Release(hub=None, split="test", license="other"),
+        n_counts="questions x schedules",
+        resamples="scenes",
     ),
 )
 

@@ -90,6 +90,50 @@ def install_task_path_hook() -> bool:
     patch_once(TaskManager, "initialize_tasks", _PATCH_MARK, wrap)
     install_table_filter()
     install_prescore_hook()
+    install_version_fix()
+    return True
+
+
+_VERSION_MARK = "_lmms_scene_true_version"
+
+
+def install_version_fix() -> bool:
+    """Make the results file and the banner record the harness's own version.
+
+    lmms-eval 0.7.3 records ``git describe`` run from its site-packages folder as its
+    commit (``git_hash``) and ``<branch>@<commit>`` as ``lmms_eval_version``: when the
+    virtualenv lies inside another repository (a project checkout), that is the project's
+    commit. Here the commit is the harness's only when it is a git checkout of lmms-eval,
+    and the version is the installed distribution's (:func:`lmms_scene.provenance.harness_version`)."""
+    try:
+        from lmms_eval import evaluator
+    except Exception:  # noqa: BLE001 - the harness itself is broken; not ours to report
+        return False
+    from lmms_scene import provenance
+
+    names = ("get_git_commit_hash", "get_git_branch_name", "get_lmms_eval_version_string")
+    if not all(callable(getattr(evaluator, n, None)) for n in names):
+        warnings.warn("lmms-scene: this lmms-eval records its version differently from 0.7.3; results keep its own record", stacklevel=2)
+        return False
+    if getattr(evaluator.get_lmms_eval_version_string, _VERSION_MARK, False):
+        return True
+
+    def commit() -> str | None:
+        return provenance.checkout_commit("lmms_eval")
+
+    def branch() -> str | None:
+        if commit() is None:
+            return None
+        from pathlib import Path
+
+        return provenance._git(Path(evaluator.__file__).parent, "branch", "--show-current") or "detached"
+
+    def version() -> str:
+        return provenance.harness_version() or "unknown"
+
+    for name, fn in zip(names, (commit, branch, version)):
+        setattr(fn, _VERSION_MARK, True)
+        setattr(evaluator, name, fn)
     return True
 
 

@@ -43,10 +43,81 @@ class TaskResult:
                 return part.split("=", 1)[1].rstrip("/").rsplit("/", 1)[-1]
         return self.model
 
+    @property
+    def dataset(self) -> dict[str, Any]:
+        """Which data this result scored: the fingerprint the task's report recorded
+        (:func:`lmms_scene.metrics.rows.dataset_identity`), else what the config says
+        (hub repository and revision, or local data files by sha256), with the split."""
+        from lmms_scene import benchmarks
+
+        config = self.config
+        out: dict[str, Any] = {"path": config.get("dataset_path"), "split": config.get("test_split"),
+                               "revision": config.get("revision") or (config.get("dataset_kwargs") or {}).get("revision")}  # fmt: skip
+        report = None
+        if self.benchmark:
+            try:
+                report = self.metrics.get(benchmarks.get(self.benchmark).report_key)
+            except KeyError:
+                report = None
+        identity = report.get("dataset") if isinstance(report, dict) else None
+        if isinstance(identity, dict) and identity.get("fingerprint"):
+            out.update(fingerprint=str(identity["fingerprint"]), n_rows=identity.get("n_rows"), recorded=True)
+            return out
+        files = data_files(config)
+        digests = [file_sha256(_resolve(f, config)) for f in files]
+        if files and all(digests):
+            import hashlib
+
+            out["fingerprint"] = "files:" + hashlib.sha256("\n".join(sorted(digests)).encode()).hexdigest()
+        elif out["path"] and not files:
+            out["fingerprint"] = f"hub:{out['path']}@{out['revision'] or 'unpinned'}"
+        else:
+            out["fingerprint"] = None
+        out["recorded"] = False
+        return out
+
+    @property
+    def fingerprint(self) -> str | None:
+        return self.dataset.get("fingerprint")
+
     def rows(self, key: str) -> list[dict[str, Any]]:
         """The per-doc values a samples file holds under metric ``key`` (e.g. the full
         scored rows a benchmark logs), in file order; empty without samples."""
         return [s[key] for s in self.samples or [] if isinstance(s.get(key), dict)]
+
+
+def data_files(config: dict[str, Any]) -> list[str]:
+    """The local data files a task config reads (``dataset_kwargs.data_files``)."""
+    kwargs = config.get("dataset_kwargs") if isinstance(config.get("dataset_kwargs"), dict) else {}
+    files = kwargs.get("data_files")
+    out: list[str] = []
+    if isinstance(files, str):
+        out.append(files)
+    elif isinstance(files, dict):
+        for v in files.values():
+            out.extend([v] if isinstance(v, str) else [x for x in v if isinstance(x, str)] if isinstance(v, list) else [])
+    elif isinstance(files, list):
+        out.extend(x for x in files if isinstance(x, str))
+    return out
+
+
+def _resolve(name: str, config: dict[str, Any]) -> Path:
+    path = Path(name)
+    return path if path.is_absolute() else Path(str(config.get("__yaml_path__", "."))).parent / path
+
+
+def file_sha256(path: Path) -> str | None:
+    """The sha256 of a file (None when it cannot be read here)."""
+    import hashlib
+
+    try:
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+    except OSError:
+        return None
 
 
 @dataclass
@@ -208,3 +279,47 @@ def show_text(paths: Sequence[str | Path]) -> tuple[str, int]:
     if not parts:
         notes.insert(0, f"no lmms-scene results in {', '.join(map(str, paths))}")
     return "\n\n".join(parts + (["\n".join(notes)] if notes else [])), (0 if parts else 2)
+
+
+def short_fingerprint(fingerprint: str | None) -> str:
+    """A fingerprint as people read it: 12 characters (a ``files:`` / ``hub:`` one whole)."""
+    if not fingerprint:
+        return "unknown data"
+    if fingerprint.startswith("hub:"):
+        return fingerprint
+    return fingerprint.split(":", 1)[-1][:12]
+
+
+def label_runs(results: Sequence[TaskResult]) -> tuple[dict[int, str], list[str]]:
+    """A display label per result (keyed by ``id(result)``) and the notes that state any
+    mixture of datasets, per benchmark.
+
+    A result is labelled by its model (:attr:`TaskResult.label`); when the results of one
+    benchmark hold more than one dataset (:attr:`TaskResult.dataset`), every one of them is
+    labelled ``model [data <fingerprint>]`` instead, so rows of two datasets are never
+    pooled or interleaved under one name, and a note says which datasets are present."""
+    labels: dict[int, str] = {}
+    notes: list[str] = []
+    by_bench: dict[str | None, list[TaskResult]] = {}
+    for r in results:
+        by_bench.setdefault(r.benchmark, []).append(r)
+    for bench, mine in by_bench.items():
+        datasets: dict[str | None, list[TaskResult]] = {}
+        for r in mine:
+            datasets.setdefault(r.fingerprint, []).append(r)
+        mixed = len(datasets) > 1
+        for r in mine:
+            labels[id(r)] = f"{r.label} [data {short_fingerprint(r.fingerprint)}]" if mixed else r.label
+        if mixed and bench is not None:
+            from lmms_scene import benchmarks
+
+            title = benchmarks.get(bench).title if bench in benchmarks.names() else bench
+            parts = []
+            for fp, rs in datasets.items():
+                rows = sorted({n for r in rs if isinstance(n := r.dataset.get("n_rows"), int)})
+                size = f", {'/'.join(map(str, rows))} rows" if rows else ""
+                parts.append(f"{short_fingerprint(fp)} ({', '.join(sorted({r.task for r in rs}))}{size}; "
+                             f"{', '.join(sorted({r.label for r in rs}))})")  # fmt: skip
+            notes.append(f"{title}: these results hold {len(datasets)} different datasets: " + "; ".join(parts)
+                         + ". They are shown as separate rows, labelled by dataset, and never pooled.")  # fmt: skip
+    return labels, notes

@@ -345,6 +345,12 @@ def prescore(pairs: Iterable[tuple[Mapping[str, Any], Any]], model: str | None =
 #: The fields that identify a scored COOCO row, and the resampling cluster of its intervals.
 ID_FIELDS: tuple[str, ...] = ("image_id", "condition", "noise_area", "noise_level")
 CLUSTER = "image_id"
+#: what identifies the data a row scored (never the output): its item (one image of the
+#: release; the noise settings of one task are views of it) and the item's labels. The
+#: report's ``dataset`` fingerprint covers these (:func:`lmms_scene.metrics.rows.dataset_identity`),
+#: so ``cooco`` and ``cooco_noise`` on one release share it
+ITEM_FIELDS: tuple[str, ...] = ("image_id", "condition")
+DATA_FIELDS: tuple[str, ...] = ("scene", "target", "gold")
 DuplicateRowError = rows_lib.DuplicateRowError
 
 
@@ -396,6 +402,13 @@ def _cell(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return rows_lib.cell(rows, CELL_METRICS, cluster=CLUSTER)
 
 
+def overall_cell(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The headline cell: naming items only (clean images, scored on request, have their
+    own cells), deduplicated by id. The breakdown's ``overall`` and the leaderboard's
+    recomputation from a submission's rows are this one function."""
+    return _cell([r for r in unique_rows(rows) if r["condition"] != CLEAN])
+
+
 def output_statistics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """How many answers were empty, verbose, non-ASCII or sanitised (all of them still
     scored), and which could not be scored at all (with their reasons)."""
@@ -436,7 +449,6 @@ def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] |
             level_key(row["noise_level"]), []
         ).append(row)
     conditions = [c for c in SCORED_CONDITIONS if c in grid] + sorted(set(grid) - set(SCORED_CONDITIONS))
-    naming = [r for r in unique if r["condition"] != CLEAN]
     by_cell = {
         c: {a: {lv: _cell(grid[c][a][lv]) for lv in sorted(grid[c][a], key=float)} for a in sorted(grid[c])}
         for c in conditions
@@ -451,9 +463,10 @@ def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] |
         "clip_models": sorted({str(m) for r in unique if (m := r.get("clip_model"))}),
         "n_rows": len(unique),
         "n_duplicate_rows_dropped": dropped,
+        "dataset": rows_lib.dataset_identity(unique, ITEM_FIELDS, DATA_FIELDS),
         "selection": selection_summary(unique),
         # naming items only: clean images (scored on request) have their own cells
-        "overall": _cell(naming),
+        "overall": overall_cell(unique),
         "by_condition": {c: _cell([r for r in unique if r["condition"] == c]) for c in conditions},
         "by_condition_noise": by_cell,
         "context_capture_rate": rows_lib.mean(r["context_captured"] for r in incongruent),

@@ -390,3 +390,28 @@ def corpus_value(
     deduped = dedupe(rows, id_fields, same=content_fields).rows
     digest = corpus_digest(deduped, id_fields, content_fields)
     return cache.memo("corpus", (name, digest), lambda: compute(deduped))
+
+
+# -- which data a run scored ---------------------------------------------------------------
+
+
+def dataset_identity(rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str], data_fields: Sequence[str]) -> dict[str, Any]:
+    """The identity of the data a run scored: a fingerprint of its items (``id_fields``:
+    what identifies an item of the dataset, not a task's row: noise settings, schedules and
+    repeats are views of one item) and their data fields (gold labels, references,
+    questions: never the model's outputs), the number of distinct items, and the fields
+    the fingerprint covers. Two runs on the same items get the same fingerprint whatever
+    the order, the process count, the model or the view; a rebuilt dataset whose gold or
+    ids differ gets another one. Images are not part of it.
+
+    >>> a = dataset_identity([{"id": 1, "gold": "cat", "output": "x"}], ["id"], ["gold"])
+    >>> b = dataset_identity([{"id": 1, "gold": "cat", "output": "y"}], ["id"], ["gold"])
+    >>> a == b, a["n_rows"]
+    (True, 1)
+    """
+    deduped = dedupe(rows, id_fields, same=()).rows
+    return {
+        "fingerprint": corpus_digest(deduped, id_fields, data_fields),
+        "n_rows": len(deduped),
+        "fields": [*id_fields, *data_fields],
+    }

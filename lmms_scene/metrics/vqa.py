@@ -214,6 +214,7 @@ def score_row(
         "n_turns": n_turns,
         "outputs": outputs,
         "output": final,
+        "question": doc.get("question"),
         "answer": doc["answer"],
         "correct": g.correct if g else None,
         "verdict": g.verdict if g else None,
@@ -258,6 +259,12 @@ def score_row(
 # -- aggregation ---------------------------------------------------------------------------------
 
 CLUSTER = "scene_id"
+#: what identifies the data a row scored (never the output): the item (a question of a
+#: scene; schedules and repeats are views of it) and its text, gold and type. The report's
+#: ``dataset`` fingerprint covers these (:func:`lmms_scene.metrics.rows.dataset_identity`),
+#: so the 16 schedule tasks of one dataset share it
+ITEM_FIELDS: tuple[str, ...] = ("scene_id", "question_id")
+DATA_FIELDS: tuple[str, ...] = ("question", "answer", "question_type")
 
 
 def _na(field: str, cond: Callable[[Mapping[str, Any]], bool]) -> Callable[[Mapping[str, Any]], Any]:
@@ -521,22 +528,20 @@ def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: i
         r["delivery"] = "one turn" if r["single_turn"] else "across turns"
     schedules = [s for s in SCHEDULES if any(r["schedule"] == s for r in rows)]
     graders = sorted({r.get("grader", "rule") for r in rows})
+    retained_part = _retained(rows, schedules, n_boot, seed)
     out: dict[str, Any] = {
         "n_rows": len(rows),
+        "dataset": R.dataset_identity(rows, ITEM_FIELDS, DATA_FIELDS),
         "n_duplicates": deduped.n_duplicates,
         "n_failed_conversations": sum(1 for r in rows if r.get("failure")),
         "grader": graders[0] if len(graders) == 1 else graders,
         "synonyms": sorted({r.get("synonyms", "") for r in rows}),
         "interval": {"method": "percentile bootstrap", "cluster": CLUSTER, "n_boot": n_boot, "seed": seed, "level": R.LEVEL},
-        "overall": R.cell(rows, ACCURACY, CLUSTER, n_boot=n_boot, seed=seed),
+        "overall": _headline(rows, retained_part, n_boot, seed),
         "by_schedule": R.breakdown(rows, ["schedule"], ACCURACY, CLUSTER, order=order, n_boot=n_boot, seed=seed),
         "by_type_schedule": R.breakdown(rows, ["question_type", "schedule"], {"accuracy": _f("correct")}, CLUSTER, order={"question_type": list(_types()), **order}, n_boot=n_boot, seed=seed),
-        "retained": _retained(rows, schedules, n_boot, seed),
+        "retained": retained_part,
     }
-    for column, entry in out["retained"].get("by_column", {}).items():
-        # the paper's headline next to the pooled accuracy (read by show, the report, the leaderboard)
-        out["overall"][f"retained_{column}"] = entry["retained_accuracy"]
-        out["overall"].setdefault("ci95", {})[f"retained_{column}"] = entry["ci95"]
     sel = [r for r in rows if "selection" in r]
     if sel:
         out["evidence"] = R.breakdown(sel, ["schedule"], SELECTION_METRICS, CLUSTER, order=order, n_boot=n_boot, seed=seed)
@@ -561,6 +566,28 @@ def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: i
     out["by_depth"] = _loss_by(rows, "depth", ("concat-v", "oracle"), n_boot, seed)
     out["relational"] = _extra_loss(rows, ("concat-v", "oracle"), n_boot, seed)
     return out
+
+
+def _headline(rows: Sequence[Mapping[str, Any]], retained_part: Mapping[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
+    # the pooled accuracy cell with the paper's headline beside it (read by show, the
+    # report and the leaderboard)
+    cell = R.cell(rows, ACCURACY, CLUSTER, n_boot=n_boot, seed=seed)
+    for column, entry in retained_part.get("by_column", {}).items():
+        cell[f"retained_{column}"] = entry["retained_accuracy"]
+        cell.setdefault("ci95", {})[f"retained_{column}"] = entry["ci95"]
+    return cell
+
+
+def headline_cell(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: int = R.SEED) -> dict[str, Any]:
+    """The headline cell of a set of scored rows (every schedule of a run together): Table
+    1's retained accuracy Text / Visual / Layered and the pooled final-turn accuracy, with
+    their intervals, exactly as :func:`report` computes its ``overall`` cell (the
+    leaderboard recomputes a submission's headline with it)."""
+    from lmms_scene.data.layered_vqa import SCHEDULES
+
+    rows = [dict(r) for r in R.dedupe(expand_repeats(rows), ("scene_id", "question_id", "schedule", "repeat"), same=()).rows]
+    schedules = [s for s in SCHEDULES if any(r["schedule"] == s for r in rows)]
+    return _headline(rows, _retained(rows, schedules, n_boot, seed), n_boot, seed)
 
 
 def schedule_part(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:

@@ -1,8 +1,14 @@
-"""Report tables: one :class:`Table` renders as Markdown, CSV and HTML.
+"""Report tables: one :class:`Table` renders as text (``lmms-scene show``), Markdown,
+CSV and HTML; a benchmark's tables, figures and notes travel together as a :class:`View`.
 
-A cell is text or a :class:`Value` (a mean with the 95% interval and n the results hold;
-nothing here computes a statistic). In CSV a column holding values is split into
-``mean``, ``ci_low``, ``ci_high`` and ``n`` columns, so the numbers stay machine-readable.
+Every benchmark's results module (``Benchmark.results_module``) builds its ``View`` from
+the report dicts the results hold; ``show``, the HTML report, ``report.md`` and the CSV
+files all render those same objects, so one number has one value and one interval
+everywhere. A cell is text or a :class:`Value` (a mean with the 95% interval and n the
+results hold; nothing here computes a statistic). In CSV a column holding values is split
+into ``mean``, ``ci_low``, ``ci_high`` and ``n`` columns, so the numbers stay
+machine-readable. Text is escaped for the format it lands in: Markdown cells cannot open
+a heading or a table row, CSV cells cannot start a spreadsheet formula, HTML is escaped.
 """
 
 from __future__ import annotations
@@ -59,20 +65,31 @@ class Table:
     provenance: list[str] = field(default_factory=list)
     #: the file name stem of its CSV export
     slug: str = ""
+    #: how many leading columns are the headline (kept in view in the HTML page)
+    key_columns: int = 1
 
     def __post_init__(self) -> None:
         if not self.slug:
             self.slug = slugify(self.title)
 
-    def markdown(self) -> str:
-        def fmt(c: Any) -> str:
-            return _text(c).replace("|", "\\|")
+    def cells(self) -> list[list[str]]:
+        """Every cell as display text (what every renderer prints)."""
+        return [[_text(c) for c in row] for row in self.rows]
 
-        lines = [f"### {self.title}", "", "| " + " | ".join(map(fmt, self.header)) + " |",
-                 "|" + "---|" * len(self.header)]  # fmt: skip
-        lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in self.rows]
+    def text(self) -> str:
+        """The table for a terminal: a pipe table under its title, provenance below."""
+        lines = [f"## {self.title}", "", _pipe_row(map(str, self.header)), "|" + "---|" * len(self.header)]
+        lines += [_pipe_row(row) for row in self.cells()]
         if self.provenance:
             lines += [""] + [f"- {p}" for p in self.provenance]
+        return "\n".join(lines)
+
+    def markdown(self) -> str:
+        lines = [f"### {md_inline(self.title)}", "", _pipe_row(md_cell(str(h)) for h in self.header),
+                 "|" + "---|" * len(self.header)]  # fmt: skip
+        lines += [_pipe_row(md_cell(c) for c in row) for row in self.cells()]
+        if self.provenance:
+            lines += [""] + [f"- {md_inline(p)}" for p in self.provenance]
         return "\n".join(lines)
 
     def csv(self) -> str:
@@ -82,18 +99,18 @@ class Table:
             head += [f"{name} mean", f"{name} ci_low", f"{name} ci_high", f"{name} n"] if v else [name]
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
-        w.writerow(head)
+        w.writerow([csv_cell(h) for h in head])
         for row in self.rows:
             out: list[Any] = []
             for i, v in enumerate(valued):
                 c = row[i] if i < len(row) else None
                 if not v:
-                    out.append(_text(c))
+                    out.append(csv_cell(_text(c)))
                 elif isinstance(c, Value):
                     lo, hi = (c.ci95 or (None, None))[:2]
                     out += ["" if x is None else repr(float(x)) for x in (c.mean, lo, hi)] + ["" if c.n is None else c.n]
                 else:
-                    out += [_text(c), "", "", ""]
+                    out += [csv_cell(_text(c)), "", "", ""]
             w.writerow(out)
         return buf.getvalue()
 
@@ -110,6 +127,90 @@ class Table:
             + (f'<ul class="provenance">{prov}</ul>' if prov else "")
             + "</figure>"
         )
+
+
+def _pipe_row(cells: Any) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def md_inline(text: str) -> str:
+    """``text`` as inline Markdown that cannot start a block: newlines folded (every
+    caller puts it after ``### ``, ``- `` or inside a table row, so no heading, list or
+    row can begin inside it) and HTML tags and entities made inert."""
+    flat = " ".join(str(text).split())
+    return flat.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def md_cell(text: str) -> str:
+    """``text`` as one Markdown table cell: :func:`md_inline` and ``|`` escaped."""
+    return md_inline(text).replace("|", "\\|")
+
+
+def csv_cell(text: str) -> str:
+    """A CSV cell a spreadsheet will not run: a leading ``= + - @`` (or tab / CR) gets a
+    quote in front (the OWASP advice), except for numbers such as ``-0.5``."""
+    text = str(text)
+    if text[:1] in ("=", "+", "-", "@", "\t", "\r") and not re.fullmatch(r"[-+]?\d+(\.\d+)?([eE][-+]?\d+)?", text):
+        return "'" + text
+    return text
+
+
+@dataclass
+class Plot:
+    """A figure drawn from the same :class:`Value` cells its table shows: ``kind`` names
+    the function of :mod:`lmms_scene.report.plots`, ``args`` its arguments."""
+
+    title: str
+    kind: str
+    args: dict[str, Any]
+
+    def png(self) -> bytes:
+        from lmms_scene.report import plots
+
+        return getattr(plots, self.kind)(**self.args)
+
+
+@dataclass
+class Run:
+    """One run's provenance block: who ran what on which data, and what scored it."""
+
+    label: str
+    tasks: list[str]
+    model: str
+    model_args: str
+    dataset: str
+    sources: list[str]
+    scorer: list[str] = field(default_factory=list)
+    limit: Any = None
+
+    def lines(self) -> list[str]:
+        limit = f"; --limit {self.limit} (partial run)" if self.limit not in (None, "", "None") else ""
+        head = (f"{self.label}: model {self.model}, model_args {self.model_args or '-'}{limit}; tasks "
+                f"{', '.join(self.tasks)}; data {self.dataset}; source {', '.join(self.sources)}")  # fmt: skip
+        return [head, *self.scorer]
+
+
+@dataclass
+class View:
+    """Everything one benchmark shows for a set of results: tables and figures built
+    once from the report dicts the results hold, notes, one provenance block per run,
+    the results it used and the ones it passed over (with the reason)."""
+
+    benchmark: str
+    title: str
+    tables: list[Table] = field(default_factory=list)
+    plots: list[Plot] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+    used: list[Any] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+    def text(self) -> str:
+        """What ``lmms-scene show`` prints for this benchmark."""
+        parts = [t.text() for t in self.tables] + list(self.notes)
+        if self.runs:
+            parts.append("Runs:\n" + "\n".join(f"- {line}" for run in self.runs for line in run.lines()))
+        return "\n\n".join(parts) if parts else f"no {self.title} results to show"
 
 
 def _text(c: Any) -> str:

@@ -1,0 +1,185 @@
+"""COOCO's results, read once: the headline cell, the failures that make a run unrankable,
+the rows a submission carries for verification, and every table and figure that
+``lmms-scene show``, the HTML report, ``report.md`` and the CSV files render.
+
+Numbers come from the breakdowns the tasks wrote (``cooco_breakdown``: means, 95%
+intervals with images resampled, n); nothing is recomputed here except by
+:func:`recompute`, which the leaderboard uses to check a submission's numbers against its
+own rows with the very function the task used (:func:`lmms_scene.metrics.naming.overall_cell`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lmms_scene.metrics import naming
+from lmms_scene.metrics import rows as rows_lib
+from lmms_scene.report.tables import Plot, Run, Table, Value, View, value_of
+
+REPORT_KEY = naming.BREAKDOWN_KEY
+ID_FIELDS = naming.ID_FIELDS
+DATA_FIELDS = naming.DATA_FIELDS
+#: the row fields the headline cell needs (naming.CELL_METRICS reads these)
+VERIFY_FIELDS: tuple[str, ...] = (
+    *ID_FIELDS, *DATA_FIELDS, "refclipscore", "clip_score", "reference_similarity", "accuracy",
+    "levenshtein_accuracy", "text_similarity", "output_scene_similarity", "context_captured", "empty", "scored",
+)  # fmt: skip
+METRICS = (
+    ("refclipscore", "RefCLIPScore"),
+    ("accuracy", "accuracy (CLIP text cosine >= 0.9)"),
+    ("levenshtein_accuracy", "Levenshtein accuracy"),
+)
+N_NOTE = "n = naming items (image x noise setting); intervals resample images"
+
+
+def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The data identity a COOCO report records (:func:`lmms_scene.metrics.rows.dataset_identity`)."""
+    return rows_lib.dataset_identity(rows, naming.ITEM_FIELDS, DATA_FIELDS)
+
+
+def report_of(result: Any) -> Mapping[str, Any] | None:
+    rep = result.metrics.get(REPORT_KEY)
+    return rep if isinstance(rep, Mapping) and isinstance(rep.get("by_condition_noise"), Mapping) else None
+
+
+def summary(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The headline cell of one task's report."""
+    cell = report.get("overall")
+    return cell if isinstance(cell, Mapping) else None
+
+
+def failures(report: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(counts, reasons): the outputs that were empty or could not be scored; a reason
+    makes a run unrankable."""
+    stats = report.get("output_statistics") or {}
+    counts = {k: stats.get(k) for k in ("n", "n_empty", "n_unscored")}
+    reasons = []
+    if not isinstance(counts["n"], int) or counts["n_empty"] is None or counts["n_unscored"] is None:
+        reasons.append(f"its {REPORT_KEY} does not record how many outputs were empty or unscored")
+    elif counts["n_unscored"]:
+        reasons.append(f"{counts['n_unscored']} rows could not be scored")
+    return counts, reasons
+
+
+def verification_rows(result: Any) -> list[dict[str, Any]]:
+    """The fields of every logged row that the headline and the data identity need."""
+    return [{k: r.get(k) for k in VERIFY_FIELDS} for r in result.rows(REPORT_KEY)]
+
+
+def recompute(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The headline cell and the data identity from a task's rows (what the task computed)."""
+    return {"cell": naming.overall_cell(rows), "dataset": identity(rows)}
+
+
+# -- tables and figures -----------------------------------------------------------------------
+
+
+def _cell(grid: Mapping[str, Any], condition: str, area: str, level: str) -> Mapping[str, Any] | None:
+    return grid.get(condition, {}).get(area, {}).get(level)
+
+
+def _scorer(report: Mapping[str, Any]) -> str:
+    sc = report.get("scorer") or {}
+    clip = sc.get("clip_model") or sc.get("clip_metrics") or "?"
+    th = sc.get("thresholds") or {}
+    thresholds = ", ".join(f"{k} {v}" for k, v in th.items()) or "none"
+    return (f"scorer {sc.get('scorer', '?')} (lmms-scene {sc.get('lmms_scene_version', '?')}, normaliser "
+            f"{sc.get('normaliser', '?')}); CLIP {clip}; thresholds: {thresholds}; intervals: "
+            f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}")  # fmt: skip
+
+
+def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
+    """COOCO Figures 3-4, output-scene similarity and context capture, and the output
+    counts, for every (model, dataset) in ``results``."""
+    from lmms_scene.results import short_fingerprint
+
+    out = View("cooco", "COOCO")
+    reports: dict[str, list[tuple[Any, Mapping[str, Any]]]] = {}
+    for r in results:
+        rep = report_of(r)
+        if rep is None:
+            out.skipped.append((str(r.source), f"task {r.task}: no '{REPORT_KEY}' dict in its metrics (results from another lmms-scene version?)"))
+            continue
+        reports.setdefault(labels[id(r)], []).append((r, rep))
+        out.used.append(r)
+    if not reports:
+        out.notes.append("No COOCO breakdown in these results.")
+        return out
+    for label, reps in reports.items():
+        first = reps[0][0]
+        out.runs.append(Run(label, [r.task for r, _ in reps], first.model, first.model_args,
+                            short_fingerprint(first.fingerprint), sorted({str(r.source) for r, _ in reps}),
+                            sorted({_scorer(rep) for _, rep in reps}), first.limit))  # fmt: skip
+    grids = {m: naming.merge_reports([rep for _, rep in reps]) for m, reps in reports.items()}
+    conditions = list(naming.CONDITIONS) + sorted({c for g in grids.values() for c in g} - set(naming.CONDITIONS))
+    models = list(grids)
+    for metric, title in METRICS:
+        computed = any(
+            (lv or {}).get(metric) is not None for g in grids.values() for a in g.values() for lvs in a.values() for lv in lvs.values()
+        )  # fmt: skip
+        if not computed:
+            why = sorted({str((rep.get("scorer") or {}).get("clip_metrics") or "no value in any cell")
+                          for reps in reports.values() for _, rep in reps})  # fmt: skip
+            out.notes.append(f"{title}: not computed in these results ({'; '.join(why)}); its tables and figures are left out.")
+            continue
+        rows = [[c, *(value_of(_cell(grids[m], c, "none", "0"), metric) for m in models)] for c in conditions]
+        out.tables.append(Table(f"COOCO Figure 3: {title} at noise level 0 ({N_NOTE})", ["condition", *models], rows,
+                                slug=f"cooco-figure3-{metric}"))  # fmt: skip
+        out.plots.append(Plot(f"COOCO Figure 3: {title} by relatedness (no noise), 95% intervals", "grouped_bars",
+                              {"groups": conditions, "series": {m: [row[1 + i] for row in rows] for i, m in enumerate(models)},
+                               "title": f"{title} at noise level 0", "ylabel": title.split(" (")[0]}))  # fmt: skip
+        for m in models:
+            g = grids[m]
+            areas = [a for a in ("context", "target", "all") if any(a in g.get(c, {}) for c in conditions)]
+            if not areas:
+                continue
+            settings = naming.FIGURE4_SETTINGS
+            header = ["condition", *("no noise" if a == "none" else f"{a} {lv}" for a, lv in settings)]
+            rows4 = [[c, *(value_of(_cell(g, c, a, lv), metric) for a, lv in settings)] for c in conditions]
+            out.tables.append(Table(f"COOCO Figure 4: {title} by relatedness x noise area x level ({m}; {N_NOTE})", header,
+                                    rows4, slug=f"cooco-figure4-{metric}-{m}"))  # fmt: skip
+            panels = {
+                a: {c: [(0.0, value_of(_cell(g, c, "none", "0"), metric)),
+                        *((float(lv), value_of(_cell(g, c, a, lv), metric)) for lv in ("0.5", "1"))] for c in conditions}
+                for a in areas
+            }  # fmt: skip
+            out.plots.append(Plot(f"COOCO Figure 4: {title} by noise area and level ({m}), 95% intervals", "level_lines",
+                                  {"panels": panels, "title": f"{title} ({m})", "ylabel": title.split(" (")[0]}))  # fmt: skip
+    header = ["condition"]
+    for m in models:
+        header += [f"{m} output-scene similarity", f"{m} context capture"]
+    rows = []
+    for c in conditions:
+        line: list[Any] = [c]
+        for m in models:
+            cl = _cell(grids[m], c, "none", "0")
+            line += [value_of(cl, "output_scene_similarity"), value_of(cl, "context_capture_rate")]
+        rows.append(line)
+    if any(isinstance(v, Value) for row in rows for v in row[1:]):
+        out.tables.append(Table(f"COOCO: output-scene similarity and context-capture rate at noise level 0 ({N_NOTE})",
+                                header, rows, slug="cooco-scene-capture"))  # fmt: skip
+    else:
+        out.notes.append("Output-scene similarity and context capture: not computed in these results (they need CLIP).")
+    capture = []
+    for m, reps in reports.items():
+        rep = reps[0][1]
+        if rep.get("context_capture_rate") is not None and rep.get("context_capture_rate_among_wrong") is not None:
+            capture.append(f"{m}: {rep['context_capture_rate']:.3f} of incongruent answers "
+                           f"({rep['context_capture_rate_among_wrong']:.3f} of the wrong ones)")  # fmt: skip
+    if capture:
+        out.notes.append("Context capture (the answer closer to the original target than to the gold): " + "; ".join(capture))
+    chosen = sorted({f"{m}: {naming.selection_line(rep['selection'])}" for m, reps in reports.items() for _, rep in reps
+                     if isinstance(rep.get("selection"), Mapping)})  # fmt: skip
+    if chosen:
+        out.notes.append("Selection: " + "; ".join(chosen))
+    stats = []
+    for m, reps in reports.items():
+        for r, rep in reps:
+            st = rep.get("output_statistics") or {}
+            stats.append([m, r.task, st.get("n"), st.get("n_empty"), st.get("n_verbose"), st.get("n_unscored"),
+                          rep.get("n_duplicate_rows_dropped")])  # fmt: skip
+    out.tables.append(Table("COOCO: outputs (every one scored; unscored rows are counted, never zeros)",
+                            ["model", "task", "n", "empty", "verbose", "unscored", "duplicates dropped"], stats,
+                            slug="cooco-outputs", key_columns=2))  # fmt: skip
+    return out
