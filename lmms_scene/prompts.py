@@ -2,7 +2,8 @@
 
 Templates are sandboxed (a dataset row can never reach Python internals through a
 prompt) and strict: a variable the template uses but the caller did not pass is an
-error, never an empty string in a prompt.
+error, never an empty string in a prompt. Prompts and cards are text (no escaping);
+pages (``*.html.jinja``: the report, the leaderboard) are HTML-escaped automatically.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ def environment():
     from lmms_scene.cache import cached
 
     def make():
-        from jinja2 import FileSystemLoader, StrictUndefined
+        from jinja2 import FileSystemLoader, StrictUndefined, select_autoescape
         from jinja2.sandbox import SandboxedEnvironment
 
         root = resources.files("lmms_scene.templates")
@@ -25,7 +26,7 @@ def environment():
             keep_trailing_newline=False,
             trim_blocks=True,
             lstrip_blocks=True,
-            autoescape=False,
+            autoescape=select_autoescape(enabled_extensions=("html.jinja",), default_for_string=False, default=False),
         )
 
     return cached(("jinja-environment",), make)

@@ -260,25 +260,30 @@ def with_interval(mean: float | None, interval: Sequence[float] | None) -> str:
 
 
 def show_text(paths: Sequence[str | Path]) -> tuple[str, int]:
-    """The text ``show`` prints for ``paths`` and its exit status (2 when nothing was shown)."""
-    from lmms_scene import benchmarks
+    """The text ``show`` prints for ``paths`` and its exit status (2 when nothing was shown).
+
+    Every benchmark's part is its registry results module's view (the same objects the
+    HTML report renders); a mixture of datasets is stated first."""
+    from lmms_scene.report.html import views
 
     loaded = load(paths)
+    ours = [r for r in loaded.results if r.benchmark is not None]
+    built, mixture = views(ours)
     parts: list[str] = []
-    for bench in benchmarks.BENCHMARKS:
-        mine = loaded.for_benchmark(bench.name)
-        if not mine:
-            continue
-        text = benchmarks.resolve(bench.tables)(mine)
-        parts.append(f"# {bench.title}\n\n{text}")
+    if mixture:
+        parts.append("NOTE: " + "\nNOTE: ".join(mixture))
+    shown = 0
+    for view in built:
+        parts.append(f"# {view.title}\n\n{view.text()}")
+        shown += bool(view.tables)
     others = sorted({r.task for r in loaded.results if r.benchmark is None})
     notes = []
     if others:
         notes.append(f"not lmms-scene tasks (not shown): {', '.join(others)}")
-    notes += [f"skipped {path}: {why}" for path, why in loaded.skipped]
-    if not parts:
+    notes += [f"skipped {path}: {why}" for path, why in loaded.skipped + [s for v in built for s in v.skipped]]
+    if not shown:
         notes.insert(0, f"no lmms-scene results in {', '.join(map(str, paths))}")
-    return "\n\n".join(parts + (["\n".join(notes)] if notes else [])), (0 if parts else 2)
+    return "\n\n".join(parts + (["\n".join(notes)] if notes else [])), (0 if shown else 2)
 
 
 def short_fingerprint(fingerprint: str | None) -> str:

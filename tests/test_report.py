@@ -21,7 +21,7 @@ import pytest
 from PIL import Image
 
 from lmms_scene.report import build_report
-from lmms_scene.report.tables import Table, Value, parse_markdown
+from lmms_scene.report.tables import Table, Value
 
 CONDITIONS = ("original", "same_target", "high", "medium", "low")
 SCHEDULES = ("full", "concat-q", "sharded-v")
@@ -144,20 +144,24 @@ def test_report_shows_every_figure_and_table_with_the_intervals_the_results_hold
     assert "0.520 [0.490, 0.540] (n=20)" in page  # modelA, high, no noise, RefCLIPScore
     assert "0.620 [0.590, 0.640] (n=20)" in page  # modelB, same cell
     assert "0.470 [0.450, 0.500]" in page  # Pfram llm.4 with its bootstrap interval
-    assert "0.800 [0.700, 0.900] (n=22)" in page  # retained accuracy, text column
-    for title in ("COOCO Figure 3: RefCLIPScore at noise level 0", "COOCO Figure 4: RefCLIPScore by relatedness x noise area x level (modelB)",
+    assert "80.00 [70.0, 90.0]" in page  # retained accuracy, text column, in percent as the paper prints it
+    for title in ("COOCO Figure 3: RefCLIPScore at noise level 0", "COOCO Figure 4: RefCLIPScore by relatedness x noise area x level (modelB;",
                   "Layered-VQA Table 1", "Layered-VQA Table 2: evidence handed over (modelA)", "Layered-VQA: grounding",
                   "Layered-VQA Table 3: accuracy per question type", "output-scene similarity and context-capture rate",
                   "Pfram per layer"):  # fmt: skip
         assert title in page, title
-    # every table says what produced it
+    # every run says once what produced its numbers (one provenance block per run, not per table)
     tables = re.findall(r'<figure class="table".*?</figure>', page, flags=re.DOTALL)
     assert len(tables) == info.n_tables
-    for t in tables:
-        assert '<ul class="provenance">' in t, t[:200]
+    runs = re.findall(r'<ul class="runs">.*?</ul>\n', page, flags=re.DOTALL)
+    assert len(runs) == 3  # COOCO, Layered-VQA and Pfram's score files
+    assert all(r.count("modelA: model qwen2_5_vl") == 1 and r.count("modelB: model qwen2_5_vl") == 1 for r in runs[:2])
     assert "CLIP tiny-clip-test; thresholds: accuracy_text_cosine 0.9, levenshtein_similarity 0.55" in page
     assert "model_args pretrained=/ckpt/modelA,device=cpu" in page
     assert "grader rule (lmms_scene.metrics.vqa.grade, synonyms wordnet)" in page
+    # headline first: Table 1 opens with the retained columns, kept in view
+    t1 = page[page.index("Layered-VQA Table 1"):]
+    assert re.search(r'<th class="key headline"[^>]*>model</th><th class="key headline"[^>]*>retained text</th>', t1)
     assert "over scene_id, 1000 resamples, seed 0" in page
     assert "gold G_obj (shared object labels)" in page
     # self-contained: no resource from anywhere else
@@ -202,7 +206,7 @@ def test_bad_input_is_listed_with_the_reason_and_the_rest_is_reported(tmp_path):
     reasons = dict(info.skipped)
     older = [w for p, w in info.skipped if p == str(a / "20260101_000000_results.json")]
     assert sorted(w.split(":")[0] for w in older) == [
-        f"second run of model modelA on task {t}" for t in ("cooco_noise_sample", "cooco_sample", "layered_vqa_sample")
+        f"second run of model modelA on task {t} (same data)" for t in ("cooco_noise_sample", "cooco_sample", "layered_vqa_sample")
     ]
     assert all(f"the newer run {a / '20260105_000000_results.json'} is shown" in w for w in older)
     assert "written by lmms-eval 0.3.0" in reasons[str(old)]
@@ -222,7 +226,7 @@ def test_bad_input_is_listed_with_the_reason_and_the_rest_is_reported(tmp_path):
     assert info.models == ["modelA", "modelB"]
     skipped_html = page[page.index('<section id="skipped"'):]
     for path, why in info.skipped:
-        assert why.split(" (")[0].replace("'", "&#x27;") in skipped_html, why
+        assert why.split(" (")[0].replace("'", "&#39;") in skipped_html, why
     assert "## Skipped" in info.markdown.read_text()
 
 
@@ -244,14 +248,32 @@ def test_pfram_files_that_are_not_score_outputs_are_skipped(two_models, tmp_path
     assert "modelB ndcg k=25 ties=index" in page and "0.470" in page
 
 
-def test_markdown_tables_of_a_registry_tables_function_are_parsed():
-    text = "## Table 2: X (x100)\n\n| Method | n | CESG |\n|---|---|---|\n| m (t) | 12 | 7.48 [3.0, 9.1] |\n\nComputed by: parser P."
-    found, notes = parse_markdown(text)
-    assert found == [("Table 2: X (x100)", ["Method", "n", "CESG"], [["m (t)", "12", "7.48 [3.0, 9.1]"]])]
-    assert notes == ["Computed by: parser P."]
+def test_a_table_renders_the_same_cells_as_csv_markdown_and_text():
     t = Table("t", ["a", "b"], [["x", Value(0.5, [0.4, 0.6], 3)], ["y", None]])
     assert t.csv().splitlines() == ["a,b mean,b ci_low,b ci_high,b n", "x,0.5,0.4,0.6,3", "y,,,,"]
-    assert "| x | 0.500 [0.400, 0.600] (n=3) |" in t.markdown()
+    assert "| x | 0.500 [0.400, 0.600] (n=3) |" in t.markdown() and "| x | 0.500 [0.400, 0.600] (n=3) |" in t.text()
+
+
+def test_markdown_and_csv_cells_cannot_inject(tmp_path):
+    t = Table("a <b>title</b>", ["m"], [["x\n# heading <script>alert(1)</script> | y"], ["=HYPERLINK(1)"], ["-0.5"]])
+    md = t.markdown()
+    assert "\n# heading" not in md and "<script>" not in md and "&lt;script&gt;" in md and "\\| y" in md
+    rows = list(csv.reader(io.StringIO(t.csv())))
+    assert rows[2] == ["'=HYPERLINK(1)"] and rows[3] == ["-0.5"]
+
+
+def test_report_never_overwrites_a_file_it_did_not_write(two_models, tmp_path):
+    out = tmp_path / "mine.html"
+    out.write_text("<html>my own page</html>")
+    with pytest.raises(ValueError, match="were not written by an lmms-scene report"):
+        build_report(two_models, out)
+    assert out.read_text() == "<html>my own page</html>"
+    info = build_report(two_models, out, overwrite=True)
+    assert info.replaced == [out]
+    again = build_report(two_models, out)  # its own file: replaced, and it says so
+    assert again.replaced == [out, out.with_name("report.md")]
+    with pytest.raises(ValueError, match="is a folder"):
+        build_report(two_models, tmp_path / "dir.html" if (tmp_path / "dir.html").mkdir() is None else out)
 
 
 def test_cli_writes_the_report_and_lists_what_it_skipped(two_models, tmp_path, capsys):

@@ -1,396 +1,293 @@
-"""Leaderboard submissions: schema validation, every refusal rule, ranking, the CLI."""
+"""Leaderboard submissions that carry their evidence, and a leaderboard that trusts none
+of them: every refusal rule of ``submit``, every forged file the leaderboard must refuse
+(with its reason), ranking by the registry's direction, runs on different data never
+ranked together, the CLI.
+
+The runs are real results files: the embedded samples' docs scored by the tasks' own
+``process_results`` and aggregations (tests/results_kit.py), with their samples files.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
-import random
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
-from lmms_scene.metrics import rows as rows_lib
-from lmms_scene.provenance import scorer
+from results_kit import by_schedule, cooco_items, layered_items, snus_items, write_run
+
 from lmms_scene.report import leaderboard
 from lmms_scene.report import submission as S
 
-# -- synthetic lmms-eval results, shaped as lmms-eval 0.7.3 writes them ----------------------
+
+@pytest.fixture(scope="module")
+def items(tiny_clip):
+    """Scored items of two "models" (two output mixes) for every benchmark, no empty outputs."""
+    out = {}
+    for k in (0, 1):
+        out[k] = {"cooco": cooco_items(str(tiny_clip), shift=k, fill=True), "snus": snus_items(shift=k, fill=True),
+                  "layered": layered_items(shift=k, fill=True)}  # fmt: skip
+    return out
 
 
-def _cell(values: dict[str, list], clusters: list[str]) -> dict:
-    rows = [{"id": c, **{k: v[i] for k, v in values.items()}} for i, c in enumerate(clusters)]
-    return rows_lib.cell(rows, list(values), cluster="id")
+def fingerprints(run: Path) -> dict[str, list[str]]:
+    """The ``--official`` mapping that makes a run's SNUS and Layered-VQA data official
+    (COOCO's official data is its hub dataset, which the runs name)."""
+    data = json.loads(next(run.glob("*_results.json")).read_text())
+    out: dict[str, list[str]] = {}
+    for task, metrics in data["results"].items():
+        for key, value in metrics.items():
+            if isinstance(value, dict) and isinstance(value.get("dataset"), dict):
+                bench = data["configs"][task]["metadata"]["benchmark"]
+                out.setdefault(bench, []).append(value["dataset"]["fingerprint"])
+    return out
 
 
-def _scores(n: int, p: float, seed: int) -> list[float]:
-    rng = random.Random(seed)
-    return [float(rng.random() < p) for _ in range(n)]
+def full_run(folder: Path, items, k: int = 0, **kw) -> Path:
+    sched = by_schedule(items[k]["layered"])
+    tasks = {"cooco": ("cooco", items[k]["cooco"]), "snus": ("snus", items[k]["snus"]),
+             **{t: ("layered_vqa", v) for t, v in sched.items()}}  # fmt: skip
+    write_run(folder, tasks, groups={"layered_vqa": ("layered_vqa", list(sched))}, **kw)
+    return folder
 
 
-def cooco_report(n=40, p=0.6, seed=0, empty=0, unscored=0, clip=True):
-    ids = [f"img{i // 2}" for i in range(n)]
-    values = {"refclipscore": [0.5 + 0.4 * s for s in _scores(n, p, seed)] if clip else [None] * n,
-              "accuracy": _scores(n, p, seed + 1) if clip else [None] * n,
-              "levenshtein_accuracy": _scores(n, p, seed + 2)}  # fmt: skip
-    return {
-        "scorer": scorer("cooco_naming", checkpoint="tiny-clip", thresholds={"accuracy_text_cosine": 0.9}),
-        "overall": _cell(values, ids),
-        "output_statistics": {"n": n, "n_empty": empty, "n_unscored": unscored, "empty_output_rate": empty / n},
-    }
-
-
-def snus_report(n=20, seed=0, empty=0):
-    ids = [f"s{i}" for i in range(n)]
-    values = {k: _scores(n, 0.4, seed + i) for i, k in enumerate(("CESG", "F1_o", "F1_a", "F1_r"))}
-    return {
-        "model": {
-            "summary": _cell(values, ids),
-            "counts": {"n": n, "n_scored": n, "n_empty_prediction": empty, "n_parse_failures": 0},
-            "provenance": {"cesg": scorer("cesg", parser="rule", coref="rule", similarity_model=None)},
-        },
-        "ac": {},
-    }
-
-
-def vqa_report(n=60, seed=0, failed=0, judges=None):
-    scenes = [f"scene{i // 6}" for i in range(n)]
-    rep = {
-        "n_rows": n,
-        "n_failed_conversations": failed,
-        "overall": _cell({"accuracy": _scores(n, 0.5, seed), "empty_output_rate": [0.0] * n}, scenes),
-        "scorer": scorer("layered_vqa_rule_grader", grader="rule"),
-    }
-    if judges is not None:
-        rep["judges"] = judges
-    return rep
-
-
-REPORT_KEY = {"cooco": "cooco_breakdown", "snus": "snus_report", "layered_vqa": "layered_vqa_report"}
-
-
-def write_results(folder: Path, tasks: dict[str, tuple[str, dict]], *, model="qwen2_5_vl",
-                  model_args="pretrained=/ckpt/Qwen2.5-VL-3B,device=cpu", limit=None, configs=None,
-                  name="20260101_000000") -> Path:  # fmt: skip
-    """``tasks``: task -> (benchmark, report). Returns the results JSON path."""
-    folder.mkdir(parents=True, exist_ok=True)
-    results, cfgs = {}, {}
-    for task, (bench, report) in tasks.items():
-        results[task] = {"alias": task, f"{REPORT_KEY[bench]},none": report}
-        cfgs[task] = {"task": task, "dataset_path": "fmerlo/COOCO" if bench == "cooco" else "some/hub-repo",
-                      "metadata": {"version": 1.0, "benchmark": bench}}  # fmt: skip
-        cfgs[task].update((configs or {}).get(task, {}))
-    data = {
-        "results": results,
-        "configs": cfgs,
-        "versions": {t: 1.0 for t in tasks},
-        "n-samples": {t: {"original": 40, "effective": 40} for t in tasks},
-        "higher_is_better": {t: {} for t in tasks},
-        "task_hashes": {t: "abc" for t in tasks},
-        "config": {"model": model, "model_args": model_args, "limit": limit},
-        "lmms_eval_version": "0.7.3",
-    }
-    path = folder / f"{name}_results.json"
-    path.write_text(json.dumps(data))
-    return path
-
-
-def full_run(folder: Path, seed=0, **kw) -> Path:
-    return write_results(folder, {
-        "cooco": ("cooco", cooco_report(seed=seed)),
-        "snus": ("snus", snus_report(seed=seed)),
-        "layered_vqa_full": ("layered_vqa", vqa_report(seed=seed)),
-    }, **kw)  # fmt: skip
-
-
-def refusal(tmp_path: Path, **kw) -> list[str]:
+def refusal(run: Path, **kw) -> list[str]:
     with pytest.raises(S.Refused) as info:
-        S.build(tmp_path / "run", **kw)
+        S.build(run, **kw)
     return info.value.reasons
+
+
+@pytest.fixture(scope="module")
+def good(items, tmp_path_factory):
+    """A valid submission of model 0 and the official mapping it needs."""
+    run = full_run(tmp_path_factory.mktemp("good") / "run", items)
+    official = fingerprints(run)
+    return run, official, S.build(run, official=official)
 
 
 # -- building ------------------------------------------------------------------------------
 
 
-def test_build_records_model_versions_tasks_and_headline_intervals(tmp_path):
-    full_run(tmp_path / "run")
-    sub = S.build(tmp_path / "run")
-    assert S.check(sub) == []
-    assert sub["model"] == {"name": "Qwen2.5-VL-3B", "model": "qwen2_5_vl", "model_args": "pretrained=/ckpt/Qwen2.5-VL-3B,device=cpu"}
-    assert sub["versions"]["lmms_eval"] == "0.7.3" and sub["versions"]["lmms_scene"]
-    assert set(sub["tasks"]) == {"cooco", "snus", "layered_vqa_full"}
-    task = sub["tasks"]["cooco"]
-    assert task["version"] == 1.0 and task["n_samples"] == 40 and task["benchmark"] == "cooco"
-    # no revision recorded: null plus a note that says so
-    assert task["dataset"]["revision"] is None and "do not record" in task["dataset"]["revision_note"]
+def test_a_submission_holds_the_registry_headline_recomputed_from_its_rows(good):
+    run, official, sub = good
+    assert S.verify(sub, official=official) == []
+    assert sub["versions"]["lmms_eval"] == metadata.version("lmms-eval")
+    assert sub["versions"]["lmms_scene"] and "lmms_scene_commit" in sub["versions"]
+    results = json.loads(next(run.glob("*_results.json")).read_text())["results"]
     cooco = sub["benchmarks"]["cooco"]
-    assert cooco["headline"] == "cooco/refclipscore"
-    cell = cooco_report()["overall"]
-    metric = cooco["metrics"]["cooco/refclipscore"]
-    assert metric["value"] == pytest.approx(cell["refclipscore"])
-    assert metric["ci95"] == pytest.approx(cell["ci95"]["refclipscore"]) and metric["ci95"][0] < metric["ci95"][1]
-    assert metric["n"] == 40
-    assert cooco["provenance"]["cooco"]["checkpoint"] == "tiny-clip"
-    assert cooco["failures"]["cooco"]["n_empty"] == 0
-    assert sub["benchmarks"]["snus"]["headline"] == "snus/CESG"
-    assert sub["benchmarks"]["layered_vqa"]["headline"] == "layered_vqa_full/accuracy"
+    assert cooco["headline"] == "refclipscore" and cooco["task"] == "cooco"
+    overall = results["cooco"]["cooco_breakdown,none"]["overall"]
+    assert cooco["metrics"]["refclipscore"]["value"] == pytest.approx(overall["refclipscore"], abs=1e-12)
+    assert cooco["metrics"]["refclipscore"]["ci95"] == pytest.approx(overall["ci95"]["refclipscore"], abs=1e-12)
+    assert cooco["dataset"]["official"] and cooco["dataset"]["source"]["path"] == "fmerlo/COOCO"
+    assert cooco["dataset"]["fingerprint"] == results["cooco"]["cooco_breakdown,none"]["dataset"]["fingerprint"]
+    # Layered-VQA: retained accuracy from the group, recomputed from the 16 schedule tasks' rows
+    vqa = sub["benchmarks"]["layered_vqa"]
+    assert vqa["headline"] == "retained_text" and vqa["task"] == "layered_vqa" and len(vqa["rows"]) == 16
+    for c in ("text", "visual", "layered"):
+        assert vqa["metrics"][f"retained_{c}"]["value"] == pytest.approx(results["layered_vqa"][f"retained_{c},none"], abs=1e-12)
+    assert vqa["metrics"]["retained_text"]["ci95"] is not None  # the rows give the interval the group lacks
+    snus = sub["benchmarks"]["snus"]
+    assert snus["headline"] == "CESG"
+    assert snus["metrics"]["CESG"]["value"] == pytest.approx(results["snus"]["CESG,none"], abs=1e-12)
 
 
-def test_recorded_revision_is_kept(tmp_path):
-    write_results(tmp_path / "run", {"cooco": ("cooco", cooco_report())},
-                  configs={"cooco": {"revision": "abc123"}})  # fmt: skip
-    assert S.build(tmp_path / "run")["tasks"]["cooco"]["dataset"]["revision"] == "abc123"
+def test_refusals_name_every_reason(items, tmp_path):
+    run = full_run(tmp_path / "run", items, limit=5, harness="main@f3b7498")
+    reasons = refusal(run)
+    assert any(r.startswith("cooco: the run used --limit 5") for r in reasons)
+    assert any("lmms-eval 'main@f3b7498', not one of the tested releases" in r for r in reasons)
+    assert any(r.startswith("snus: not the benchmark: SNUS has no public release") for r in reasons)
+    assert any(r.startswith("layered_vqa: not the benchmark") for r in reasons)
 
 
-def test_local_data_files_are_identified_by_hash(tmp_path):
-    data = tmp_path / "built" / "data" / "test.parquet"
-    data.parent.mkdir(parents=True)
-    data.write_bytes(b"parquet bytes")
-    write_results(tmp_path / "run", {"cooco_mine": ("cooco", cooco_report())},
-                  configs={"cooco_mine": {"dataset_path": "parquet", "dataset_kwargs": {"data_files": {"test": str(data)}}}})  # fmt: skip
-    ds = S.build(tmp_path / "run")["tasks"]["cooco_mine"]["dataset"]
-    import hashlib
-
-    assert ds["data_files"] == [{"path": str(data), "sha256": hashlib.sha256(b"parquet bytes").hexdigest()}]
-    assert "sha256" in ds["revision_note"]
+def test_refuses_old_harnesses_sample_splits_and_runs_without_samples(items, tmp_path):
+    write_run(tmp_path / "old", {"cooco": ("cooco", items[0]["cooco"])}, harness="0.3.0")
+    assert any("lmms-eval '0.3.0'" in r for r in refusal(tmp_path / "old"))
+    write_run(tmp_path / "sample", {"cooco_sample": ("cooco", items[0]["cooco"])})
+    assert any("cooco_sample: a sample split" in r for r in refusal(tmp_path / "sample"))
+    write_run(tmp_path / "nosamples", {"cooco": ("cooco", items[0]["cooco"])}, samples=False)
+    assert any("no logged samples, so its numbers cannot be checked" in r for r in refusal(tmp_path / "nosamples"))
 
 
-# -- refusals ------------------------------------------------------------------------------
+def test_refuses_results_that_disagree_with_their_samples(items, tmp_path):
+    path = write_run(tmp_path / "run", {"cooco": ("cooco", items[0]["cooco"])})
+    data = json.loads(path.read_text())
+    data["results"]["cooco"]["cooco_breakdown,none"]["overall"]["refclipscore"] = 0.99
+    path.write_text(json.dumps(data))
+    assert any("refclipscore is 0.99 in the results but" in r and "disagree" in r for r in refusal(tmp_path / "run"))
 
 
-def test_refuses_a_limit_run(tmp_path):
-    full_run(tmp_path / "run", limit=5)
-    reasons = refusal(tmp_path)
-    assert any("--limit 5" in r and r.startswith("cooco:") for r in reasons)
+def test_refuses_other_data_than_the_official_release(items, tmp_path):
+    # a local rebuild of COOCO (data files, not the hub dataset), and SNUS data whose
+    # fingerprint is not the registered one
+    write_run(tmp_path / "run", {"cooco": ("cooco", items[0]["cooco"]), "snus": ("snus", items[0]["snus"])},
+              configs={"cooco": {"dataset_path": "parquet", "dataset_kwargs": {"data_files": {"test": "/data/mine.parquet"}}}})  # fmt: skip
+    reasons = refusal(tmp_path / "run", official={"snus": ["0" * 64]})
+    assert any(r.startswith("cooco: not the benchmark: its data is not the official release (read from parquet") for r in reasons)
+    assert any(r.startswith("snus: not the benchmark: its data (fingerprint") for r in reasons)
 
 
-def test_refuses_sample_tasks(tmp_path):
-    write_results(tmp_path / "run", {"cooco_sample": ("cooco", cooco_report())})
-    assert any("cooco_sample: a sample split" in r for r in refusal(tmp_path))
+def test_refuses_uncomputed_headlines_empty_outputs_and_judge_failures(items, tiny_clip, tmp_path):
+    no_clip = cooco_items(None)  # CLIP off: no RefCLIPScore
+    write_run(tmp_path / "a", {"cooco": ("cooco", no_clip)})
+    reasons = refusal(tmp_path / "a")
+    assert any("the headline metric refclipscore was not computed" in r for r in reasons)
+    assert any("outputs are empty" in r for r in reasons)  # the pin's mix has an empty answer in six
+    judged = copy.deepcopy(items[0]["snus"])
+    judged[0]["CESG"]["judge_failures"] = ["timeout"]
+    write_run(tmp_path / "b", {"snus": ("snus", judged)})
+    assert any("rows record judge failures in the logged samples" in r for r in refusal(tmp_path / "b"))
 
 
-def test_refuses_a_dataset_marked_as_sample(tmp_path):
-    write_results(tmp_path / "run", {"cooco_a": ("cooco", cooco_report()), "cooco_b": ("cooco", cooco_report())},
-                  configs={"cooco_a": {"metadata": {"version": 1.0, "benchmark": "cooco", "sample": True}},
-                           "cooco_b": {"dataset_kwargs": {"data_files": {"test": "sample/x.parquet"}}}})  # fmt: skip
-    reasons = refusal(tmp_path)
-    assert any(r.startswith("cooco_a: its config marks the dataset as a sample") for r in reasons)
-    assert any(r.startswith("cooco_b: reads a sample data file (sample/x.parquet)") for r in reasons)
-
-
-def test_refuses_empty_outputs_over_the_threshold(tmp_path):
-    write_results(tmp_path / "run", {"cooco": ("cooco", cooco_report(empty=4))})
-    assert any("4 of 40 outputs are empty (10.0% > the 5.0% allowed)" in r for r in refusal(tmp_path))
-    # under a looser threshold the same run is accepted, and the count is recorded
-    sub = S.build(tmp_path / "run", max_empty_rate=0.2)
-    assert sub["benchmarks"]["cooco"]["failures"]["cooco"]["n_empty"] == 4
-
-
-def test_refuses_snus_empty_outputs(tmp_path):
-    write_results(tmp_path / "run", {"snus": ("snus", snus_report(empty=5))})
-    assert any(r.startswith("snus: 5 of 20 outputs are empty") for r in refusal(tmp_path))
-
-
-def test_refuses_unscored_rows_and_failed_conversations(tmp_path):
-    write_results(tmp_path / "run", {"cooco": ("cooco", cooco_report(unscored=1)),
-                                     "layered_vqa_full": ("layered_vqa", vqa_report(failed=2))})  # fmt: skip
-    reasons = refusal(tmp_path)
-    assert "cooco: 1 rows could not be scored" in reasons
-    assert "layered_vqa_full: 2 failed conversations" in reasons
-
-
-def test_refuses_judge_failures(tmp_path):
-    judges = {"rows": 60, "no_consensus": 1, "failed_calls": 3, "unparsed_replies": 0, "self_judges_excluded": []}
-    write_results(tmp_path / "run", {"layered_vqa_full": ("layered_vqa", vqa_report(judges=judges))})
-    assert any("3 failed judge calls, 1 rows without consensus" in r for r in refusal(tmp_path))
-
-
-def test_refuses_cesg_judge_failures_counted_in_the_report(tmp_path):
-    rep = snus_report()
-    rep["model"]["counts"]["n_judge_failures"] = 2
-    write_results(tmp_path / "run", {"snus": ("snus", rep)})
-    assert "snus: 2 CESG judge failures" in refusal(tmp_path)
-
-
-def test_refuses_judge_failures_in_logged_samples(tmp_path):
-    path = write_results(tmp_path / "run", {"snus": ("snus", snus_report())})
-    samples = path.with_name(path.name.replace("_results.json", "_samples_snus.jsonl"))
-    samples.write_text(json.dumps({"doc_id": 0, "CESG": {"image_id": "s0", "judge_failures": ["a ~ b"]}}) + "\n")
-    assert "snus: 1 rows record judge failures in the logged samples" in refusal(tmp_path)
-
-
-def test_refuses_two_models_and_duplicate_tasks(tmp_path):
-    full_run(tmp_path / "run" / "a", name="20260101_000000")
-    full_run(tmp_path / "run" / "b", name="20260102_000000", model_args="pretrained=/ckpt/other")
-    reasons = refusal(tmp_path)
-    assert any(r.startswith("results of more than one model") for r in reasons)
+def test_refuses_two_models_and_a_task_twice(items, tmp_path):
+    write_run(tmp_path / "run" / "a", {"cooco": ("cooco", items[0]["cooco"])}, model_args="pretrained=/m/a")
+    write_run(tmp_path / "run" / "b", {"cooco": ("cooco", items[1]["cooco"])}, model_args="pretrained=/m/b", name="20260102_000000")
+    reasons = refusal(tmp_path / "run")
+    assert any("results of more than one model" in r for r in reasons)
     assert any(r.startswith("cooco: two results") for r in reasons)
 
 
-def test_refuses_an_uncomputed_headline(tmp_path):
-    write_results(tmp_path / "run", {"cooco": ("cooco", cooco_report(clip=False))})
-    assert any("headline metric cooco/refclipscore was not computed" in r for r in refusal(tmp_path))
+# -- the leaderboard refuses forged files ------------------------------------------------------
 
 
-def test_refuses_missing_report_and_no_results(tmp_path):
-    write_results(tmp_path / "run", {"cooco": ("cooco", {"overall": None})})
-    assert any("its cooco_breakdown has no overall cell" in r for r in refusal(tmp_path))
-    (tmp_path / "empty").mkdir()
-    with pytest.raises(S.Refused, match="no lmms-scene task results"):
-        S.build(tmp_path / "empty")
+def _forge(sub, change):
+    forged = copy.deepcopy(sub)
+    change(forged)
+    return forged
 
 
-def test_refusal_lists_every_reason_at_once(tmp_path):
-    write_results(tmp_path / "run", {"cooco_sample": ("cooco", cooco_report(empty=10))}, limit=3)
-    reasons = refusal(tmp_path)
-    assert len(reasons) >= 3
+def _set(path, value):
+    def change(sub):
+        node = sub
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return change
 
 
-# -- the schema ------------------------------------------------------------------------------
+CESG = ["benchmarks", "snus", "metrics", "CESG"]
+FORGERIES = [
+    ("a hand-edited value", _set([*CESG, "value"], 0.6), "does not follow from its rows"),
+    ("an accuracy of 7.5", _set(["benchmarks", "layered_vqa", "metrics", "accuracy", "value"], 7.5), "outside its range [0, 1]"),
+    ("an n of 10^12", _set([*CESG, "n"], 10**12), "but its rows hold"),
+    ("a value outside its own interval", _set([*CESG, "ci95"], [0.0, 0.01]), "lies outside its own interval"),
+    ("a direction of its own", _set([*CESG, "higher_is_better"], False), "Additional properties are not allowed"),
+    ("an edited row", lambda s: s["benchmarks"]["snus"]["rows"]["snus"]["values"][0].__setitem__(2, 0.123), "the rows were changed"),
+    ("another headline", _set(["benchmarks", "snus", "headline"], "F1_o"), "SNUS's headline is 'CESG'"),
+    ("an edited fingerprint", _set(["benchmarks", "snus", "dataset", "fingerprint"], "f" * 64), "is not the fingerprint of its rows"),
+    ("an untested harness", _set(["versions", "lmms_eval"], "0.3.0"), "is not a tested lmms-eval release"),
+    ("an unknown benchmark", lambda s: s["benchmarks"].__setitem__("mmmu", s["benchmarks"]["snus"]), "'mmmu' is not an lmms-scene benchmark"),
+    ("a model name with a newline", _set(["model", "name"], "x\n# injected"), "does not match"),
+]
 
 
-@pytest.fixture()
-def valid(tmp_path):
-    full_run(tmp_path / "run")
-    return S.build(tmp_path / "run")
+@pytest.mark.parametrize("what,change,reason", FORGERIES, ids=[f[0] for f in FORGERIES])
+def test_the_leaderboard_refuses_a_forged_submission(good, tmp_path, what, change, reason):
+    _, official, sub = good
+    (tmp_path / "forged.json").write_text(json.dumps(_forge(sub, change)))
+    data, problems = S.read(tmp_path / "forged.json", official=official)
+    assert problems and any(reason in p for p in problems), problems
 
 
-def test_schema_file_is_versioned_and_shipped():
-    sch = S.schema()
-    assert sch["properties"]["schema_version"] == {"const": S.SCHEMA_VERSION}
-    assert sch["properties"]["format"] == {"const": S.FORMAT}
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+def test_non_finite_numbers_are_not_json(good, tmp_path, literal):
+    _, official, sub = good
+    text = json.dumps(sub).replace(json.dumps(sub["benchmarks"]["snus"]["metrics"]["CESG"]["value"]), literal, 1)
+    (tmp_path / "nan.json").write_text(text)
+    data, problems = S.read(tmp_path / "nan.json", official=official)
+    assert data is None and problems == [f"not JSON ({literal} is not a JSON number)"]
 
 
-@pytest.mark.parametrize(
-    "mutate, expected",
-    [
-        (lambda s: s.pop("model"), "$: missing required field 'model'"),
-        (lambda s: s.update(schema_version=2), "$.schema_version: expected 1, got 2"),
-        (lambda s: s.update(extra=1), "$: unknown field 'extra'"),
-        (lambda s: s["model"].update(name=""), "$.model.name: expected at least 1 characters"),
-        (lambda s: s["tasks"]["cooco"].update(n_samples=-1), "$.tasks.cooco.n_samples: expected >= 0, got -1"),
-        (lambda s: s["benchmarks"]["cooco"]["metrics"]["cooco/refclipscore"].update(ci95=[0.1]),
-         "$.benchmarks.cooco.metrics.cooco/refclipscore.ci95: matches none of the allowed forms"),
-        (lambda s: s["benchmarks"]["cooco"]["metrics"]["cooco/refclipscore"].update(value="0.5"),
-         "$.benchmarks.cooco.metrics.cooco/refclipscore.value: expected number, got str"),
-        (lambda s: s["benchmarks"]["cooco"].update(headline="cooco/nothing"),
-         "$.benchmarks.cooco.headline: 'cooco/nothing' is not one of its metrics"),
-        (lambda s: s["benchmarks"]["cooco"].update(headline="no-slash"), "does not match the pattern"),
-        (lambda s: s["benchmarks"]["cooco"]["metrics"]["cooco/refclipscore"].update(ci95=[0.9, 0.1]),
-         "lower bound 0.9 above upper bound 0.1"),
-        (lambda s: s["tasks"].pop("cooco"), "'cooco' is not in $.tasks"),
-        (lambda s: s.update(created="yesterday"), "$.created: 'yesterday' does not match"),
-    ],
-)
-def test_invalid_submissions_are_named(valid, mutate, expected):
-    broken = copy.deepcopy(valid)
-    mutate(broken)
-    errors = S.check(broken)
-    assert any(expected in e for e in errors), errors
+def test_rows_and_numbers_forged_together_still_need_official_data(good, tmp_path):
+    """What the check cannot see (docs/reports.md says so): consistent forged rows pass the
+    recomputation; the data identity is still checked against the official release."""
+    from lmms_scene.metrics import snus_tables
+
+    _, official, sub = good
+    forged = copy.deepcopy(sub)
+    entry = forged["benchmarks"]["snus"]
+    payload = entry["rows"]["snus"]
+    payload["values"] = payload["values"][:5]  # a 5-item run dressed up consistently
+    entry["rows_sha256"]["snus"] = S.rows_sha256(payload)
+    again = snus_tables.recompute(S.payload_rows(payload))
+    for name, m in entry["metrics"].items():
+        ci = again["cell"]["ci95"].get(name)
+        m.update(value=again["cell"][name], ci95=list(ci) if ci else None, n=again["dataset"]["n_rows"])
+    entry["dataset"]["fingerprint"] = again["dataset"]["fingerprint"]
+    entry["dataset"]["n_rows"] = again["dataset"]["n_rows"]
+    problems = S.verify(forged, official=official)
+    assert problems == ["$.benchmarks.snus.dataset: not the benchmark: its data (fingerprint "
+                        f"{again['dataset']['fingerprint']}) is not an official SNUS release"]
 
 
-def test_validator_rejects_unknown_schema_keywords():
-    with pytest.raises(ValueError, match="unsupported keywords"):
-        S.validate(1, {"type": "integer", "multipleOf": 2})
+# -- ranking ---------------------------------------------------------------------------------
 
 
-def test_read_reports_bad_files(tmp_path, valid):
-    (tmp_path / "bad.json").write_text("{not json")
-    assert S.read(tmp_path / "bad.json")[1][0].startswith("not JSON (line 1")
-    future = dict(valid, schema_version=2)
-    (tmp_path / "future.json").write_text(json.dumps(future))
-    assert "this lmms-scene reads version 1" in S.read(tmp_path / "future.json")[1][0]
-    S.write(valid, tmp_path / "ok.json")
-    assert S.read(tmp_path / "ok.json")[1] == []
-
-
-# -- the leaderboard -------------------------------------------------------------------------
-
-
-def _submission(tmp_path, name, model_args, refclip, seed=0):
-    full_run(tmp_path / name, model_args=model_args, seed=seed)
-    sub = S.build(tmp_path / name)
-    sub["benchmarks"]["cooco"]["metrics"]["cooco/refclipscore"]["value"] = refclip
-    return sub
-
-
-def test_leaderboard_ranks_validates_and_renders(tmp_path):
+def test_leaderboard_ranks_by_the_registry_direction_and_never_mixes_data(items, good, tmp_path):
+    _, official, sub0 = good
     subs = tmp_path / "subs"
     subs.mkdir()
-    for name, value in (("a", 0.5), ("b", 0.8), ("c", 0.5)):
-        S.write(_submission(tmp_path, name, f"pretrained=/m/model_{name}", value), subs / f"{name}.json")
-    (subs / "broken.json").write_text(json.dumps({"format": S.FORMAT, "schema_version": 1}))
-    board = leaderboard.build(subs)
-    order = [(e.model, e.rank) for e in board.ranked["cooco"]]
-    assert order == [("model_b", 1), ("model_a", 2), ("model_c", 2)]  # equal values share a rank
+    S.write(sub0, subs / "a.json")
+    run1 = full_run(tmp_path / "b", items, k=1, model_args="pretrained=/m/model_b")
+    S.write(S.build(run1, official=official), subs / "b.json")
+    S.write(sub0, subs / "a_again.json")
+    # a run on other SNUS data (first 6 images), official to this leaderboard too
+    small = tmp_path / "small"
+    write_run(small, {"snus": ("snus", items[1]["snus"][:6])}, model_args="pretrained=/m/small")
+    other = {**official, "snus": official["snus"] + fingerprints(small)["snus"]}
+    S.write(S.build(small, official=other), subs / "small.json")
+    (subs / "broken.json").write_text(json.dumps({"format": S.FORMAT, "schema_version": 2}))
+    board = leaderboard.build(subs, official=other)
     assert [f for f, _ in board.invalid] == ["broken.json"]
-    assert any("missing required field 'model'" in r for r in board.invalid[0][1])
+    snus_groups = board.groups["snus"]
+    assert len(snus_groups) == 2  # two datasets: two tables, never one ranking
+    big = max(snus_groups, key=lambda g: len(g.entries))
+    values = [e.value for e in big.entries]
+    assert values == sorted(values, reverse=True) and {e.file for e in big.entries} == {"a.json", "a_again.json", "b.json"}
+    assert [e.file for e in min(snus_groups, key=lambda g: len(g.entries)).entries] == ["small.json"]
+    assert any("submitted 2 times" in n for n in board.notes["snus"])
+    assert any("different data" in n for n in board.notes["snus"])
     md = leaderboard.write(board, tmp_path / "lb.md").read_text()
-    assert "## COOCO" in md and "## SNUS" in md and "## Layered-VQA" in md
-    assert "| 1 | model_b" in md and "broken.json" in md
-    assert "0.800 [" in md  # intervals shown
+    assert md.count("Ranked by CESG") == 2 and "broken.json" in md
     page = leaderboard.write(board, tmp_path / "lb.html").read_text()
-    assert page.startswith("<!doctype html>") and "<td>model_b (pretrained=/m/model_b)</td>" in page
-    assert "http" not in page  # loads nothing
-    with pytest.raises(ValueError, match="should end in .md or .html"):
-        leaderboard.write(board, tmp_path / "lb.txt")
+    assert page.startswith("<!DOCTYPE html>") and "http" not in page.split("</style>", 1)[1]
 
 
-def test_leaderboard_keeps_incomparable_headlines_apart(tmp_path):
-    subs = tmp_path / "subs"
-    subs.mkdir()
-    for name in ("a", "b"):
-        S.write(_submission(tmp_path, name, f"pretrained=/m/{name}", 0.5), subs / f"{name}.json")
-    write_results(tmp_path / "c", {"layered_vqa_concat_q": ("layered_vqa", vqa_report())}, model_args="pretrained=/m/c")
-    S.write(S.build(tmp_path / "c"), subs / "c.json")
-    board = leaderboard.build(subs)
-    assert [e.model for e in board.ranked["layered_vqa"]] == ["a", "b"]
-    assert board.apart["layered_vqa"][0][0] == "c.json"
-
-
-def test_leaderboard_notes_a_model_submitted_twice(tmp_path):
-    subs = tmp_path / "subs"
-    subs.mkdir()
-    sub = _submission(tmp_path, "a", "pretrained=/m/a", 0.5)
-    S.write(sub, subs / "first.json")
-    S.write(sub, subs / "second.json")
-    board = leaderboard.build(subs)
-    assert [e.rank for e in board.ranked["cooco"]] == [1, 1]
-    assert "submitted 2 times (first.json, second.json)" in board.notes["cooco"][0]
-    assert "- note: a (pretrained=/m/a) is submitted 2 times" in leaderboard.markdown(board)
+def test_markdown_and_html_escape_what_a_submission_says(good, tmp_path):
+    _, official, sub = good
+    forged = copy.deepcopy(sub)
+    forged["model"]["model_args"] = "pretrained=<script>alert(1)</script>|x"
+    board = leaderboard.rank([("s.json", forged)])
+    md = leaderboard.markdown(board)
+    assert "<script>" not in md and "&lt;script&gt;" in md and "\\|x" in md
+    assert "<script>" not in leaderboard.html(board)
 
 
 # -- the command line ------------------------------------------------------------------------
 
 
-def test_cli_submit_and_leaderboard(tmp_path, capsys):
+def test_cli_submit_and_leaderboard(good, tmp_path, capsys):
     from lmms_scene.cli import main
 
-    full_run(tmp_path / "run")
-    assert main(["submit", str(tmp_path / "run"), "--out", str(tmp_path / "subs" / "s.json")]) == 0
+    run, official, _ = good
+    off = tmp_path / "official.json"
+    off.write_text(json.dumps(official))
+    assert main(["submit", str(run), "--out", str(tmp_path / "subs" / "s.json"), "--official", str(off)]) == 0
     assert "wrote" in capsys.readouterr().out
-    assert S.read(tmp_path / "subs" / "s.json")[1] == []
-    assert main(["leaderboard", str(tmp_path / "subs"), "--out", str(tmp_path / "lb.md")]) == 0
+    assert main(["leaderboard", str(tmp_path / "subs"), "--out", str(tmp_path / "lb.md"), "--official", str(off)]) == 0
     assert "Qwen2.5-VL-3B" in (tmp_path / "lb.md").read_text()
+    assert main(["submit", str(run), "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert main(["leaderboard", str(tmp_path / "subs"), "--out", str(tmp_path)]) == 2
+    assert main(["submit", str(run), "--out", str(tmp_path / "no.json")]) == 2  # no --official: not the benchmark
+    assert "not the benchmark" in capsys.readouterr().err and not (tmp_path / "no.json").exists()
 
-    write_results(tmp_path / "sample", {"snus_sample": ("snus", snus_report())}, limit=2)
-    assert main(["submit", str(tmp_path / "sample"), "--out", str(tmp_path / "no.json")]) == 2
-    err = capsys.readouterr().err
-    assert "refused" in err and "snus_sample: a sample split" in err and "--limit 2" in err
-    assert not (tmp_path / "no.json").exists()
 
-
-def test_layered_vqa_headline_is_retained_accuracy(tmp_path):
-    """Layered-VQA ranks by Table 1's retained accuracy: run as one task per schedule, from
-    the layered_vqa group (no task alone computes it); with no group, by accuracy."""
-    path = write_results(tmp_path / "split", {"layered_vqa_full": ("layered_vqa", vqa_report()), "layered_vqa_sharded_q": ("layered_vqa", vqa_report(seed=1))})
-    data = json.loads(path.read_text())
-    data["results"]["layered_vqa"] = {"alias": "layered_vqa", "retained_text,none": 0.9, "retained_visual,none": 0.5, "retained_layered,none": None}
-    data["group_subtasks"] = {"layered_vqa": ["layered_vqa_full", "layered_vqa_sharded_q"]}
-    path.write_text(json.dumps(data))
-    sub = S.build(tmp_path / "split")
-    assert S.check(sub) == []
-    entry = sub["benchmarks"]["layered_vqa"]
-    assert entry["headline"] == "layered_vqa/retained_text" and entry["metrics"]["layered_vqa/retained_text"]["value"] == 0.9
-    assert "layered_vqa/retained_layered" not in entry["metrics"]
-    write_results(tmp_path / "lone", {"layered_vqa_full": ("layered_vqa", vqa_report())})
-    assert S.build(tmp_path / "lone")["benchmarks"]["layered_vqa"]["headline"] == "layered_vqa_full/accuracy"
+def test_schema_file_is_published_and_equals_the_shipped_one():
+    shipped = S.schema()
+    published = json.loads((Path(__file__).parents[1] / "docs" / "submission.schema.json").read_text())
+    assert shipped == published and shipped["properties"]["schema_version"]["const"] == S.SCHEMA_VERSION

@@ -26,13 +26,19 @@ def register(sub) -> None:
     p.add_argument("--pfram", nargs="+", default=[], type=Path, metavar="SCORES.json",
                    help="Pfram score files written by `lmms-scene pfram score --output`")  # fmt: skip
     p.add_argument("--title", default="lmms-scene report")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace files at --out (and report.md, tables/ beside it) that an lmms-scene report did not write")  # fmt: skip
     p.set_defaults(fn=_report, command_name="report")
 
 
 def _report(a) -> int:
     from lmms_scene.report.html import build_report
 
-    info = build_report(a.results, a.out, pfram=a.pfram, title=a.title, progress=True)
+    info = build_report(a.results, a.out, pfram=a.pfram, title=a.title, progress=True, overwrite=a.overwrite)
+    for note in info.mixture:
+        print(f"lmms-scene report: NOTE: {note}", file=sys.stderr)
+    for path in info.replaced:
+        print(f"lmms-scene report: replaced {path} (written by an earlier lmms-scene report)", file=sys.stderr)
     for path, why in info.skipped:
         print(f"lmms-scene report: skipped {path}: {why}", file=sys.stderr)
     print(f"lmms-scene report: {info.out} ({info.n_tables} tables, {info.n_plots} plots; models: "

@@ -1,16 +1,23 @@
 """``submit`` and ``leaderboard``: leaderboard submission files and the ranked leaderboard.
 
 - ``submit RESULTS... --out submission.json``: one model's results as a submission
-  (schema: ``lmms_scene/report/submission.schema.json``, docs/reports.md). Refused, with
-  every reason and exit status 2, for a ``--limit`` run, a sample split, or unreported
-  failures (empty outputs over ``--max-empty-rate``, unscored rows, judge failures).
-- ``leaderboard SUBMISSIONS_DIR --out leaderboard.md|.html``: validates every ``*.json``
-  in the folder (invalid ones listed with their reasons) and ranks the models per benchmark.
+  (schema: docs/submission.schema.json; docs/reports.md), carrying the per-row fields its
+  headline follows from. Refused, with every reason and exit status 2, for a ``--limit``
+  run, a sample split, a run without logged samples, results and samples that disagree,
+  an untested harness, data that is not the official release, or unreported failures
+  (empty outputs over ``--max-empty-rate``, unscored rows, judge failures).
+- ``leaderboard SUBMISSIONS_DIR --out leaderboard.md|.html``: checks every ``*.json`` in
+  the folder (the numbers recomputed from its rows; directions and ranges from the
+  registry; refused ones listed with their reasons) and ranks the models per benchmark,
+  runs on different data never together. ``--official FILE``: a JSON object
+  ``{benchmark: [fingerprint, ...]}`` of releases this leaderboard accepts beyond the
+  ones lmms-scene registers.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -24,20 +31,40 @@ def register(sub) -> None:
     s.add_argument("--out", required=True, type=Path, help="submission JSON to write")
     s.add_argument("--max-empty-rate", type=float, default=MAX_EMPTY_RATE,
                    help=f"refuse when more than this share of a task's outputs is empty (default {MAX_EMPTY_RATE})")  # fmt: skip
+    s.add_argument("--official", type=Path, default=None, help="JSON {benchmark: [fingerprint, ...]} of accepted releases")
     s.set_defaults(fn=_submit, command_name="submit")
 
-    b = sub.add_parser("leaderboard", help="validate submissions and rank models per benchmark", description=__doc__,
+    b = sub.add_parser("leaderboard", help="check submissions and rank models per benchmark", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     b.add_argument("submissions", type=Path, help="folder of submission JSON files")
     b.add_argument("--out", required=True, type=Path, help="leaderboard.md or leaderboard.html")
+    b.add_argument("--official", type=Path, default=None, help="JSON {benchmark: [fingerprint, ...]} of accepted releases")
+    b.add_argument("--max-empty-rate", type=float, default=MAX_EMPTY_RATE,
+                   help=f"refuse a submission whose rows hold more empty outputs than this share (default {MAX_EMPTY_RATE})")  # fmt: skip
     b.set_defaults(fn=_leaderboard, command_name="leaderboard")
+
+
+def read_official(path: Path | None) -> dict[str, list[str]] | None:
+    """The ``--official`` file: ``{benchmark: [fingerprint, ...]}`` (errors name the file)."""
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--official {path}: cannot be read as JSON ({exc})") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)
+                                             for k, v in data.items()):  # fmt: skip
+        raise ValueError(f"--official {path}: expected an object {{benchmark: [fingerprint, ...]}}")
+    return data
 
 
 def _submit(a) -> int:
     from lmms_scene.report import submission
 
+    if a.out.is_dir():
+        raise ValueError(f"--out: {a.out} is a folder; give the submission's file name (e.g. {a.out / 'submission.json'})")
     try:
-        sub = submission.build(a.results, max_empty_rate=a.max_empty_rate)
+        sub = submission.build(a.results, max_empty_rate=a.max_empty_rate, official=read_official(a.official))
     except submission.Refused as exc:
         print(f"lmms-scene submit: refused: no submission written to {a.out}, because:", file=sys.stderr)
         for reason in exc.reasons:
@@ -52,10 +79,12 @@ def _submit(a) -> int:
 def _leaderboard(a) -> int:
     from lmms_scene.report import leaderboard
 
-    board = leaderboard.build(a.submissions)
+    if a.out.is_dir():
+        raise ValueError(f"--out: {a.out} is a folder; give a file name ending in .md or .html")
+    board = leaderboard.build(a.submissions, official=read_official(a.official), max_empty_rate=a.max_empty_rate)
     path = leaderboard.write(board, a.out)
     for file, reasons in board.invalid:
-        print(f"lmms-scene leaderboard: invalid submission {file} (not ranked): {'; '.join(reasons)}", file=sys.stderr)
-    ranked = sum(len(v) for v in board.ranked.values())
-    print(f"wrote {path}: {ranked} ranked entries over {len(board.ranked)} benchmarks; {len(board.invalid)} invalid submissions")
+        print(f"lmms-scene leaderboard: refused submission {file} (not ranked): {'; '.join(reasons)}", file=sys.stderr)
+    ranked = sum(len(g.entries) for gs in board.groups.values() for g in gs)
+    print(f"wrote {path}: {ranked} ranked entries over {len(board.groups)} benchmarks; {len(board.invalid)} refused submissions")
     return 0 if board.n_valid else 2

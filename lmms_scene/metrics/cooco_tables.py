@@ -39,7 +39,12 @@ def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def report_of(result: Any) -> Mapping[str, Any] | None:
+    """The breakdown the results hold; for a lone samples file (no results JSON), the one
+    its logged rows give (the task's own function over the same rows)."""
     rep = result.metrics.get(REPORT_KEY)
+    if rep is None and not result.metrics and result.samples:
+        rows = result.rows(REPORT_KEY)
+        rep = naming.report(rows) if rows else None
     return rep if isinstance(rep, Mapping) and isinstance(rep.get("by_condition_noise"), Mapping) else None
 
 
@@ -70,6 +75,12 @@ def verification_rows(result: Any) -> list[dict[str, Any]]:
 def recompute(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The headline cell and the data identity from a task's rows (what the task computed)."""
     return {"cell": naming.overall_cell(rows), "dataset": identity(rows)}
+
+
+def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """What makes a run unrankable, counted from its rows (a submission's rows, so the
+    leaderboard does not take the counts on trust)."""
+    return {"n_unscored": sum(1 for r in rows if r.get("scored") is False), "n_empty": sum(1 for r in rows if r.get("empty") is True)}
 
 
 # -- tables and figures -----------------------------------------------------------------------
@@ -119,7 +130,7 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
             (lv or {}).get(metric) is not None for g in grids.values() for a in g.values() for lvs in a.values() for lv in lvs.values()
         )  # fmt: skip
         if not computed:
-            why = sorted({str((rep.get("scorer") or {}).get("clip_metrics") or "no value in any cell")
+            why = sorted({str((rep.get("scorer") or {}).get("clip_metrics") or "no value in any cell").removeprefix("not computed").strip(" ()")
                           for reps in reports.values() for _, rep in reps})  # fmt: skip
             out.notes.append(f"{title}: not computed in these results ({'; '.join(why)}); its tables and figures are left out.")
             continue

@@ -16,12 +16,18 @@ from lmms_scene.report.tables import Value
 Series = Mapping[str, Sequence[Value | None]]
 
 
+#: every text at least 10 pt: at the 80 dpi the figures are saved at, that is 11 px
+FONT = 10
+
+
 def _pyplot():
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
+    plt.rcParams.update({"font.size": FONT, "axes.titlesize": FONT + 1, "axes.labelsize": FONT,
+                         "xtick.labelsize": FONT, "ytick.labelsize": FONT, "legend.fontsize": FONT})  # fmt: skip
     return plt
 
 
@@ -52,36 +58,47 @@ def grouped_bars(groups: Sequence[str], series: Series, title: str, ylabel: str)
         ax.bar(xs, means, width, yerr=err, capsize=3, label=name)
     ax.set_xticks(range(len(groups)))
     ax.set_xticklabels(groups, rotation=30 if len(groups) > 6 else 0, ha="right" if len(groups) > 6 else "center")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     if len(series) > 1 or any(series):
-        ax.legend(fontsize=8, loc="best")
+        # outside the data, right of the axes
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
     return _png(fig)
 
 
 def level_lines(panels: Mapping[str, Mapping[str, Sequence[tuple[float, Value | None]]]], title: str,
                 ylabel: str) -> bytes:  # fmt: skip
-    """One panel per noise area; in each, one line per relatedness condition over the noise
-    levels, with 95% interval error bars (the layout of COOCO's Figure 4)."""
+    """COOCO's Figure 4 as small multiples: one panel per noise area (columns) and
+    relatedness condition (rows), each the metric over the noise levels with its 95%
+    interval band; shared axes, so panels compare at a glance. The legend needs no
+    room in the data: every panel is titled by its condition and area."""
     plt = _pyplot()
-    fig, axes = plt.subplots(1, max(1, len(panels)), figsize=(3.3 * max(1, len(panels)) + 1, 3.2), sharey=True,
-                             squeeze=False)  # fmt: skip
-    for ax, (area, lines) in zip(axes[0], panels.items()):
-        for j, (condition, points) in enumerate(lines.items()):
-            pts = [(x, v) for x, v in points if v is not None]
-            if not pts:
-                continue
-            means, err = _errors([v for _, v in pts])
-            # a small horizontal offset per condition keeps equal means and their bars apart
-            shift = (j - (len(lines) - 1) / 2) * 0.02
-            ax.errorbar([x + shift for x, _ in pts], means, yerr=err, marker="o", capsize=3, label=condition)
-        ax.set_title(f"noise on {area}", fontsize=9)
-        ax.set_xlabel("noise level")
-        ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(ylabel)
-    axes[0][-1].legend(fontsize=7, loc="best")
-    fig.suptitle(title, fontsize=10)
+    areas = list(panels)
+    conditions = list(dict.fromkeys(c for lines in panels.values() for c in lines))
+    fig, axes = plt.subplots(max(1, len(conditions)), max(1, len(areas)), sharex=True, sharey=True, squeeze=False,
+                             figsize=(2.6 * max(1, len(areas)) + 1.0, 1.7 * max(1, len(conditions)) + 0.8))  # fmt: skip
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for j, area in enumerate(areas):
+        for i, condition in enumerate(conditions):
+            ax = axes[i][j]
+            pts = [(x, v) for x, v in panels[area].get(condition, []) if v is not None and v.mean is not None]
+            if pts:
+                xs = [x for x, _ in pts]
+                means, err = _errors([v for _, v in pts])
+                color = colors[i % len(colors)]
+                ax.plot(xs, means, marker="o", color=color)
+                ax.fill_between(xs, [m - e for m, e in zip(means, err[0])], [m + e for m, e in zip(means, err[1])],
+                                color=color, alpha=0.2, linewidth=0)  # fmt: skip
+            ax.grid(alpha=0.3)
+            if i == 0:
+                ax.set_title(f"noise on {area}")
+            if j == 0:
+                ax.set_ylabel(condition)
+            if i == len(conditions) - 1:
+                ax.set_xlabel("noise level")
+    fig.supylabel(ylabel)
+    fig.suptitle(title)
     return _png(fig)
 
 
@@ -98,10 +115,10 @@ def layer_curves(curves: Mapping[str, tuple[Sequence[str], Sequence[Value | None
             hi = [m + e for m, e in zip(means, err[1])]
             ax.fill_between(xs, lo, hi, alpha=0.2, color=line.get_color())
         ax.set_xticks(xs)
-        ax.set_xticklabels(layers, rotation=45, ha="right", fontsize=7)
-    ax.set_title(title, fontsize=10)
+        ax.set_xticklabels(layers, rotation=45, ha="right")
+    ax.set_title(title)
     ax.set_ylabel("Pfram")
     ax.set_xlabel("layer")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
     return _png(fig)

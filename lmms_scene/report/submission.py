@@ -1,29 +1,30 @@
-"""Leaderboard submissions: one model's lmms-eval results as a documented, versioned JSON file.
+"""Leaderboard submissions: one model's lmms-eval results as a documented, versioned JSON
+file that carries what is needed to check it.
 
-:func:`build` reads results folders (:func:`lmms_scene.results.load`) and returns a
-submission following ``submission.schema.json`` (shipped beside this module, schema
-version :data:`SCHEMA_VERSION`): the model and its arguments, the lmms-scene and
-lmms-eval versions, each task's version, sample count and dataset revision (``None``
-with a note when the results do not record one), per benchmark the headline metrics
-with their 95% bootstrap intervals (read from the breakdowns the tasks wrote, never
-recomputed), the provenance record of what computed them, and the failure counts.
+:func:`build` reads results folders (:func:`lmms_scene.results.load`, with their samples
+files) and returns a submission following ``submission.schema.json`` (shipped beside
+this module and published in docs/submission.schema.json; schema version
+:data:`SCHEMA_VERSION`). Per benchmark it holds the headline metrics the registry
+declares (:attr:`lmms_scene.benchmarks.Benchmark.headline`) with their 95% intervals,
+the data they were computed on (its fingerprint, source and whether it is the official
+release), what computed them, the failure counts, and the per-row fields the headline
+follows from (:func:`rows_payload`) with their sha256. The numbers are recomputed from
+those rows with the benchmark's own function and must equal what the results file
+holds.
 
-It refuses (:class:`Refused`, listing every reason) to build a submission that a
-leaderboard could not trust:
+:func:`verify` is what the leaderboard runs on every file: the schema (``jsonschema``),
+then everything a schema cannot say, with the direction and range of every metric from
+the registry and never from the file: values finite and in range, inside their own
+interval; the rows hash; the headline, its interval and the data fingerprint recomputed
+from the rows; the failure counts recomputed from the rows; the harness version among
+the tested ones; the data an official release. :func:`build` refuses (:class:`Refused`,
+every reason listed) whatever :func:`verify` would refuse, and more: a ``--limit`` run,
+a sample split, a run whose samples were not logged, results and samples that disagree,
+more than one model.
 
-- a run with ``--limit`` (not every doc was evaluated);
-- a sample split: a benchmark's ``sample_tasks``, a task whose config says
-  ``metadata.sample: true``, or one whose data files lie in a ``sample`` folder;
-- unreported failures: empty outputs above ``max_empty_rate`` (default
-  :data:`MAX_EMPTY_RATE`), rows that could not be scored, failed conversations, judge
-  failures (failed calls or no consensus);
-- no lmms-scene task, a task without its report, more than one model, or the same task twice;
-- a headline metric that was not computed (e.g. COOCO with CLIP switched off).
-
-:func:`validate` checks any JSON value against the schema with a small validator (the
-subset of JSON Schema the schema file uses; ``jsonschema`` is not a dependency), and
-:func:`check` adds the rules a schema cannot say (the headline is one of the metrics,
-every metric's task is listed).
+What a check cannot catch: rows and numbers forged together consistently pass the
+recomputation; only rescoring the outputs against the official data can catch them
+(``lmms-scene rescore``). The fingerprint covers ids and gold fields, not images.
 """
 
 from __future__ import annotations
@@ -31,17 +32,20 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import re
+import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 FORMAT = "lmms-scene-submission"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SCHEMA_FILE = "submission.schema.json"
 #: more empty outputs than this share of a task's rows refuses the submission
 MAX_EMPTY_RATE = 0.05
+#: the lmms-eval releases whose results lmms-scene reads (pyproject's dependency range)
+TESTED_HARNESS = (">=0.7.3", "<0.8")
+#: how close a recomputed number must be to the one a file states
+TOLERANCE = 1e-9
 
 
 class Refused(ValueError):
@@ -52,7 +56,7 @@ class Refused(ValueError):
         super().__init__("refused to build a submission:\n" + "\n".join(f"  - {r}" for r in self.reasons))
 
 
-# -- the schema and a small validator ---------------------------------------------------
+# -- the schema ---------------------------------------------------------------------------
 
 
 def schema() -> dict[str, Any]:
@@ -62,249 +66,78 @@ def schema() -> dict[str, Any]:
     return json.loads(resources.files("lmms_scene.report").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
-_TYPES = {
-    "object": lambda v: isinstance(v, dict),
-    "array": lambda v: isinstance(v, list),
-    "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "boolean": lambda v: isinstance(v, bool),
-    "null": lambda v: v is None,
-}
-_KNOWN = {
-    "$schema", "$id", "$defs", "title", "description", "type", "required", "properties", "additionalProperties",
-    "items", "minItems", "maxItems", "minProperties", "enum", "const", "minimum", "maximum", "minLength",
-    "pattern", "anyOf", "$ref",
-}  # fmt: skip
+def validate(instance: Any) -> list[str]:
+    """Every way ``instance`` breaks the schema, as ``"$.path: message"`` (empty: valid)."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    out = []
+    for err in sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
+        path = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
+        out.append(f"{path}: {err.message}")
+    return out
 
 
-def validate(instance: Any, schema_: Mapping[str, Any] | None = None) -> list[str]:
-    """Every way ``instance`` breaks the schema, as ``"$.path: message"`` (empty: valid).
+def tested_harness(version: Any) -> bool:
+    """Whether an lmms-eval version string is one of :data:`TESTED_HARNESS`."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
 
-    Supports the keywords the submission schema uses (type, required, properties,
-    additionalProperties, items, min/maxItems, minProperties, enum, const, minimum,
-    maximum, minLength, pattern, anyOf, local ``$ref``); any other keyword is an error,
-    so a schema edit cannot be silently ignored.
-
-    >>> validate({"a": 1}, {"type": "object", "required": ["a", "b"]})
-    ["$: missing required field 'b'"]
-    """
-    root = schema() if schema_ is None else schema_
-    errors: list[str] = []
-    _check(instance, root, root, "$", errors)
-    return errors
+    try:
+        return Version(str(version).split("+", 1)[0]) in SpecifierSet(",".join(TESTED_HARNESS))
+    except InvalidVersion:
+        return False
 
 
-def _resolve_ref(root: Mapping[str, Any], ref: str) -> Mapping[str, Any]:
-    if not ref.startswith("#/"):
-        raise ValueError(f"schema: only local $ref are supported, got {ref!r}")
-    node: Any = root
-    for part in ref[2:].split("/"):
-        node = node[part]
-    return node
+# -- rows ---------------------------------------------------------------------------------
 
 
-def _check(value: Any, sch: Mapping[str, Any], root: Mapping[str, Any], path: str, errors: list[str]) -> None:
-    unknown = set(sch) - _KNOWN
-    if unknown:
-        raise ValueError(f"schema at {path}: unsupported keywords {sorted(unknown)}")
-    if "$ref" in sch:
-        _check(value, _resolve_ref(root, sch["$ref"]), root, path, errors)
-        return
-    if "anyOf" in sch:
-        branches = []
-        for option in sch["anyOf"]:
-            sub: list[str] = []
-            _check(value, option, root, path, sub)
-            if not sub:
-                break
-            branches.append("; ".join(sub))
-        else:
-            errors.append(f"{path}: matches none of the allowed forms ({' | '.join(branches)})")
-        return
-    if "type" in sch:
-        types = sch["type"] if isinstance(sch["type"], list) else [sch["type"]]
-        if not any(_TYPES[t](value) for t in types):
-            errors.append(f"{path}: expected {' or '.join(types)}, got {type(value).__name__} {_short(value)}")
-            return
-    if "const" in sch and value != sch["const"]:
-        errors.append(f"{path}: expected {sch['const']!r}, got {_short(value)}")
-    if "enum" in sch and value not in sch["enum"]:
-        errors.append(f"{path}: expected one of {sch['enum']!r}, got {_short(value)}")
-    if isinstance(value, str):
-        if len(value) < sch.get("minLength", 0):
-            errors.append(f"{path}: expected at least {sch['minLength']} characters, got {value!r}")
-        if "pattern" in sch and not re.search(sch["pattern"], value):
-            errors.append(f"{path}: {value!r} does not match the pattern {sch['pattern']!r}")
-    if _TYPES["number"](value):
-        if "minimum" in sch and value < sch["minimum"]:
-            errors.append(f"{path}: expected >= {sch['minimum']}, got {value!r}")
-        if "maximum" in sch and value > sch["maximum"]:
-            errors.append(f"{path}: expected <= {sch['maximum']}, got {value!r}")
-    if isinstance(value, list):
-        if len(value) < sch.get("minItems", 0):
-            errors.append(f"{path}: expected at least {sch['minItems']} items, got {len(value)}")
-        if "maxItems" in sch and len(value) > sch["maxItems"]:
-            errors.append(f"{path}: expected at most {sch['maxItems']} items, got {len(value)}")
-        if "items" in sch:
-            for i, item in enumerate(value):
-                _check(item, sch["items"], root, f"{path}[{i}]", errors)
-    if isinstance(value, dict):
-        for name in sch.get("required", ()):
-            if name not in value:
-                errors.append(f"{path}: missing required field {name!r}")
-        if len(value) < sch.get("minProperties", 0):
-            errors.append(f"{path}: expected at least {sch['minProperties']} entries, got {len(value)}")
-        props = sch.get("properties", {})
-        extra = sch.get("additionalProperties", True)
-        for key, item in value.items():
-            where = f"{path}.{key}"
-            if key in props:
-                _check(item, props[key], root, where, errors)
-            elif extra is False:
-                errors.append(f"{path}: unknown field {key!r}")
-            elif isinstance(extra, dict):
-                _check(item, extra, root, where, errors)
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, default=str)
-    return text if len(text) <= 80 else text[:77] + "..."
+def rows_payload(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> dict[str, Any]:
+    """Rows as compact columns: ``{"fields": [...], "values": [[...], ...]}`` (NaN and
+    infinities become null: a row's missing value, never a number)."""
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, (list, tuple)):
+            return [clean(x) for x in v]
+        return v
+
+    return {"fields": list(fields), "values": [[clean(r.get(f)) for f in fields] for r in rows]}
 
 
-def check(submission: Any) -> list[str]:
-    """:func:`validate` plus the rules the schema cannot say; empty when the submission is valid."""
-    errors = validate(submission)
-    if errors:
-        return errors
-    tasks = submission["tasks"]
-    for bench, entry in submission["benchmarks"].items():
-        where = f"$.benchmarks.{bench}"
-        if entry["headline"] not in entry["metrics"]:
-            errors.append(f"{where}.headline: {entry['headline']!r} is not one of its metrics {sorted(entry['metrics'])}")
-        for key, metric in entry["metrics"].items():
-            if key != f"{metric['task']}/{metric['metric']}":
-                errors.append(f"{where}.metrics.{key}: key should be {metric['task']}/{metric['metric']!s}")
-            if metric["task"] not in tasks:
-                errors.append(f"{where}.metrics.{key}.task: {metric['task']!r} is not in $.tasks")
-            elif tasks[metric["task"]]["benchmark"] != bench:
-                errors.append(f"{where}.metrics.{key}.task: {metric['task']!r} belongs to {tasks[metric['task']]['benchmark']!r}")
-            ci = metric["ci95"]
-            if ci is not None and not ci[0] <= ci[1]:
-                errors.append(f"{where}.metrics.{key}.ci95: lower bound {ci[0]} above upper bound {ci[1]}")
-    return errors
+def payload_rows(payload: Mapping[str, Any]) -> list[dict[str, Any]]:
+    fields = list(payload.get("fields") or [])
+    return [dict(zip(fields, values)) for values in payload.get("values") or []]
 
 
-# -- what each benchmark contributes ------------------------------------------------------
+def rows_sha256(payload: Mapping[str, Any]) -> str:
+    return hashlib.sha256(_canonical(payload)).hexdigest()
 
 
-@dataclass(frozen=True)
-class Headline:
-    """Where a benchmark's headline numbers live in a task's results."""
-
-    #: the metric key whose value is the benchmark's report (a breakdown with intervals)
-    report_key: str
-    #: metrics read from the report's overall cell, the first one ranks the leaderboard
-    metrics: tuple[str, ...]
+def _close(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
+    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=0, abs_tol=TOLERANCE)
 
 
-HEADLINES: dict[str, Headline] = {
-    "cooco": Headline("cooco_breakdown", ("refclipscore", "accuracy", "levenshtein_accuracy")),
-    "snus": Headline("snus_report", ("CESG", "F1_o", "F1_a", "F1_r")),
-    # the paper's headline: Table 1's retained accuracy (a per-schedule run: from its group)
-    "layered_vqa": Headline("layered_vqa_report", ("retained_text", "retained_visual", "retained_layered", "accuracy")),
-}
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _overall_cell(bench: str, report: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    if bench == "snus":
-        model = report.get("model")
-        return model.get("summary") if isinstance(model, Mapping) else None
-    cell = report.get("overall")
-    return cell if isinstance(cell, Mapping) else None
-
-
-def _provenance(bench: str, report: Mapping[str, Any]) -> dict[str, Any] | None:
-    if bench == "snus":
-        prov = (report.get("model") or {}).get("provenance")
-    else:
-        prov = report.get("scorer")
-    return dict(prov) if isinstance(prov, Mapping) and prov else None
-
-
-def _failures(bench: str, report: Mapping[str, Any], task: str, max_empty_rate: float) -> tuple[dict[str, Any], list[str]]:
-    """The failure counts of one task's report and the reasons they refuse a submission."""
-    reasons: list[str] = []
-    if bench == "cooco":
-        stats = report.get("output_statistics") or {}
-        n, n_empty, n_unscored = stats.get("n"), stats.get("n_empty"), stats.get("n_unscored")
-        counts = {"n": n, "n_empty": n_empty, "n_unscored": n_unscored}
-    elif bench == "snus":
-        c = (report.get("model") or {}).get("counts") or {}
-        n, n_empty = c.get("n"), c.get("n_empty_prediction")
-        n_unscored = 0  # every SNUS row gets a status; excluded references are counted apart
-        counts = {k: v for k, v in c.items()}
-        counts.update(n_empty=n_empty, n_unscored=n_unscored)
-        if c.get("n_judge_failures"):  # CESG's Q_v / Q_e judges, when the report counts them
-            reasons.append(f"{task}: {c['n_judge_failures']} CESG judge failures")
-    else:
-        cell = report.get("overall") or {}
-        n = report.get("n_rows")
-        rate = cell.get("empty_output_rate")
-        n_empty = round(rate * n) if isinstance(rate, (int, float)) and isinstance(n, int) else None
-        n_unscored = report.get("n_failed_conversations")
-        counts = {"n": n, "n_empty": n_empty, "n_unscored": n_unscored, "n_failed_conversations": n_unscored}
-        judges = report.get("judges")
-        if isinstance(judges, Mapping):
-            counts["judge_failed_calls"] = judges.get("failed_calls", 0)
-            counts["judge_no_consensus"] = judges.get("no_consensus", 0)
-            if counts["judge_failed_calls"] or counts["judge_no_consensus"]:
-                reasons.append(
-                    f"{task}: judge failures ({counts['judge_failed_calls']} failed judge calls, "
-                    f"{counts['judge_no_consensus']} rows without consensus)"
-                )
-    if not isinstance(n, int) or n_empty is None or n_unscored is None:
-        reasons.append(f"{task}: its {HEADLINES[bench].report_key} does not record how many outputs were empty or unscored")
-        return counts, reasons
-    rate = n_empty / n if n else 0.0
-    counts["empty_output_rate"] = rate
-    counts["max_empty_rate"] = max_empty_rate
-    if rate > max_empty_rate:
-        reasons.append(f"{task}: {n_empty} of {n} outputs are empty ({rate:.1%} > the {max_empty_rate:.1%} allowed)")
-    if n_unscored:
-        what = "failed conversations" if bench == "layered_vqa" else "rows could not be scored"
-        reasons.append(f"{task}: {n_unscored} {what}")
-    return counts, reasons
-
-
-def _judge_failures_in_samples(result) -> int:
-    """Rows whose logged scores record judge failures (CESG's Q_v / Q_e judges)."""
-    n = 0
-    for sample in result.samples or []:
-        for value in sample.values():
-            if isinstance(value, Mapping) and value.get("judge_failures"):
-                n += 1
-                break
-    return n
-
-
-def _task_rank(bench, task: str) -> tuple[int, str]:
-    """Order of a task inside its benchmark: the registry's order of its tasks (a user's
-    built task ``<our task>_<name>`` ranks with ``<our task>``), then the name."""
-    best = None
-    for i, name in enumerate(bench.tasks):
-        matches = task == name or task.startswith(name + "_")
-        if matches and (best is None or len(name) > len(bench.tasks[best])):
-            best = i
-    return (len(bench.tasks) if best is None else best, task)
-
-
-# -- the sample-split rule ----------------------------------------------------------------
+# -- the sample-split and version rules ---------------------------------------------------
 
 
 def sample_reason(result) -> str | None:
     """Why ``result`` is a sample split (None: it is not one)."""
     from lmms_scene import benchmarks
+    from lmms_scene.results import data_files
 
     for bench in benchmarks.BENCHMARKS:
         if result.task in bench.sample_tasks:
@@ -312,58 +145,10 @@ def sample_reason(result) -> str | None:
     metadata = result.config.get("metadata") if isinstance(result.config.get("metadata"), Mapping) else {}
     if metadata.get("sample"):
         return f"{result.task}: its config marks the dataset as a sample (metadata.sample: {metadata['sample']!r})"
-    for path in _data_files(result.config):
+    for path in data_files(result.config):
         if "sample" in Path(path).parts[:-1]:
             return f"{result.task}: reads a sample data file ({path})"
     return None
-
-
-def _data_files(config: Mapping[str, Any]) -> list[str]:
-    kwargs = config.get("dataset_kwargs") if isinstance(config.get("dataset_kwargs"), Mapping) else {}
-    files = kwargs.get("data_files")
-    out: list[str] = []
-    if isinstance(files, str):
-        out.append(files)
-    elif isinstance(files, Mapping):
-        for v in files.values():
-            out.extend([v] if isinstance(v, str) else [x for x in v if isinstance(x, str)] if isinstance(v, list) else [])
-    elif isinstance(files, list):
-        out.extend(x for x in files if isinstance(x, str))
-    return out
-
-
-def _sha256(path: Path) -> str | None:
-    try:
-        h = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        return h.hexdigest()
-    except OSError:
-        return None
-
-
-def _dataset(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Where a task's data came from and which revision (None with a note when unrecorded)."""
-    kwargs = config.get("dataset_kwargs") if isinstance(config.get("dataset_kwargs"), Mapping) else {}
-    path = config.get("dataset_path")
-    revision = config.get("revision") or kwargs.get("revision")
-    out: dict[str, Any] = {"path": None if path is None else str(path), "name": config.get("dataset_name"),
-                           "revision": None if revision is None else str(revision)}  # fmt: skip
-    files = _data_files(config)
-    if files:
-        yaml_dir = Path(str(config.get("__yaml_path__", "."))).parent
-        entries = []
-        for f in files:
-            p = Path(f) if Path(f).is_absolute() else yaml_dir / f
-            entries.append({"path": f, "sha256": _sha256(p)})
-        out["data_files"] = entries
-    if out["revision"] is None:
-        if files:
-            out["revision_note"] = "local data files: no hub revision; identified by their sha256 (null: file not found here)"
-        else:
-            out["revision_note"] = "the results do not record a dataset revision (the task config sets none)"
-    return out
 
 
 def _run_info(source: Path) -> dict[str, Any]:
@@ -374,17 +159,155 @@ def _run_info(source: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _num(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+def _harness_of(results: Sequence[Any], reasons: list[str]) -> str | None:
+    """The one lmms-eval version the results files record (reasons when not tested)."""
+    recorded = sorted({str(_run_info(r.source).get("lmms_eval_version")) for r in results})
+    if len(recorded) > 1:
+        reasons.append(f"the results come from several lmms-eval versions: {', '.join(recorded)}")
+        return None
+    version = recorded[0] if recorded else "None"
+    if not tested_harness(version):
+        reasons.append(f"the results record lmms-eval {version!r}, not one of the tested releases {','.join(TESTED_HARNESS)} "
+                       "(lmms-eval 0.7.3 run without lmms-scene records a git commit there; re-run with `lmms-scene eval`)")  # fmt: skip
+        return None
+    return version
+
+
+def _official(bench, task: str, dataset: Mapping[str, Any], official: Mapping[str, Sequence[str]] | None) -> tuple[bool, str]:
+    """Whether a task's data is the benchmark's official release, and why (not)."""
+    fingerprint = dataset.get("fingerprint")
+    known = {*((bench.release.fingerprints or {}).get(task, ()) or ()),
+             *(fp for fps in (bench.release.fingerprints or {}).values() for fp in fps),
+             *((official or {}).get(bench.name) or ())}  # fmt: skip
+    if fingerprint and fingerprint in known:
+        return True, "its fingerprint is a registered official release"
+    if known:
+        return False, f"its data (fingerprint {fingerprint}) is not an official {bench.title} release"
+    if bench.release.hub is None:
+        return False, f"{bench.title} has no public release lmms-scene knows of, so no run is the official benchmark yet"
+    source = dataset.get("source") or {}
+    if source.get("path") == bench.release.hub and not source.get("data_files"):
+        return True, f"read from the official hub dataset {bench.release.hub} (no fingerprint registered yet; recorded)"
+    return False, (f"its data is not the official release (read from {source.get('path') or 'local files'}"
+                   f"{' ' + str([f['path'] for f in source.get('data_files') or []]) if source.get('data_files') else ''}; "
+                   f"the official one is the hub dataset {bench.release.hub})")  # fmt: skip
 
 
 # -- building -------------------------------------------------------------------------------
 
 
-def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = MAX_EMPTY_RATE) -> dict[str, Any]:
-    """The submission for the results under ``paths``; raises :class:`Refused` listing why not."""
-    from lmms_scene import __version__, benchmarks
-    from lmms_scene.provenance import library_version
+def _dataset(result, identity: Mapping[str, Any]) -> dict[str, Any]:
+    from lmms_scene.results import _resolve, data_files, file_sha256
+
+    cfg = result.config
+    files = data_files(cfg)
+    source: dict[str, Any] = {"path": None if cfg.get("dataset_path") is None else str(cfg.get("dataset_path")),
+                              "split": cfg.get("test_split"), "revision": result.dataset.get("revision")}  # fmt: skip
+    if files:
+        source["data_files"] = [{"path": f, "sha256": file_sha256(_resolve(f, cfg))} for f in files]
+    return {"fingerprint": identity.get("fingerprint"), "n_rows": identity.get("n_rows"), "source": source}
+
+
+def _headline_task(bench, results: Sequence[Any]) -> Any:
+    """The result whose rows the headline is computed from: the registry's first task the
+    run has (a built task ``<task>_<name>`` ranks with ``<task>``)."""
+
+    def rank(r) -> tuple[int, str]:
+        best = None
+        for i, name in enumerate(bench.tasks):
+            if (r.task == name or r.task.startswith(name + "_")) and (best is None or len(name) > len(bench.tasks[best])):
+                best = i
+        return (len(bench.tasks) if best is None else best, r.task)
+
+    return sorted(results, key=rank)[0]
+
+
+def _benchmark_entry(bench, results: Sequence[Any], groups: Sequence[Any], max_empty_rate: float,
+                     official: Mapping[str, Sequence[str]] | None, reasons: list[str]) -> dict[str, Any] | None:  # fmt: skip
+    mod = bench.results()
+    names = [m.name for m in bench.headline]
+    entry: dict[str, Any] = {"headline": names[0], "metrics": {}, "tasks": {}, "provenance": {}, "rows": {}, "rows_sha256": {}}
+    payloads: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        report = mod.report_of(r)
+        if report is None:
+            reasons.append(f"{r.task}: no {bench.report_key} in its results (was it run with lmms-scene's task YAML?)")
+            continue
+        info = _run_info(r.source)
+        n_samples = (info.get("n-samples") or {}).get(r.task) or {}
+        counts, why = mod.failures(report)
+        if isinstance(counts.get("n"), int) and isinstance(counts.get("n_empty"), int) and counts["n"]:
+            rate = counts["n_empty"] / counts["n"]
+            counts.update(empty_output_rate=rate, max_empty_rate=max_empty_rate)
+            if rate > max_empty_rate:
+                why.append(f"{counts['n_empty']} of {counts['n']} outputs are empty ({rate:.1%} > the {max_empty_rate:.1%} allowed)")
+        judged = sum(1 for s in r.samples or [] if any(isinstance(v, Mapping) and v.get("judge_failures") for v in s.values()))
+        if judged:
+            why.append(f"{judged} rows record judge failures in the logged samples")
+        reasons.extend(f"{r.task}: {w}" for w in why)
+        rows = mod.verification_rows(r) if r.samples else []
+        if not rows:
+            reasons.append(f"{r.task}: no logged samples, so its numbers cannot be checked (run with --log_samples and give "
+                           "the folder that holds the samples files)")  # fmt: skip
+        payloads[r.task] = rows
+        entry["tasks"][r.task] = {
+            "version": (info.get("versions") or {}).get(r.task, (r.config.get("metadata") or {}).get("version")),
+            "n_samples": n_samples.get("effective") if isinstance(n_samples.get("effective"), int) else None,
+            "task_hash": (info.get("task_hashes") or {}).get(r.task),
+            "failures": {k: v for k, v in counts.items() if _finite(v)},
+        }
+        prov = report.get("scorer") or (report.get("model") or {}).get("provenance")
+        entry["provenance"][r.task] = dict(prov) if isinstance(prov, Mapping) else {}
+        if not entry["provenance"][r.task]:
+            reasons.append(f"{r.task}: its {bench.report_key} does not say what computed it (no provenance record)")
+    if not payloads or not all(payloads.values()):
+        return None
+    pooled = bool(getattr(mod, "POOLED", False))
+    head = _headline_task(bench, results)
+    head_rows = [row for rows in payloads.values() for row in rows] if pooled else payloads[head.task]
+    again = mod.recompute(head_rows)
+    cell, identity = again["cell"], again["dataset"]
+    # what the results file states for the same numbers: the headline task's report, or
+    # (a per-schedule run) its group's
+    stated = mod.summary(mod.report_of(head)) or {}
+    if pooled and not all(stated.get(n) is not None for n in names[:-1]):
+        group = next((g for g in groups if mod.group_summary(g)), None)
+        stated = dict(mod.group_summary(group)) if group is not None else {}
+        entry["task"] = group.task if group is not None else head.task
+    else:
+        entry["task"] = head.task
+    for name in names:
+        value = cell.get(name)
+        if value is None:
+            continue
+        ci = (cell.get("ci95") or {}).get(name)
+        if stated.get(name) is not None and not _close(float(stated[name]), float(value)):
+            reasons.append(f"{bench.name}: {name} is {stated[name]!r} in the results but {value!r} from the logged samples: "
+                           "the results and their samples disagree")  # fmt: skip
+        entry["metrics"][name] = {"value": float(value), "ci95": [float(ci[0]), float(ci[1])] if ci else None,
+                                  "n": identity.get("n_rows")}  # fmt: skip
+    if names[0] not in entry["metrics"]:
+        reasons.append(f"{bench.name}: the headline metric {names[0]} was not computed, so it cannot be ranked "
+                       f"(the provenance says why, e.g. CLIP switched off)")  # fmt: skip
+    for task, rows in payloads.items():
+        payload = rows_payload(rows, mod.VERIFY_FIELDS)
+        entry["rows"][task] = payload
+        entry["rows_sha256"][task] = rows_sha256(payload)
+    entry["dataset"] = _dataset(head, identity)
+    is_official, why = _official(bench, entry["task"], entry["dataset"], official)
+    entry["dataset"]["official"] = is_official
+    entry["dataset"]["official_note"] = why
+    if not is_official:
+        reasons.append(f"{bench.name}: not the benchmark: {why} (it can still be reported with `lmms-scene report`)")
+    return entry
+
+
+def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = MAX_EMPTY_RATE,
+          official: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:  # fmt: skip
+    """The submission for the results under ``paths``; raises :class:`Refused` listing why
+    not. ``official``: more official fingerprints per benchmark (a leaderboard's own list)."""
+    from lmms_scene import benchmarks
+    from lmms_scene.provenance import run_versions
     from lmms_scene.results import load
     from lmms_scene.validation import probability
 
@@ -394,8 +317,9 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
     paths = [Path(p) for p in paths]
     loaded = load(paths)
     reasons: list[str] = [f"skipped {p}: {why}" for p, why in loaded.skipped]
-    # a group's entry in the results only pools its tasks, which are checked one by one
-    ours = [r for r in loaded.results if r.benchmark in HEADLINES and r.metrics and not r.config.get("group")]
+    known = set(benchmarks.names())
+    ours = [r for r in loaded.results if r.benchmark in known and r.metrics and not r.config.get("group")]
+    groups = [r for r in loaded.results if r.benchmark in known and r.config.get("group")]
     if not ours:
         raise Refused(reasons + [f"no lmms-scene task results in {', '.join(map(str, paths))}"])
     models = sorted({(r.model, r.model_args) for r in ours})
@@ -407,167 +331,159 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
         if r.task in seen:
             reasons.append(f"{r.task}: two results ({seen[r.task]} and {r.source}); give one run per task")
         seen.setdefault(r.task, r.source)
-    for r in ours:
         if r.limit is not None:
             reasons.append(f"{r.task}: the run used --limit {r.limit} (a submission needs every doc)")
         why = sample_reason(r)
         if why:
             reasons.append(why)
-
-    runs = {r.source: _run_info(r.source) for r in ours}
-    lmms_eval = sorted({str(v) for info in runs.values() if (v := info.get("lmms_eval_version"))})
-    versions: dict[str, Any] = {"lmms_scene": __version__, "lmms_eval": None}
-    if len(lmms_eval) == 1:
-        versions["lmms_eval"] = lmms_eval[0]
-        versions["lmms_eval_note"] = "as recorded in the results file"
-    elif len(lmms_eval) > 1:
-        reasons.append(f"the results come from several lmms-eval versions: {', '.join(lmms_eval)}")
-    else:
-        installed = library_version("lmms_eval") or library_version("lmms-eval")
-        versions["lmms_eval"] = installed
-        versions["lmms_eval_note"] = ("not recorded in the results; this is the installed version" if installed
-                                      else "not recorded in the results, and lmms-eval is not installed")  # fmt: skip
-    versions_scene = sorted({str(v) for r in ours if (v := _scene_version(r))} - {__version__})
-    if versions_scene:
-        versions["lmms_scene"] = versions_scene[0] if len(versions_scene) == 1 else ", ".join(versions_scene)
-
-    tasks: dict[str, Any] = {}
+    harness = _harness_of(ours, reasons)
+    versions = {**run_versions(), "lmms_eval": harness, "lmms_eval_installed": run_versions()["lmms_eval"]}
     out_benchmarks: dict[str, Any] = {}
-    for r in sorted(ours, key=lambda r: (r.benchmark, _task_rank(benchmarks.get(r.benchmark), r.task))):
-        info = runs[r.source]
-        n_samples = (info.get("n-samples") or {}).get(r.task) or {}
-        tasks[r.task] = {
-            "benchmark": r.benchmark,
-            "version": (info.get("versions") or {}).get(r.task, (r.config.get("metadata") or {}).get("version")),
-            "n_samples": n_samples.get("effective") if isinstance(n_samples.get("effective"), int) else None,
-            "task_hash": (info.get("task_hashes") or {}).get(r.task),
-            "dataset": _dataset(r.config),
-        }
-        spec = HEADLINES[r.benchmark]
-        report = r.metrics.get(spec.report_key)
-        if not isinstance(report, Mapping):
-            reasons.append(f"{r.task}: no {spec.report_key} in its results (was it run with lmms-scene's task YAML?)")
-            continue
-        cell = _overall_cell(r.benchmark, report)
-        prov = _provenance(r.benchmark, report)
-        if cell is None:
-            reasons.append(f"{r.task}: its {spec.report_key} has no overall cell")
-            continue
-        if prov is None:
-            reasons.append(f"{r.task}: its {spec.report_key} does not say what computed it (no provenance record)")
-        entry = out_benchmarks.setdefault(r.benchmark, {"headline": f"{r.task}/{spec.metrics[0]}", "metrics": {},
-                                                        "not_computed": [], "provenance": {}, "failures": {}})  # fmt: skip
-        hib = (info.get("higher_is_better") or {}).get(r.task) or {}
-        for name in spec.metrics:
-            value = cell.get(name)
-            key = f"{r.task}/{name}"
-            if not _num(value):
-                entry["not_computed"].append(key)
-                continue
-            ci = (cell.get("ci95") or {}).get(name)
-            n = cell.get("n")
-            missing = (cell.get("not_computed") or {}).get(name, 0)
-            entry["metrics"][key] = {
-                "task": r.task, "metric": name, "value": float(value),
-                "ci95": [float(ci[0]), float(ci[1])] if isinstance(ci, (list, tuple)) and len(ci) == 2 else None,
-                "n": n - missing if isinstance(n, int) else None,
-                "higher_is_better": bool(hib.get(name, True)),
-            }  # fmt: skip
-        entry["provenance"][r.task] = prov or {}
-        counts, why = _failures(r.benchmark, report, r.task, max_empty_rate)
-        judged = _judge_failures_in_samples(r)
-        counts["rows_with_judge_failures"] = judged
-        if judged:
-            why.append(f"{r.task}: {judged} rows record judge failures in the logged samples")
-        entry["failures"][r.task] = counts
-        reasons.extend(why)
-    for bench, entry in out_benchmarks.items():
-        _group_headline(bench, entry, loaded, tasks)
-        if entry["headline"] in entry["not_computed"]:
-            reasons.append(f"{bench}: the headline metric {entry['headline']} was not computed, so it cannot be ranked "
-                           "(see the task's provenance for why, e.g. CLIP switched off)")  # fmt: skip
-        if not entry["not_computed"]:
-            del entry["not_computed"]
+    for bench in benchmarks.BENCHMARKS:
+        mine = [r for r in ours if r.benchmark == bench.name]
+        if mine:
+            entry = _benchmark_entry(bench, mine, [g for g in groups if g.benchmark == bench.name], max_empty_rate, official, reasons)
+            if entry is not None:
+                out_benchmarks[bench.name] = entry
     if reasons:
         raise Refused(reasons)
     name, model_args = models[0]
     submission = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "model": {"name": ours[0].label, "model": name, "model_args": model_args},
         "versions": versions,
-        "tasks": tasks,
         "benchmarks": out_benchmarks,
         "sources": sorted({str(r.source) for r in ours}),
     }
-    errors = check(submission)
-    if errors:  # a bug here, not the user's input: say so
-        raise RuntimeError("lmms-scene built an invalid submission (please report): " + "; ".join(errors))
+    problems = verify(submission, official=official, max_empty_rate=max_empty_rate)
+    if problems:  # a bug here, not the user's input: say so
+        raise RuntimeError("lmms-scene built a submission its own check refuses (please report): " + "; ".join(problems))
     return submission
 
 
-def _group_headline(bench: str, entry: dict[str, Any], loaded, tasks: dict[str, Any]) -> None:
-    """Layered-VQA run as one task per schedule: no task alone computes retained accuracy,
-    its group does (from the tasks' parts). Take the headline metrics from the group then;
-    with no group either (some schedules only), the first headline metric its first task
-    computed (accuracy), so such a run ranks apart from complete ones."""
-    if bench != "layered_vqa" or entry["headline"] not in entry["not_computed"]:
-        return
-    spec = HEADLINES[bench]
-    for g in loaded.results:
-        if g.benchmark != bench or not g.config.get("group"):
-            continue
-        found = {name: g.metrics.get(name) for name in spec.metrics if _num(g.metrics.get(name))}
-        if spec.metrics[0] not in found:
-            continue
-        for name, value in found.items():
-            entry["metrics"][f"{g.task}/{name}"] = {"task": g.task, "metric": name, "value": float(value), "ci95": None,
-                                                   "n": None, "higher_is_better": True}  # fmt: skip
-        member = next((t for t in tasks.values() if t["benchmark"] == bench), None)
-        tasks[g.task] = {"benchmark": bench, "version": None, "n_samples": None, "task_hash": None,
-                         "dataset": dict(member["dataset"]) if member else None}  # fmt: skip
-        entry["headline"] = f"{g.task}/{spec.metrics[0]}"
-        entry["not_computed"] = [k for k in entry["not_computed"] if not k.endswith(tuple(f"/{n}" for n in found))]
-        return
-    task = entry["headline"].split("/", 1)[0]
-    for name in spec.metrics:
-        if f"{task}/{name}" in entry["metrics"]:
-            entry["headline"] = f"{task}/{name}"
-            return
+# -- checking --------------------------------------------------------------------------------
 
 
-def _scene_version(result) -> str | None:
-    spec = HEADLINES.get(result.benchmark)
-    report = result.metrics.get(spec.report_key) if spec else None
-    prov = _provenance(result.benchmark, report) if isinstance(report, Mapping) else None
-    if not prov:
-        return None
-    if result.benchmark == "snus":
-        prov = prov.get("cesg") or {}
-    return prov.get("lmms_scene_version")
+def verify(submission: Any, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE) -> list[str]:
+    """Every reason ``submission`` cannot be ranked (empty: it can); see the module docstring."""
+    from lmms_scene import benchmarks
+
+    errors = validate(submission)
+    if errors:
+        return errors
+    if not tested_harness(submission["versions"]["lmms_eval"]):
+        errors.append(f"$.versions.lmms_eval: {submission['versions']['lmms_eval']!r} is not a tested lmms-eval release "
+                      f"({','.join(TESTED_HARNESS)})")  # fmt: skip
+    for name, entry in submission["benchmarks"].items():
+        where = f"$.benchmarks.{name}"
+        try:
+            bench = benchmarks.get(name)
+        except KeyError:
+            errors.append(f"{where}: {name!r} is not an lmms-scene benchmark ({', '.join(benchmarks.names())})")
+            continue
+        errors += _verify_entry(bench, entry, where, official, max_empty_rate)
+    return errors
+
+
+def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping[str, Sequence[str]] | None,
+                  max_empty_rate: float) -> list[str]:  # fmt: skip
+    errors: list[str] = []
+    mod = bench.results()
+    specs = {m.name: m for m in bench.headline}
+    if entry["headline"] != bench.headline[0].name:
+        errors.append(f"{where}.headline: {entry['headline']!r}; {bench.title}'s headline is {bench.headline[0].name!r}")
+    for key, m in entry["metrics"].items():
+        spec = specs.get(key)
+        if spec is None:
+            errors.append(f"{where}.metrics.{key}: not one of {bench.title}'s headline metrics {sorted(specs)}")
+            continue
+        problem = spec.problem(m["value"])
+        if problem:
+            errors.append(f"{where}.metrics.{problem}")
+            continue
+        ci = m.get("ci95")
+        if ci is not None:
+            bad = [spec.problem(x) for x in ci if spec.problem(x)]
+            if bad or not ci[0] <= ci[1]:
+                errors.append(f"{where}.metrics.{key}.ci95: {ci!r} is not an interval of {key}")
+            elif not ci[0] - TOLERANCE <= m["value"] <= ci[1] + TOLERANCE:
+                errors.append(f"{where}.metrics.{key}: {m['value']!r} lies outside its own interval {ci!r}")
+    if entry["headline"] not in entry["metrics"]:
+        errors.append(f"{where}: its headline {entry['headline']!r} has no value")
+    # the rows: intact, and the numbers and the data follow from them
+    payloads = entry["rows"]
+    for task, payload in payloads.items():
+        if list(payload.get("fields") or []) != list(mod.VERIFY_FIELDS):
+            errors.append(f"{where}.rows.{task}.fields: expected {list(mod.VERIFY_FIELDS)}")
+        elif entry["rows_sha256"].get(task) != rows_sha256(payload):
+            errors.append(f"{where}.rows.{task}: its sha256 is not {entry['rows_sha256'].get(task)!r}: the rows were changed")
+    if errors:
+        return errors
+    rows_by_task = {t: payload_rows(p) for t, p in payloads.items()}
+    pooled = bool(getattr(mod, "POOLED", False))
+    head_rows = [r for rows in rows_by_task.values() for r in rows] if pooled else rows_by_task.get(entry["task"], [])
+    if not head_rows:
+        return [f"{where}: no rows for its headline task {entry['task']!r}: unverifiable"]
+    try:
+        again = mod.recompute(head_rows)
+    except Exception as exc:  # noqa: BLE001 - a forged row must not crash the leaderboard
+        return [f"{where}.rows: the headline cannot be recomputed from them ({type(exc).__name__}: {exc})"]
+    for key, m in entry["metrics"].items():
+        value = again["cell"].get(key)
+        ci = (again["cell"].get("ci95") or {}).get(key)
+        if value is None or not _close(m["value"], value):
+            errors.append(f"{where}.metrics.{key}: {m['value']!r} does not follow from its rows ({value!r})")
+        elif not _close(m.get("ci95"), list(ci) if ci else None):
+            errors.append(f"{where}.metrics.{key}.ci95: {m.get('ci95')!r} does not follow from its rows ({ci!r})")
+        if m.get("n") != again["dataset"]["n_rows"]:
+            errors.append(f"{where}.metrics.{key}.n: {m.get('n')!r}, but its rows hold {again['dataset']['n_rows']} items")
+    if entry["dataset"]["fingerprint"] != again["dataset"]["fingerprint"]:
+        errors.append(f"{where}.dataset.fingerprint: {entry['dataset']['fingerprint']!r} is not the fingerprint of its rows "
+                      f"({again['dataset']['fingerprint']!r})")  # fmt: skip
+    # the data the rows are, not the data the file says it is
+    is_official, why = _official(bench, entry["task"], {**entry["dataset"], "fingerprint": again["dataset"]["fingerprint"]}, official)
+    if not is_official:
+        errors.append(f"{where}.dataset: not the benchmark: {why}")
+    for task, rows in rows_by_task.items():
+        counts = mod.row_failures(rows)
+        for key, n in counts.items():
+            if n and not (key == "n_empty" and n / max(1, len(rows)) <= max_empty_rate):
+                errors.append(f"{where}.rows.{task}: {n} rows {key.removeprefix('n_').replace('_', ' ')}: unrankable")
+    return errors
 
 
 def write(submission: Mapping[str, Any], out: str | Path) -> Path:
-    """Write a submission (checked first) as indented JSON."""
-    errors = check(submission)
+    """Write a submission (schema-checked first) as indented JSON. ``out`` must be a file name."""
+    errors = validate(submission)
     if errors:
         raise ValueError("not a valid submission: " + "; ".join(errors))
     out = Path(out)
+    if out.is_dir():
+        raise ValueError(f"--out: {out} is a folder; give the submission's file name (e.g. {out / 'submission.json'})")
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(submission, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(submission, indent=1, sort_keys=False, allow_nan=False) + "\n", encoding="utf-8")
     return out
 
 
-def read(path: str | Path) -> tuple[dict[str, Any] | None, list[str]]:
-    """A submission file and its problems (the JSON is None when it cannot be parsed)."""
+def read(path: str | Path, *, official: Mapping[str, Sequence[str]] | None = None,
+         max_empty_rate: float = MAX_EMPTY_RATE) -> tuple[dict[str, Any] | None, list[str]]:  # fmt: skip
+    """A submission file and every reason it cannot be ranked (the JSON is None when it
+    cannot be parsed). ``NaN`` and ``Infinity`` are not JSON and are refused as such."""
     path = Path(path)
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constants)
     except (OSError, UnicodeDecodeError) as exc:
         return None, [f"cannot be read ({exc})"]
     except json.JSONDecodeError as exc:
         return None, [f"not JSON (line {exc.lineno}: {exc.msg})"]
+    except ValueError as exc:
+        return None, [f"not JSON ({exc})"]
     if isinstance(data, dict) and data.get("format") == FORMAT and data.get("schema_version") != SCHEMA_VERSION:
         return data, [f"schema_version {data.get('schema_version')!r}: this lmms-scene reads version {SCHEMA_VERSION}"]
-    return data, check(data)
+    return data, verify(data, official=official, max_empty_rate=max_empty_rate)

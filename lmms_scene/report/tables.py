@@ -213,6 +213,11 @@ class View:
         return "\n\n".join(parts) if parts else f"no {self.title} results to show"
 
 
+def cell_text(c: Any) -> str:
+    """A cell as display text (every renderer prints this)."""
+    return _text(c)
+
+
 def _text(c: Any) -> str:
     if c is None:
         return ""
@@ -225,38 +230,3 @@ def _text(c: Any) -> str:
 
 def slugify(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80] or "table"
-
-
-def parse_markdown(text: str) -> tuple[list[tuple[str, list[str], list[list[str]]]], list[str]]:
-    """The pipe tables of a Markdown text as (title, header, rows), titled by the heading or
-    line above each, and every other non-empty line (the notes: provenance, counts)."""
-    tables: list[tuple[str, list[str], list[list[str]]]] = []
-    notes: list[str] = []
-    last_title = ""
-    lines = text.splitlines()
-    i = 0
-
-    def cells(line: str) -> list[str]:
-        body = line.strip()[1:-1] if line.strip().endswith("|") else line.strip()[1:]
-        return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", body)]
-
-    while i < len(lines):
-        line = lines[i].strip()
-        if line.startswith("|") and i + 1 < len(lines) and re.match(r"^\|(\s*:?-+:?\s*\|)+\s*$", lines[i + 1].strip()):
-            header = cells(line)
-            rows = []
-            i += 2
-            while i < len(lines) and lines[i].strip().startswith("|"):
-                rows.append(cells(lines[i]))
-                i += 1
-            tables.append((last_title or f"table {len(tables) + 1}", header, rows))
-            last_title = ""
-            continue
-        if line:
-            title = line.lstrip("#").strip()
-            if line.startswith("#") or (i + 2 < len(lines) and lines[i + 2].strip().startswith("|")):
-                last_title = title
-            else:
-                notes.append(title)
-        i += 1
-    return tables, notes

@@ -66,4 +66,5 @@ clipscore = _aggregation("clipscore")
 def snus_report(items):
     """Everything: per-metric means with intervals, counts, provenance, the AC baseline."""
     rep = report.report_of(items)
-    return {"model": {k: v for k, v in rep["model"].items() if k != "rows"}, "ac": rep["ac"], "n": rep["n"], "interval": rep["interval"]}
+    return {"model": {k: v for k, v in rep["model"].items() if k != "rows"}, "ac": rep["ac"], "n": rep["n"],
+            "dataset": rep["dataset"], "interval": rep["interval"]}

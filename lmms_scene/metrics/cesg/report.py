@@ -16,6 +16,9 @@ from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.metrics.cesg.score import KEYS
 
 ID_FIELDS = ("image_id",)
+#: what identifies the data a row scored (never the output): the report's ``dataset``
+#: fingerprint covers the image ids and their reference captions
+DATA_FIELDS = ("references",)
 #: Table 2's columns: (row key, header); baselines first, then CESG's components. MET is
 #: NLTK's METEOR (the paper's); METEOR-J is pycocoevalcap's Java METEOR 1.5 (not the paper's)
 BASELINES = (("rouge_l", "ROU"), ("meteor_nltk", "MET"), ("cider", "CID"), ("bleu4", "BL4"), ("capture_style", "CAP*"), ("clipscore", "CS"), ("spice_style", "SPI*"), ("meteor_java", "METEOR-J"))
@@ -228,7 +231,8 @@ def corpus_report(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     model = _scores(rows, {r["image_id"]: r["output"] for r in rows})
     ac = _scores(rows, {r["image_id"]: " ".join(strip_negation(t) for t in r["references"]) for r in rows}, clip_field="clipscore_ac")
     ac.pop("rows")
-    return {"model": model, "ac": ac, "n": len(rows), "interval": f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}"}
+    return {"model": model, "ac": ac, "n": len(rows), "dataset": rows_lib.dataset_identity(rows, ID_FIELDS, DATA_FIELDS),
+            "interval": f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}"}
 
 
 def report_of(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

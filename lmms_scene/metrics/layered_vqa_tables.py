@@ -1,0 +1,313 @@
+"""Layered-VQA's results, read once: the headline cell (Table 1's retained accuracy Text /
+Visual / Layered, the final-turn accuracy beside it), the failures that make a run
+unrankable, the rows a submission carries for verification, and Tables 1-8 with Figures
+6, 8 and 9, for ``lmms-scene show``, the HTML report, ``report.md`` and the CSV files.
+
+A run is one of two shapes. The sample task (and any task holding every schedule) stores
+one report with every number and its interval. A run of the 16 schedule tasks stores one
+report per schedule, and its group stores the retained accuracy (from the tasks' parts,
+no interval); the tables that compare schedules question by question (Tables 2-8, the
+figures) then come from the tasks' logged samples pooled once, with the tasks' own
+interval settings, and say so. Nothing else is recomputed; :func:`recompute` is what the
+leaderboard uses to check a submission (:func:`lmms_scene.metrics.vqa.headline_cell`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lmms_scene.metrics import rows as rows_lib
+from lmms_scene.metrics import vqa
+from lmms_scene.report.tables import Plot, Run, Table, Value, View, value_of
+
+REPORT_KEY = "layered_vqa_report"
+COLUMNS = ("text", "visual", "layered")
+HEADLINE = tuple(f"retained_{c}" for c in COLUMNS)
+VERIFY_FIELDS: tuple[str, ...] = ("scene_id", "question_id", "schedule", "repeat", "correct", "empty", "cannot_tell",
+                                  *vqa.DATA_FIELDS)  # fmt: skip
+N_NOTE = "n = questions (x schedules); intervals resample scenes"
+#: the headline compares schedules, so it is computed from every task's rows of a run together
+POOLED = True
+
+
+def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    return rows_lib.dataset_identity(vqa.expand_repeats(rows), vqa.ITEM_FIELDS, vqa.DATA_FIELDS)
+
+
+def report_of(result: Any) -> Mapping[str, Any] | None:
+    """The report the results hold; for a lone samples file (no results JSON), the one its
+    logged rows give (the task's own function over the same rows)."""
+    rep = result.metrics.get(REPORT_KEY)
+    if rep is None and not result.metrics and result.samples:
+        rows = result.rows(REPORT_KEY)
+        rep = vqa.report(rows) if rows else None
+    return rep if isinstance(rep, Mapping) and isinstance(rep.get("by_schedule"), Mapping) else None
+
+
+def summary(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The headline cell of a report that holds every schedule (the retained columns need
+    ``full`` and the others); a one-schedule task's report has only its accuracy."""
+    cell = report.get("overall")
+    return cell if isinstance(cell, Mapping) else None
+
+
+def group_summary(result: Any) -> Mapping[str, Any] | None:
+    """The headline cell a ``layered_vqa`` group result holds (retained accuracy from its
+    schedule tasks' parts; no interval), or None."""
+    if not result.config.get("group"):
+        return None
+    cell = {m: float(result.metrics[m]) for m in HEADLINE if isinstance(result.metrics.get(m), (int, float))}
+    return cell or None
+
+
+def failures(report: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(counts, reasons): failed conversations, empty outputs, judge failures."""
+    cell = report.get("overall") or {}
+    n = report.get("n_rows")
+    rate = cell.get("empty_output_rate")
+    n_empty = round(rate * n) if isinstance(rate, (int, float)) and isinstance(n, int) else None
+    failed = report.get("n_failed_conversations")
+    counts: dict[str, Any] = {"n": n, "n_empty": n_empty, "n_unscored": failed, "n_failed_conversations": failed}
+    reasons = []
+    if not isinstance(n, int) or n_empty is None or failed is None:
+        reasons.append(f"its {REPORT_KEY} does not record how many outputs were empty or failed")
+    elif failed:
+        reasons.append(f"{failed} failed conversations")
+    judges = report.get("judges")
+    if isinstance(judges, Mapping):
+        counts["judge_failed_calls"] = judges.get("failed_calls", 0)
+        counts["judge_no_consensus"] = judges.get("no_consensus", 0)
+        if counts["judge_failed_calls"] or counts["judge_no_consensus"]:
+            reasons.append(f"judge failures ({counts['judge_failed_calls']} failed judge calls, "
+                           f"{counts['judge_no_consensus']} rows without consensus)")  # fmt: skip
+    return counts, reasons
+
+
+def verification_rows(result: Any) -> list[dict[str, Any]]:
+    return [{k: r.get(k) for k in VERIFY_FIELDS} for r in vqa.expand_repeats(result.rows(REPORT_KEY))]
+
+
+def recompute(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The headline cell and the data identity from every schedule's rows of a run."""
+    return {"cell": vqa.headline_cell(rows), "dataset": identity(rows)}
+
+
+def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """What makes a run unrankable, counted from its rows: conversations that were not
+    graded (they stopped early) and empty final answers."""
+    return {"n_failed_conversations": sum(1 for r in rows if r.get("correct") is None),
+            "n_empty": sum(1 for r in rows if r.get("empty") is True)}
+
+
+# -- tables and figures -----------------------------------------------------------------------
+
+
+def _percent(entry: Mapping[str, Any] | None) -> Value | None:
+    if not isinstance(entry, Mapping) or entry.get("retained_accuracy") is None:
+        return None
+    ci = entry.get("ci95")
+    return Value(float(entry["retained_accuracy"]), list(ci) if ci else None, None, scale=100)
+
+
+def _scorer(rep: Mapping[str, Any]) -> str:
+    sc = rep.get("scorer") or {}
+    iv = rep.get("interval") or {}
+    return (f"grader {rep.get('grader', sc.get('grader', '?'))} ({sc.get('grade', '?')}, synonyms "
+            f"{', '.join(map(str, rep.get('synonyms') or [])) or '-'}); lmms-scene {sc.get('lmms_scene_version', '?')}; "
+            f"intervals: {iv.get('method', '?')} over {iv.get('cluster', '?')}, {iv.get('n_boot', '?')} resamples, "
+            f"seed {iv.get('seed', '?')}, level {iv.get('level', '?')}; {rep.get('n_rows', '?')} rows, "
+            f"{rep.get('n_failed_conversations', 0)} failed conversations")  # fmt: skip
+
+
+def _merge(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Several one-schedule reports side by side: each schedule's cells from the report that has them."""
+    out: dict[str, Any] = {"by_schedule": {}, "by_type_schedule": {}, "evidence": {}, "grounding": {}}
+    for rep in reports:
+        for s, c in (rep.get("by_schedule") or {}).items():
+            out["by_schedule"].setdefault(s, c)
+        for t, cells in (rep.get("by_type_schedule") or {}).items():
+            for s, c in cells.items():
+                out["by_type_schedule"].setdefault(t, {}).setdefault(s, c)
+        for s, c in (rep.get("evidence") or {}).items():
+            out["evidence"].setdefault(s, c)
+    return out
+
+
+def _model_reports(results: Sequence[Any], labels: Mapping[int, str], out: View) -> dict[str, dict[str, Any]]:
+    """Per display label: the stored reports, the group's headline, and the one report that
+    holds every schedule (stored, or pooled from the logged samples of a per-schedule run)."""
+    from lmms_scene.results import short_fingerprint
+
+    models: dict[str, dict[str, Any]] = {}
+    for r in results:
+        label = labels[id(r)]
+        entry = models.setdefault(label, {"stored": [], "results": [], "group": None, "complete": None, "pooled": False})
+        head = group_summary(r)
+        if head is not None:
+            entry["group"] = head
+            continue
+        rep = report_of(r)
+        if rep is None:
+            out.skipped.append((str(r.source), f"task {r.task}: no '{REPORT_KEY}' dict in its metrics (results from another lmms-scene version?)"))
+            continue
+        entry["stored"].append((r, rep))
+        entry["results"].append(r)
+        out.used.append(r)
+    for label, entry in list(models.items()):
+        if not entry["stored"]:
+            del models[label]
+            continue
+        full = [rep for _, rep in entry["stored"] if (rep.get("retained") or {}).get("by_column")]
+        if full:
+            entry["complete"] = full[0]
+        elif len(entry["stored"]) > 1:
+            rows = [row for r, _ in entry["stored"] for row in r.rows(REPORT_KEY)] if all(r.samples for r, _ in entry["stored"]) else []
+            if rows:
+                entry["complete"] = vqa.report(rows)
+                entry["pooled"] = True
+            else:
+                out.notes.append(f"{label}: Tables 2-8 compare schedules question by question; these per-schedule results "
+                                 "have no logged samples to pool (run with --log_samples).")  # fmt: skip
+        first = entry["stored"][0][0]
+        out.runs.append(Run(label, [r.task for r, _ in entry["stored"]], first.model, first.model_args,
+                            short_fingerprint(first.fingerprint), sorted({str(r.source) for r, _ in entry["stored"]}),
+                            sorted({_scorer(rep) for _, rep in entry["stored"]}), first.limit))  # fmt: skip
+    return models
+
+
+def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
+    from lmms_scene.data.layered_vqa import SCHEDULES
+
+    out = View("layered_vqa", "Layered-VQA")
+    models = _model_reports(results, labels, out)
+    if not models:
+        out.notes.append("No Layered-VQA report in these results.")
+        return out
+    merged = {m: _merge([rep for _, rep in e["stored"]]) for m, e in models.items()}
+    scheds = [s for s in SCHEDULES if any(s in g["by_schedule"] for g in merged.values())]
+    # Table 1: the paper's headline first (retained accuracy, percent), then accuracy per schedule
+    rows = []
+    for m, e in models.items():
+        by_column = ((e["complete"] or {}).get("retained") or {}).get("by_column") or {}
+        if not e["pooled"] and by_column:
+            retained = [_percent(by_column.get(c)) for c in COLUMNS]
+        elif e["group"]:
+            retained = [Value(e["group"][f"retained_{c}"], None, None, scale=100) if f"retained_{c}" in e["group"] else None
+                        for c in COLUMNS]  # fmt: skip
+        else:
+            retained = [None, None, None]
+        rows.append([m, *retained, *(value_of(merged[m]["by_schedule"].get(s), "accuracy") for s in scheds)])
+    notes = ["Retained accuracy = the mean accuracy of a column's schedules over the accuracy under full, in percent "
+             "(Text: the four question-in-text schedules; Visual: the four question-in-layers ones; Layered: alignment "
+             "and order). A run of the 16 schedule tasks holds it in its group, without an interval."]  # fmt: skip
+    out.tables.append(Table(f"Layered-VQA Table 1: retained accuracy (%) and final-turn accuracy per schedule ({N_NOTE})",
+                            ["model", *(f"retained {c}" for c in COLUMNS), *scheds], rows, notes, slug="vqa-table1",
+                            key_columns=4))  # fmt: skip
+    out.plots.append(Plot("Layered-VQA: final-turn accuracy per schedule, 95% intervals (scenes resampled)", "grouped_bars",
+                          {"groups": scheds, "series": {m: [value_of(g["by_schedule"].get(s), "accuracy") for s in scheds]
+                                                        for m, g in merged.items()},
+                           "title": "accuracy per delivery schedule", "ylabel": "accuracy"}))  # fmt: skip
+    for m, e in models.items():
+        rep = e["complete"]
+        if rep is None:
+            continue
+        where = f"{m}; pooled from the logged samples of its {len(e['stored'])} schedule tasks" if e["pooled"] else m
+        _detail_tables(out, rep, where, m, scheds)
+    ct = [f"{m}: {c:.3f}" for m, e in models.items() for _, rep in e["stored"][:1]
+          if isinstance(c := (rep.get("overall") or {}).get("cannot_tell_rate"), (int, float)) and c]  # fmt: skip
+    if ct:
+        out.notes.append("Replies the rule grader could not read an answer from (cannot tell, counted as not right): " + "; ".join(ct))
+    return out
+
+
+def _cells(title: str, header: list[str], rows: list[list[Any]], slug: str, key_columns: int = 1) -> Table | None:
+    if not rows or not any(isinstance(c, Value) or (c not in (None, "")) for row in rows for c in row[1:]):
+        return None
+    return Table(title, header, rows, slug=slug, key_columns=key_columns)
+
+
+def _detail_tables(out: View, rep: Mapping[str, Any], where: str, m: str, scheds: Sequence[str]) -> None:
+    add = out.tables.append
+    slug = m.replace(" ", "-")
+    retained = {s: c for s, c in (rep.get("retained") or {}).items() if s != "by_column"}
+    if retained:
+        rs = [s for s in scheds if s in retained]
+        add(Table(f"Layered-VQA: retained accuracy per schedule (correct under it / correct under full, same questions; {where})",
+                  ["model", *rs], [[m, *(value_of(retained.get(s), "retained_accuracy") for s in rs)]], slug=f"vqa-retained-{slug}"))
+    if rep.get("evidence"):
+        keys = list(vqa.SELECTION_METRICS)
+        rows = [[s, value_of((rep.get("by_schedule") or {}).get(s), "accuracy"), *(value_of(c, k) for k in keys)]
+                for s, c in rep["evidence"].items()]  # fmt: skip
+        add(Table(f"Layered-VQA Table 2: evidence handed over ({where})", ["schedule", "accuracy", *keys], rows, slug=f"vqa-evidence-{slug}"))
+    types = rep.get("by_type_schedule") or {}
+    if types:
+        ts = [s for s in scheds if any(s in cells for cells in types.values())]
+        t = _cells(f"Layered-VQA Table 3: accuracy per question type ({where})", ["question type", *ts],
+                   [[q, *(value_of(cells.get(s), "accuracy") for s in ts)] for q, cells in types.items()], f"vqa-types-{slug}")
+        if t:
+            add(t)
+    g = rep.get("grounding")
+    if isinstance(g, Mapping):
+        keys = list(vqa.GROUNDING)
+        t = _cells(f"Layered-VQA: grounding of multi-turn answers per schedule ({where})", ["schedule", *keys],
+                   [[s, *(value_of(c, k) for k in keys)] for s, c in (g.get("by_schedule") or {}).items()], f"vqa-grounding-{slug}")
+        if t:
+            add(t)
+        bins = g.get("first_attempt_bins") or {}
+        t = _cells(f"Layered-VQA Table 4: first answer attempt, accuracy per position bin and commit share ({where})",
+                   ["", *vqa.POSITION_BINS, "commit share"],
+                   [["accuracy", *(value_of(bins.get(b), "accuracy") for b in vqa.POSITION_BINS), value_of(g.get("overall"), "commit_share")]],
+                   f"vqa-attempt-bins-{slug}")  # fmt: skip
+        if t:
+            add(t)
+        fam = g.get("by_family") or {}
+        t = _cells(f"Layered-VQA Table 6: ungrounded share by family; accuracy as scored vs grounded only ({where})",
+                   ["", "visual", "alignment", "order", "question", "accuracy as scored", "grounded only"],
+                   [["share", *(value_of(fam.get(f), "ungrounded_share") for f in ("visual", "alignment", "order", "question")),
+                     value_of(g.get("overall"), "accuracy"), value_of(g.get("overall"), "grounded_only_accuracy")]],
+                   f"vqa-family-{slug}")  # fmt: skip
+        if t:
+            add(t)
+    bl = rep.get("by_length") or {}
+    if bl:
+        add(Table(f"Layered-VQA Table 5: accuracy by evidence length and delivery ({where})", ["delivery", *vqa.LENGTH_BINS],
+                  [[d, *(value_of(cells.get(b), "accuracy") for b in vqa.LENGTH_BINS)] for d, cells in bl.items()],
+                  slug=f"vqa-length-{slug}"))  # fmt: skip
+    depth = rep.get("by_depth") or {}
+    if depth:
+        add(Table(f"Layered-VQA Table 7: loss by scene depth (layers) ({where})",
+                  ["layers", "questions", "full", "delta concat-v", "delta oracle"],
+                  [[d, e.get("questions"), value_of(e.get("full"), "accuracy"), value_of(e.get("delta_concat-v"), "loss"),
+                    value_of(e.get("delta_oracle"), "loss")] for d, e in depth.items()], slug=f"vqa-depth-{slug}"))  # fmt: skip
+    rel = rep.get("relational") or {}
+    if rel:
+        add(Table(f"Layered-VQA Table 8: relational extra loss ({where})",
+                  ["condition", "relational", "single-object", "extra loss"],
+                  [[c, e.get("relational"), e.get("single_object"), Value(e["extra_loss"], e.get("ci95")) if e.get("extra_loss") is not None else None]
+                   for c, e in rel.items()], slug=f"vqa-relational-{slug}"))  # fmt: skip
+    relia = rep.get("reliability") or {}
+    if relia:
+        add(Table(f"Layered-VQA: repeated sampling (Laban et al.): aptitude P90, unreliability P90 - P10 ({where})",
+                  ["schedule", "aptitude", "unreliability", "average", "repeats"],
+                  [[s, value_of(c, "aptitude"), value_of(c, "unreliability"), value_of(c, "average"), c.get("repeats")]
+                   for s, c in relia.items()], slug=f"vqa-reliability-{slug}"))  # fmt: skip
+    att = rep.get("attempts") or {}
+    if att.get("by_attempt"):
+        base = value_of(att.get("baseline"), "accuracy")
+        add(Table(f"Layered-VQA Figure 6: successive answer attempts (single-turn baseline, full on the same questions: "
+                  f"{base.text() if base else '-'}; {where})", ["attempt", "words", "accuracy", "n"],
+                  [[k, value_of(c, "words"), value_of(c, "accuracy"), c.get("n")] for k, c in att["by_attempt"].items()],
+                  slug=f"vqa-attempts-{slug}"))  # fmt: skip
+    conc = rep.get("loss_concentration") or {}
+    if conc:
+        add(Table(f"Layered-VQA Figure 8 (left): how concentrated the loss against full is ({where})",
+                  ["condition", "questions", "total loss", "share of questions: half", "share: 80%"],
+                  [[c, e.get("questions"), e.get("total_loss"), e.get("share_of_questions_for_half"), e.get("share_of_questions_for_80")]
+                   for c, e in conc.items()], slug=f"vqa-concentration-{slug}"))  # fmt: skip
+    res = rep.get("restoration") or {}
+    if res:
+        add(Table(f"Layered-VQA Figure 9: fragmenting and restoring each stream, against full ({where})",
+                  ["stream", "fragmented", "restored", "cost", "recovery", "overshoot"],
+                  [[k, e.get("fragmented"), e.get("restored"), *(value_of(e, x) for x in ("cost", "recovery", "overshoot"))]
+                   for k, e in res.items()], slug=f"vqa-restoration-{slug}"))  # fmt: skip

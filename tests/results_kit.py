@@ -1,0 +1,136 @@
+"""Real results files without the harness: the embedded samples' docs scored by the tasks'
+own ``process_results`` and aggregations (as tests/golden/make_*_golden.py do), written
+the way lmms-eval 0.7.3 writes a run (``<date>_results.json`` plus one
+``<date>_samples_<task>.jsonl`` per task). The submission, leaderboard, show and report
+tests read these, so what they check is what a real run holds.
+
+Outputs are the pins' fixed mixes, so the numbers are realistic and deterministic.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "golden"))
+
+from make_cooco_golden import outputs_for as cooco_output  # noqa: E402
+from make_sample_golden import layered_replies, snus_outputs  # noqa: E402
+
+
+def _dataset(path: str):
+    import datasets
+
+    return datasets.load_dataset("parquet", data_files={"test": str(REPO / path)})["test"]
+
+
+def cooco_items(clip_dir: str | None, noise: bool = False, shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
+    """process_results values (every metric key) of the COOCO sample docs; ``shift``
+    changes which output each doc gets (another "model"); ``fill``: no empty output (the
+    mix's empty answer becomes the gold), for runs a leaderboard ranks."""
+    import os
+
+    from lmms_scene import cache
+    from lmms_scene.tasks.cooco import utils
+
+    os.environ["LMMS_SCENE_CLIP_MODEL"] = clip_dir or "none"
+    cache.clear()
+    raw = _dataset("tasks/cooco/sample/cooco_sample.parquet")
+    docs = utils.process_docs_noise(raw) if noise else utils.process_docs(raw)
+    return [utils.process_results(doc, [cooco_output(doc, i + shift) or (doc["gold_label"] if fill else "")]) for i, doc in enumerate(docs)]
+
+
+def snus_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
+    import os
+
+    from lmms_scene.tasks.snus import utils
+
+    os.environ["LMMS_SCENE_CLIP_MODEL"] = "none"
+    docs = utils.process_docs(_dataset("tasks/snus/sample/snus_sample.parquet"))
+    answers = [snus_outputs(doc, i + shift) or (doc["caption"] if fill else "") for i, doc in enumerate(docs)]
+    utils.prescore(list(zip(docs, answers)))  # what the harness hook does after generation
+    return [utils.process_results(doc, [a]) for doc, a in zip(docs, answers)]
+
+
+def layered_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
+    from lmms_scene.data import layered_vqa as L
+    from lmms_scene.tasks.layered_vqa import utils
+
+    docs = utils.process_docs_sample(_dataset("tasks/layered_vqa/sample/layered_vqa_sample.parquet"))
+    out = []
+    for i, doc in enumerate(docs):
+        replies = layered_replies(doc, L.turns_of(doc), i + shift)
+        if fill and not replies[-1].strip():
+            replies[-1] = doc["answer"]
+        out.append(utils.process_results(doc, [replies]))
+    return out
+
+
+def aggregate(bench: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """The metric values the task's aggregations give (``<metric>,none`` keys)."""
+    from importlib import import_module
+
+    utils = import_module(f"lmms_scene.tasks.{bench}.utils")
+    out = {}
+    for key in items[0]:
+        if bench == "cooco":
+            agg = utils.breakdown if key == "cooco_breakdown" else utils.mean_score
+        else:
+            agg = getattr(utils, key)
+        out[f"{key},none"] = agg([it[key] for it in items])
+    return out
+
+
+def write_run(folder: Path, tasks: dict[str, tuple[str, list[dict[str, Any]]]], *, model: str = "qwen2_5_vl",
+              model_args: str = "pretrained=/ckpt/Qwen2.5-VL-3B,device=cpu", limit: Any = None,
+              configs: dict[str, dict[str, Any]] | None = None, groups: dict[str, tuple[str, list[str]]] | None = None,
+              name: str = "20260101_000000", harness: str = "0.7.3", samples: bool = True) -> Path:  # fmt: skip
+    """Write a run: ``tasks`` maps task -> (benchmark, process_results items). ``groups``:
+    group -> (benchmark, its tasks), whose metrics are the group aggregations of the tasks
+    (Layered-VQA's retained accuracy from the schedule parts)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    results, cfgs = {}, {}
+    for task, (bench, items) in tasks.items():
+        results[task] = {"alias": task, **aggregate(bench, items)}
+        cfgs[task] = {"task": task, "dataset_path": "fmerlo/COOCO" if bench == "cooco" else f"lmms-scene-tests/{bench}",
+                      "test_split": "test", "metadata": {"version": 1.0, "benchmark": bench}}  # fmt: skip
+        cfgs[task].update((configs or {}).get(task, {}))
+        if samples:
+            lines = [{"doc_id": i, "target": "", "resps": [], "filtered_resps": [], **it} for i, it in enumerate(items)]
+            (folder / f"{name}_samples_{task}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    group_subtasks = {}
+    for group, (bench, members) in (groups or {}).items():
+        from lmms_scene.tasks.layered_vqa import utils as lv
+
+        results[group] = {"alias": group}
+        for c in ("text", "visual", "layered"):
+            combine = getattr(lv, f"group_retained_{c}")
+            results[group][f"retained_{c},none"] = combine([results[t][f"retained_{c},none"] for t in members], None)
+        group_subtasks[group] = list(members)
+    data = {
+        "results": results,
+        "group_subtasks": group_subtasks,
+        "configs": cfgs,
+        "versions": {t: 1.0 for t in tasks},
+        "n-samples": {t: {"original": len(v[1]), "effective": len(v[1])} for t, v in tasks.items()},
+        "higher_is_better": {t: {} for t in tasks},
+        "task_hashes": {t: "abc" for t in tasks},
+        "config": {"model": model, "model_args": model_args, "limit": limit},
+        "lmms_eval_version": harness,
+    }
+    path = folder / f"{name}_results.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def by_schedule(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Layered-VQA sample items split into one task per schedule (``layered_vqa_<schedule>``)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for it in items:
+        schedule = it["layered_vqa_report"]["schedule"]
+        out.setdefault("layered_vqa_" + schedule.replace("-", "_"), []).append(copy.deepcopy(it))
+    return out
