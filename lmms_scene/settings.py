@@ -13,6 +13,9 @@ take :func:`current` once and pass its values down as arguments.
 ``LMMS_SCENE_NO_PROGRESS``     ``1``: no progress bars on long steps
 ``LMMS_SCENE_COOCO_CLEAN``     ``include``: the COOCO tasks also evaluate the clean images
                                (target removed; default ``skip``, as the authors' evaluation)
+``LMMS_SCENE_JOURNAL``         ``off``: ``lmms-scene eval`` keeps no generation journal
+                               (:mod:`lmms_scene.journal`; default on)
+``LMMS_SCENE_JOURNAL_CHUNK``   requests per model call while journaling (default 32)
 ``RANK``, ``WORLD_SIZE``,      set by ``accelerate launch`` / ``torchrun``: this process's share
 ``LOCAL_RANK``                 of the work (:func:`process_group`)
 =============================  =============================================================
@@ -36,6 +39,8 @@ DEVICE_ENV = "LMMS_SCENE_DEVICE"
 NO_TASK_HOOK_ENV = "LMMS_SCENE_NO_TASK_HOOK"
 NO_PROGRESS_ENV = "LMMS_SCENE_NO_PROGRESS"
 COOCO_CLEAN_ENV = "LMMS_SCENE_COOCO_CLEAN"
+JOURNAL_ENV = "LMMS_SCENE_JOURNAL"
+JOURNAL_CHUNK_ENV = "LMMS_SCENE_JOURNAL_CHUNK"
 #: the ``clip_model`` value that switches the CLIP metrics off
 CLIP_DISABLED = "none"
 
@@ -54,6 +59,25 @@ class Settings:
     #: COOCO's clean images (target removed): ``skip`` (default) or ``include``; the
     #: COOCO tasks check the value (:func:`lmms_scene.data.cooco.views.clean_option`)
     cooco_clean: str = "skip"
+    #: ``lmms-scene eval`` journals generations as they arrive (``LMMS_SCENE_JOURNAL=off``: no)
+    journal: bool = True
+    #: requests per model call while journaling, as given (``LMMS_SCENE_JOURNAL_CHUNK``;
+    #: checked by :attr:`journal_chunk_size` when a journal starts)
+    journal_chunk: str = ""
+
+    @property
+    def journal_chunk_size(self) -> int:
+        """``journal_chunk`` as a positive integer (default 32); a bad value is an error naming it."""
+        value = str(self.journal_chunk).strip()
+        if not value:
+            return 32
+        try:
+            number = int(value)
+        except ValueError:
+            number = 0
+        if number < 1:
+            raise ValueError(f"{JOURNAL_CHUNK_ENV}: expected a positive integer, got {self.journal_chunk!r}")
+        return number
 
     @property
     def clip_enabled(self) -> bool:
@@ -75,6 +99,8 @@ def current() -> Settings:
         no_task_hook=bool(env.get(NO_TASK_HOOK_ENV)),
         progress=env.get(NO_PROGRESS_ENV, "").strip() in ("", "0"),
         cooco_clean=env.get(COOCO_CLEAN_ENV, "").strip() or "skip",
+        journal=env.get(JOURNAL_ENV, "").strip().lower() not in ("off", "0", "no", "false"),
+        journal_chunk=env.get(JOURNAL_CHUNK_ENV, ""),
     )
     with _lock:
         extra = dict(_overrides)
