@@ -28,6 +28,16 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
     config = settings.current()
     keep_journal = config.journal if journal is None else journal
     chunk = config.journal_chunk_size  # a bad LMMS_SCENE_JOURNAL_CHUNK stops here, before the model loads
+    argv, resume_from = _pop_resume(argv)
+    resume = None
+    if resume_from is not None:
+        if not keep_journal:
+            raise ValueError("--resume serves an interrupted run's journal and needs the journal on (LMMS_SCENE_JOURNAL is off)")
+        resume = J.read(J.journal_files(resume_from))
+        for problem in resume.problems:
+            print(f"lmms-scene eval: --resume: {problem}", file=sys.stderr)
+        print(f"lmms-scene eval: resuming {', '.join(map(str, resume.files))} ({resume.status()}): "
+              f"{sum(len(v) for v in resume.outputs.values())} outputs served from it, the rest generated", file=sys.stderr)  # fmt: skip
     import lmms_eval.__main__ as harness
 
     failures: list[BaseException] = []
@@ -37,7 +47,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
         import lmms_eval.evaluator as evaluator
 
         original_evaluate = evaluator.evaluate
-        J.install(None, chunk, announce=lambda message: print(message, file=sys.stderr))
+        J.install(None, chunk, announce=lambda message: print(message, file=sys.stderr), resume=resume)
         if not _output_path_of(argv):
             print("lmms-scene eval: no --output_path, so the harness saves nothing and no journal is kept", file=sys.stderr)
 
@@ -104,6 +114,24 @@ def _interrupted(stop: BaseException) -> int:
         if journal.done:
             print(f"lmms-scene eval: score them with: lmms-scene rescore {journal.path} --output_path OUT", file=sys.stderr)
     return 128 + int(signum)
+
+
+def _pop_resume(argv: list[str]) -> tuple[list[str], str | None]:
+    """``argv`` without lmms-scene's own ``--resume JOURNAL``, and that journal (or None)."""
+    out, resume, i = [], None, 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--resume":
+            if i + 1 >= len(argv):
+                raise ValueError("--resume: give the interrupted run's journal (a file, or its --output_path folder)")
+            resume, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith("--resume="):
+            resume = arg.split("=", 1)[1]
+        else:
+            out.append(arg)
+        i += 1
+    return out, resume
 
 
 def _output_path_of(argv: list[str]) -> str | None:

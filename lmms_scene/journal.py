@@ -66,6 +66,12 @@ def _plain(value: Any) -> Any:
     return None
 
 
+def request_arguments(request: Any) -> list:
+    """A request's plain arguments (prompt, generation kwargs, doc id, task, split): what
+    the journal keeps of the request, and what a resumed run must ask again."""
+    return [_plain(a) for a in request.args if _plain(a) is not None]
+
+
 def kept_output(output: Any) -> tuple[Any, Any]:
     """What the harness keeps of a model's output (``unwrap_generation_output``: the text,
     a multi-round list, or ``str()`` of anything else) and its token counts."""
@@ -97,18 +103,18 @@ class Journal:
             f.flush()
             os.fsync(f.fileno())
 
-    def outputs(self, request_type: str, requests: list, outputs: list, copies: Counter) -> None:
+    def outputs(self, request_type: str, requests: list, outputs: list, copies: list[int], arguments: list[list],
+                resumed: set[int] = frozenset()) -> None:  # fmt: skip
         records = []
-        for request, output in zip(requests, outputs):
-            key = (request.task_name, request.doc_id, request.idx)
-            copy = copies[key]
-            copies[key] += 1
+        for i, (request, output, copy, asked) in enumerate(zip(requests, outputs, copies, arguments)):
             text, counts = kept_output(output)
-            records.append({
+            record = {
                 "kind": "output", "task": request.task_name, "doc_id": request.doc_id, "idx": request.idx, "copy": copy,
-                "request_type": request_type, "arguments": [_plain(a) for a in request.args if _plain(a) is not None],
-                "output": _plain(text), "token_counts": counts,
-            })  # fmt: skip
+                "request_type": request_type, "arguments": asked, "output": _plain(text), "token_counts": counts,
+            }  # fmt: skip
+            if i in resumed:
+                record["resumed"] = True
+            records.append(record)
         self.write(records)
         self.done += len(records)
 
@@ -145,7 +151,9 @@ def header(cli_args: Any, lm: Any, chunk: int) -> dict[str, Any]:
         "argv": list(sys.argv), "model": get("model"), "model_args": get("model_args"), "model_class": type(lm).__name__,
         "tasks": get("tasks"), "limit": get("limit"), "offset": get("offset"), "repeats": get("repeats"),
         "reasoning_tags": get("reasoning_tags"), "include_path": get("include_path"), "seed": get("seed"),
-        "batch_size": get("batch_size"), "gen_kwargs": get("gen_kwargs"), "rank": rank, "world_size": world, "chunk": chunk,
+        "batch_size": get("batch_size"), "gen_kwargs": get("gen_kwargs"), "system_instruction": get("system_instruction"),
+        "apply_chat_template": get("apply_chat_template"), "num_fewshot": get("num_fewshot"), "force_simple": get("force_simple"),
+        "rank": rank, "world_size": world, "chunk": chunk,
     }  # fmt: skip
 
 
@@ -187,7 +195,7 @@ class Active:
 ACTIVE = Active()
 
 
-def _journaled(journal: Journal, request_type: str, generate: Any, chunk: int):
+def _journaled(journal: Journal, request_type: str, generate: Any, chunk: int, resume: JournalRun | None = None):
     copies: Counter = Counter()
 
     def run(requests):
@@ -195,22 +203,53 @@ def _journaled(journal: Journal, request_type: str, generate: Any, chunk: int):
         out: list = []
         for start in range(0, len(requests), chunk):
             part = requests[start : start + chunk]
-            got = generate(part)
+            keys = []
+            for request in part:
+                key = (request.task_name, int(request.doc_id), int(request.idx or 0))
+                keys.append((*key, copies[key]))
+                copies[key] += 1
+            # the requests as asked (a model may change its generation kwargs in place)
+            asked = [request_arguments(r) for r in part]
+            served = {i: resume.served(request_type, a, k) for i, (a, k) in enumerate(zip(asked, keys))} if resume else {}
+            served = {i: v for i, v in served.items() if v is not None}
+            todo = [r for i, r in enumerate(part) if i not in served]
+            got = generate(todo) if todo else []
             got = list(got) if not isinstance(got, list) else got
-            if len(got) != len(part):
-                raise RuntimeError(f"lmms-scene journal: {request_type} returned {len(got)} outputs for {len(part)} requests")
-            journal.outputs(request_type, part, got, copies)
-            out.extend(got)
+            if len(got) != len(todo):
+                raise RuntimeError(f"lmms-scene journal: {request_type} returned {len(got)} outputs for {len(todo)} requests")
+            fresh = iter(got)
+            merged = [served[i][0] if i in served else next(fresh) for i in range(len(part))]
+            journal.outputs(request_type, part, merged, [k[3] for k in keys], asked, resumed=set(served))
+            out.extend(merged)
         return out
 
     setattr(run, _MARK, True)
     return run
 
 
-def install(output_dir: str | Path | None, chunk: int, *, announce=print) -> bool:
+#: the options a resumed run must share with the journal it resumes (parsed lmms_eval arguments)
+RESUME_OPTIONS = ("model", "model_args", "tasks", "limit", "offset", "repeats", "gen_kwargs", "reasoning_tags",
+                  "batch_size", "system_instruction", "apply_chat_template", "num_fewshot", "force_simple")  # fmt: skip
+
+
+def check_resume(run: JournalRun, cli_args: Any) -> None:
+    """A resumed run must be the run the journal comes from: the options that decide what
+    is asked and answered must agree (an error names the first that does not)."""
+    for name in RESUME_OPTIONS:
+        if name not in run.header:  # a journal from before the option was recorded
+            continue
+        mine, theirs = _plain(getattr(cli_args, name, None)), run.header[name]
+        if mine != theirs:
+            raise ValueError(f"--resume: this run's {name} {mine!r} differs from the journal's {theirs!r} ({run.files[0]}); "
+                             "resume with the interrupted run's own arguments")  # fmt: skip
+
+
+def install(output_dir: str | Path | None, chunk: int, *, announce=print, resume: JournalRun | None = None) -> bool:
     """Wrap lmms-eval's ``evaluate`` so the model's generations are journaled under
-    ``output_dir`` (see the module docstring). Returns False (changing nothing) when the
-    harness has no ``lmms_eval.evaluator.evaluate``; True when the wrapper is in place."""
+    ``output_dir`` (see the module docstring); with ``resume`` (an interrupted run's
+    journal), the requests it answered are served from it, checked to be the same
+    requests, and only the others reach the model. Returns False (changing nothing) when
+    the harness has no ``lmms_eval.evaluator.evaluate``; True when the wrapper is in place."""
     from lmms_scene.harness import patch_once
 
     try:
@@ -227,6 +266,8 @@ def install(output_dir: str | Path | None, chunk: int, *, announce=print) -> boo
                 return original(*args, **kwargs)
             from lmms_scene import settings
 
+            if resume is not None:
+                check_resume(resume, cli_args)
             rank = settings.process_group()[0]
             size = chunk_size(lm, chunk)
             stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
@@ -254,7 +295,7 @@ def install(output_dir: str | Path | None, chunk: int, *, announce=print) -> boo
                 method = getattr(lm, request_type, None)
                 if method is None or getattr(method, _MARK, False):
                     continue
-                lm.__dict__[request_type] = with_plan(_journaled(journal, request_type, method, size))
+                lm.__dict__[request_type] = with_plan(_journaled(journal, request_type, method, size, resume))
                 shadowed.append(request_type)
             try:
                 result = original(*args, **kwargs)
@@ -328,6 +369,21 @@ class JournalRun:
     outputs: dict[tuple[str, int, int], dict[int, Any]]
     ends: list[dict[str, Any]]
     problems: list[str]
+    #: (task, doc_id, idx, copy) -> (request type, the request's plain arguments)
+    requests: dict[tuple[str, int, int, int], tuple[str, list]] = field(default_factory=dict)
+
+    def served(self, request_type: str, now: list, key: tuple[str, int, int, int]) -> tuple[Any] | None:
+        """The journaled output for this request and copy (a 1-tuple), or None when the
+        journal has none; a journaled request whose arguments differ from ``now``
+        (another prompt or generation kwargs: not the same run) is an error naming it."""
+        by_copy = self.outputs.get(key[:3])
+        if not by_copy or key[3] not in by_copy:
+            return None
+        kind, arguments = self.requests.get(key, (request_type, None))
+        if kind != request_type or (arguments is not None and arguments != now):
+            raise ValueError(f"--resume: the journal's request for task {key[0]!r} doc {key[1]} (repeat {key[3] + 1}) is not this run's "
+                             f"({kind} {str(arguments)[:200]} vs {request_type} {str(now)[:200]}); resume with the interrupted run's own arguments")  # fmt: skip
+        return (by_copy[key[3]],)
 
     def status(self) -> str:
         states = {e.get("status") for e in self.ends}
@@ -406,6 +462,7 @@ def read(files: list[Path]) -> JournalRun:
     in ``problems`` and skipped, never guessed."""
     headers, plans, ends, problems = [], [], [], []
     outputs: dict[tuple[str, int, int], dict[int, Any]] = {}
+    requests: dict[tuple[str, int, int, int], tuple[str, list]] = {}
     for f in files:
         lines = f.read_text(encoding="utf-8").split("\n")
         for number, line in enumerate(lines, 1):
@@ -427,6 +484,7 @@ def read(files: list[Path]) -> JournalRun:
             elif kind == "output":
                 key = (record["task"], int(record["doc_id"]), int(record["idx"]))
                 outputs.setdefault(key, {})[int(record["copy"])] = record["output"]
+                requests[(*key, int(record["copy"]))] = (record.get("request_type"), record.get("arguments"))
             else:
                 problems.append(f"{f}:{number}: unknown record {str(kind)!r}; skipped")
     if not headers:
@@ -445,4 +503,4 @@ def read(files: list[Path]) -> JournalRun:
         for name, info in p["tasks"].items():
             entry = tasks.setdefault(name, {**info, "doc_ids": []})
             entry["doc_ids"] = sorted(set(entry["doc_ids"]) | set(info["doc_ids"]))
-    return JournalRun(list(files), first, tasks, outputs, ends, problems)
+    return JournalRun(list(files), first, tasks, outputs, ends, problems, requests)

@@ -56,23 +56,31 @@ def _qwen_eval(model_dir: Path, out: Path, limit: int, tokens: int, tasks: str =
             "--output_path", str(out), "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_a_signal_during_eval_keeps_what_was_generated_and_rescore_scores_it(tmp_path, tiny_qwen_vl, signum):
-    pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
-    out = tmp_path / "run"
-    proc = subprocess.Popen(_cli(*_qwen_eval(tiny_qwen_vl, out, limit=16, tokens=48)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, env=harness_env({**ENV, "LMMS_SCENE_JOURNAL_CHUNK": "1"}), cwd=tmp_path)  # fmt: skip
+def _interrupt(cmd: list[str], out: Path, cwd: Path, signum: int, min_outputs: int = 2) -> tuple[subprocess.Popen, str, Path]:
+    """Start ``lmms-scene eval``, send ``signum`` once ``min_outputs`` outputs are journaled."""
+    proc = subprocess.Popen(_cli(*cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=harness_env({**ENV, "LMMS_SCENE_JOURNAL_CHUNK": "1"}), cwd=cwd)  # fmt: skip
     deadline = time.monotonic() + 400
     journal_file = None
     while time.monotonic() < deadline and proc.poll() is None:
         found = sorted((out / J.FOLDER).glob("*.jsonl")) if (out / J.FOLDER).is_dir() else []
-        if found and len(_outputs(found[0])) >= 2:
+        if found and len(_outputs(found[0])) >= min_outputs:
             journal_file = found[0]
             break
         time.sleep(0.2)
-    assert journal_file is not None, "the run ended or hung before two outputs were journaled"
+    if journal_file is None:
+        proc.kill()
+        pytest.fail("the run ended or hung before the outputs were journaled:\n" + proc.communicate()[0][-3000:])
     proc.send_signal(signum)
     log, _ = proc.communicate(timeout=300)
+    return proc, log, journal_file
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_signal_during_eval_keeps_what_was_generated_and_rescore_scores_it(tmp_path, tiny_qwen_vl, signum):
+    pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
+    out = tmp_path / "run"
+    proc, log, journal_file = _interrupt(_qwen_eval(tiny_qwen_vl, out, limit=16, tokens=48), out, tmp_path, signum)
     assert proc.returncode == 128 + signum, log[-3000:]
     name = signal.Signals(signum).name
     assert f"stopped by {name}" in log and f"lmms-scene rescore {journal_file}" in log
@@ -175,3 +183,31 @@ def test_rescore_replays_every_repeat_as_logged(tmp_path):
     again = _run(["rescore", str(once), "--output_path", str(twice)], tmp_path)
     assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
     assert _numbers(find_results(twice)) == _numbers(res)
+
+
+def test_an_interrupted_run_resumes_to_the_numbers_of_an_uninterrupted_one(tmp_path, tiny_qwen_vl):
+    """``lmms-scene eval --resume JOURNAL`` with the interrupted run's arguments: the
+    journaled outputs are served, only the rest is generated, and the run's numbers and
+    samples equal those of the same run never interrupted."""
+    pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
+    first = tmp_path / "first"
+    proc, log, journal_file = _interrupt(_qwen_eval(tiny_qwen_vl, first, limit=8, tokens=16), first, tmp_path, signal.SIGTERM)
+    assert proc.returncode == 128 + signal.SIGTERM, log[-3000:]
+    served = len(_outputs(journal_file))
+    assert 2 <= served < 8
+    resumed = tmp_path / "resumed"
+    done = _run(["eval", "--resume", str(journal_file), *_qwen_eval(tiny_qwen_vl, resumed, limit=8, tokens=16)[1:]], tmp_path)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert f"{served} outputs served from it" in done.stderr
+    (new_journal,) = (resumed / J.FOLDER).glob("*.jsonl")
+    lines = [json.loads(x) for x in new_journal.read_text().splitlines()]
+    assert sum(1 for x in lines if x.get("resumed")) == served and lines[-1]["status"] == "finished"
+    whole = tmp_path / "whole"
+    never = _run(_qwen_eval(tiny_qwen_vl, whole, limit=8, tokens=16), tmp_path, {"LMMS_SCENE_JOURNAL": "off"})
+    assert never.returncode == 0, (never.stdout + never.stderr)[-3000:]
+    assert _numbers(find_results(resumed)) == _numbers(find_results(whole))
+    strip = lambda s: {k: v for k, v in s.items() if k != "token_counts"}  # noqa: E731
+    assert [strip(x) for x in find_samples(resumed, "layered_vqa_sample")] == [strip(x) for x in find_samples(whole, "layered_vqa_sample")]
+    # a resume with other arguments is refused before anything is generated
+    other = _run(["eval", "--resume", str(journal_file), *_qwen_eval(tiny_qwen_vl, tmp_path / "other", limit=4, tokens=16)[1:]], tmp_path)
+    assert other.returncode != 0 and "this run's limit 4.0 differs from the journal's 8.0" in other.stdout + other.stderr

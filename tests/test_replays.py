@@ -245,3 +245,44 @@ def test_a_bad_chunk_setting_stops_eval_before_the_model_loads(monkeypatch, caps
     monkeypatch.setenv("LMMS_SCENE_JOURNAL_CHUNK", "0")
     assert main(["eval", "--model", "echo", "--tasks", "cooco_sample"]) == 2
     assert "LMMS_SCENE_JOURNAL_CHUNK: expected a positive integer, got '0'" in capsys.readouterr().err
+
+
+def test_resume_serves_the_journaled_requests_and_asks_the_model_for_the_rest(tmp_path, monkeypatch):
+    import lmms_eval.evaluator as evaluator
+
+    monkeypatch.setattr(evaluator, "evaluate", _fake_evaluate)
+    tasks = {"t": _Task("t", [_request("t", d, 2) for d in range(4)])}
+    cli = Namespace(model="m", tasks="t", limit=None, repeats=2, output_path=str(tmp_path / "first"))
+    J.install(None, 3)
+    with pytest.raises(J.Interrupted):
+        evaluator.evaluate(lm=_Model(stop_after=1), task_dict=tasks, cli_args=cli)
+    interrupted = J.read(J.journal_files(tmp_path / "first"))
+    assert sum(len(v) for v in interrupted.outputs.values()) == 3  # doc 0 twice, doc 1 once
+    monkeypatch.setattr(evaluator, "evaluate", _fake_evaluate)
+    J.install(None, 3, resume=interrupted)
+    model = _Model()
+    got = evaluator.evaluate(lm=model, task_dict=tasks, cli_args=Namespace(**{**vars(cli), "output_path": str(tmp_path / "second")}))
+    assert sum(model.calls) == 5  # 8 requests, 3 served from the journal
+    assert got[:3] == ["t:0:1", "t:0:1", "t:1:1"]  # the interrupted run's outputs, as it gave them
+    lines = _journal_lines(tmp_path / "second")
+    outputs = [x for x in lines if x["kind"] == "output"]
+    assert len(outputs) == 8 and [x.get("resumed", False) for x in outputs] == [True] * 3 + [False] * 5
+    # a resumed run must be the same run: other options, or other requests, are refused
+    monkeypatch.setattr(evaluator, "evaluate", _fake_evaluate)
+    J.install(None, 3, resume=interrupted)
+    with pytest.raises(ValueError, match="this run's limit 2 differs from the journal's None"):
+        evaluator.evaluate(lm=_Model(), task_dict=tasks, cli_args=Namespace(**{**vars(cli), "limit": 2}))
+    monkeypatch.setattr(evaluator, "evaluate", _fake_evaluate)
+    J.install(None, 3, resume=interrupted)
+    other = {"t": _Task("t", [Instance("generate_until", ("another prompt", {}, None, d, "t", "test"), 0,
+                                       metadata={"task": "t", "doc_id": d, "repeats": 2}) for d in range(4)])}  # fmt: skip
+    with pytest.raises(ValueError, match="is not this run's"):
+        evaluator.evaluate(lm=_Model(), task_dict=other, cli_args=Namespace(**{**vars(cli), "output_path": str(tmp_path / "third")}))
+
+
+def test_resume_needs_the_journal(monkeypatch, capsys):
+    from lmms_scene.cli import main
+
+    monkeypatch.setenv("LMMS_SCENE_JOURNAL", "off")
+    assert main(["eval", "--model", "echo", "--tasks", "cooco_sample", "--resume", "somewhere"]) == 2
+    assert "needs the journal on" in capsys.readouterr().err
