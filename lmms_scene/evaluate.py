@@ -448,5 +448,7 @@ def _rescore_journal(files: list[Path], output_path: Path, extra: list[str]) -> 
     code = 0
     for out, args in groups:
         print(f"lmms-scene rescore: scoring into {out}: {' '.join(args)}")
-        code = code or run_harness([*model, *args, "--output_path", str(out), "--log_samples", *extra], journal=False)
+        tasks = args[args.index("--tasks") + 1].split(",")
+        done = run_harness([*model, *args, "--output_path", str(out), "--log_samples", *extra], journal=False)
+        code = code or done or _check_repeats(out, options, [t for t in tasks if t in run.tasks])
     return code

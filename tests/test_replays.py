@@ -286,3 +286,22 @@ def test_resume_needs_the_journal(monkeypatch, capsys):
     monkeypatch.setenv("LMMS_SCENE_JOURNAL", "off")
     assert main(["eval", "--model", "echo", "--tasks", "cooco_sample", "--resume", "somewhere"]) == 2
     assert "needs the journal on" in capsys.readouterr().err
+
+
+def test_a_model_that_fails_mid_run_leaves_its_earlier_chunks_and_says_so(tmp_path, monkeypatch):
+    import lmms_eval.evaluator as evaluator
+
+    class Failing(_Model):
+        def generate_until(self, requests):
+            if self.calls:
+                raise RuntimeError("CUDA out of memory")
+            return super().generate_until(requests)
+
+    monkeypatch.setattr(evaluator, "evaluate", _fake_evaluate)
+    J.install(tmp_path, 2)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        evaluator.evaluate(lm=Failing(), task_dict={"t": _Task("t", [_request("t", d, 1) for d in range(5)])},
+                           cli_args=Namespace(output_path=str(tmp_path)))  # fmt: skip
+    lines = _journal_lines(tmp_path)
+    assert [x["doc_id"] for x in lines if x["kind"] == "output"] == [0, 1]
+    assert lines[-1]["status"] == "failed" and lines[-1]["error"] == "RuntimeError: CUDA out of memory"
