@@ -447,14 +447,28 @@ def journal_files(paths: str | Path | list) -> list[Path]:
         if item.is_dir():
             here = sorted(item.rglob(f"{FOLDER}/*.jsonl"))
             if here:
-                newest = max(here, key=lambda p: p.name)
-                stamp = newest.name.split("_", 1)[0]
-                found += [p for p in here if p.parent == newest.parent and p.name.split("_", 1)[0] == stamp]
+                # the newest run: the newest file, and the other ranks' files of the same run
+                # (same command line and process count, started within two minutes)
+                heads = {p: _first_record(p) for p in here}
+                newest = max(here, key=lambda p: (heads[p].get("time", 0), p.name))
+                ref = heads[newest]
+                found += [p for p in here if p.parent == newest.parent and heads[p].get("argv") == ref.get("argv")
+                          and heads[p].get("world_size") == ref.get("world_size")
+                          and abs(heads[p].get("time", 0) - ref.get("time", 0)) < 120]  # fmt: skip
         elif item.is_file():
             found.append(item)
         else:
             raise FileNotFoundError(f"{item}: no such journal file or folder")
     return sorted(set(found))
+
+
+def _first_record(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as f:
+            record = json.loads(f.readline())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def read(files: list[Path]) -> JournalRun:
