@@ -9,18 +9,47 @@ from pathlib import Path
 from lmms_scene.registration import install_task_path_hook, tasks_path
 
 
-def run_harness(argv: list[str]) -> int:
+def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
     """Run ``lmms_eval`` in this process with our tasks registered.
 
     lmms-eval 0.7.3 logs a failed evaluation and exits 0; this returns 1 instead, so
     scripts and CI notice. ``--help`` and ``--tasks list`` behave as in the harness.
+
+    Generations are journaled as they arrive (:mod:`lmms_scene.journal`; ``journal=False``
+    or ``LMMS_SCENE_JOURNAL=off``: not), and SIGTERM / SIGINT stop the run cleanly: what
+    was generated is on disk, and this returns 128 + the signal's number after saying how
+    to score it (``lmms-scene rescore``).
     """
+    from lmms_scene import journal as J
+    from lmms_scene import settings
+
     if not install_task_path_hook():
         argv = [*argv, "--include_path", str(tasks_path())]
+    config = settings.current()
+    keep_journal = config.journal if journal is None else journal
+    chunk = config.journal_chunk_size  # a bad LMMS_SCENE_JOURNAL_CHUNK stops here, before the model loads
+    argv, resume_from = _pop_resume(argv)
+    resume = None
+    if resume_from is not None:
+        if not keep_journal:
+            raise ValueError("--resume serves an interrupted run's journal and needs the journal on (LMMS_SCENE_JOURNAL is off)")
+        resume = J.read(J.journal_files(resume_from))
+        for problem in resume.problems:
+            print(f"lmms-scene eval: --resume: {problem}", file=sys.stderr)
+        print(f"lmms-scene eval: resuming {', '.join(map(str, resume.files))} ({resume.status()}): "
+              f"{sum(len(v) for v in resume.outputs.values())} outputs served from it, the rest generated", file=sys.stderr)  # fmt: skip
     import lmms_eval.__main__ as harness
 
     failures: list[BaseException] = []
     original = harness.cli_evaluate_single
+    original_evaluate = None
+    if keep_journal:
+        import lmms_eval.evaluator as evaluator
+
+        original_evaluate = evaluator.evaluate
+        J.install(None, chunk, announce=lambda message: print(message, file=sys.stderr), resume=resume)
+        if not _output_path_of(argv):
+            print("lmms-scene eval: no --output_path, so the harness saves nothing and no journal is kept", file=sys.stderr)
 
     def evaluate_single(args):
         try:
@@ -34,24 +63,84 @@ def run_harness(argv: list[str]) -> int:
     saved_argv = sys.argv
     harness.cli_evaluate_single = evaluate_single
     sys.argv = ["lmms_eval", *argv]
+    J.ACTIVE.journal = None
+    handlers = J.catch_signals()
     try:
         harness.cli_evaluate()
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except KeyboardInterrupt as stop:
+        return _interrupted(stop)
     except Exception as err:  # re-raised by the harness under --verbosity DEBUG
         if err not in failures:
             failures.append(err)
     finally:
+        J.restore_signals(handlers)
         harness.cli_evaluate_single = original
         sys.argv = saved_argv
+        if original_evaluate is not None:
+            import lmms_eval.evaluator as evaluator
+
+            evaluator.evaluate = original_evaluate
+    stops = [f for f in failures if isinstance(f, KeyboardInterrupt)]
+    if stops:
+        return _interrupted(stops[-1])
     if failures:
         cause = root_cause(failures[-1])
         print(f"lmms-scene eval: the evaluation failed: {type(cause).__name__}: {cause}", file=sys.stderr)
         hint = data_hint(_tasks_of(argv), cause)
         if hint:
             print(f"lmms-scene eval: {hint}", file=sys.stderr)
+        journal = J.ACTIVE.journal
+        if journal is not None and journal.done:
+            print(f"lmms-scene eval: the {journal.done} generations made before the failure are in {journal.path}; "
+                  f"score them with: lmms-scene rescore {journal.path} --output_path OUT", file=sys.stderr)  # fmt: skip
         return 1
     return 0
+
+
+def _interrupted(stop: BaseException) -> int:
+    """Say what an interrupted run left on disk and how to score it; the exit code."""
+    from lmms_scene import journal as J
+
+    name = getattr(stop, "signal_name", "SIGINT")
+    signum = getattr(stop, "signum", 2)
+    journal = J.ACTIVE.journal
+    if journal is None:
+        print(f"lmms-scene eval: stopped by {name} before the model generated anything (no journal)", file=sys.stderr)
+    else:
+        total = f" of {journal.total}" if journal.total else ""
+        print(f"lmms-scene eval: stopped by {name}; {journal.done}{total} generations are in {journal.path}", file=sys.stderr)
+        if journal.done:
+            print(f"lmms-scene eval: score them with: lmms-scene rescore {journal.path} --output_path OUT", file=sys.stderr)
+    return 128 + int(signum)
+
+
+def _pop_resume(argv: list[str]) -> tuple[list[str], str | None]:
+    """``argv`` without lmms-scene's own ``--resume JOURNAL``, and that journal (or None)."""
+    out, resume, i = [], None, 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--resume":
+            if i + 1 >= len(argv):
+                raise ValueError("--resume: give the interrupted run's journal (a file, or its --output_path folder)")
+            resume, i = argv[i + 1], i + 2
+            continue
+        if arg.startswith("--resume="):
+            resume = arg.split("=", 1)[1]
+        else:
+            out.append(arg)
+        i += 1
+    return out, resume
+
+
+def _output_path_of(argv: list[str]) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg in ("--output_path", "--output-path") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--output_path="):
+            return arg.split("=", 1)[1]
+    return None
 
 
 def root_cause(err: BaseException) -> BaseException:
@@ -187,29 +276,179 @@ def _report_and_submission(run_dir: Path) -> None:
     print(f"lmms-scene demo: submission: {target}")
 
 
-def rescore(run: str | Path, output_path: str | Path, extra: list[str] | None = None) -> int:
-    """Recompute every metric of a saved run (its ``--log_samples`` files) without the
-    model: the harness replays the logged answers (``scene_from_samples``) through the
-    tasks' own ``process_results`` and aggregations, on the same data and ``--limit``.
-    The metric checkpoints are the configured ones (e.g. ``LMMS_SCENE_CLIP_MODEL``)."""
+#: lmms_eval options a rescore takes from the run itself; given again, they are refused
+CARRIED = ("--tasks", "--limit", "--offset", "--repeats", "--reasoning_tags", "--seed", "--model", "--model_args")
+
+
+def _given(extra: list[str], option: str) -> bool:
+    return any(a == option or a.startswith(option + "=") for a in extra)
+
+
+def rescore(run: str | Path | list, output_path: str | Path, extra: list[str] | None = None) -> int:
+    """Recompute every metric of a saved run without the model: the harness replays the
+    logged answers (``scene_from_samples``) through the tasks' own ``process_results`` and
+    aggregations, on the same data.
+
+    ``run`` is a run folder (its samples files and results JSON), samples files, or the
+    journal of an ``lmms-scene eval`` run (:mod:`lmms_scene.journal`; a folder with a
+    journal and no samples files, e.g. an interrupted run). Every option of the run that
+    changes its numbers is carried over from what the run recorded (its ``--tasks``,
+    ``--limit``, ``--offset``, ``--repeats``, ``--reasoning_tags``, ``--include_path``,
+    seeds) and every repeat is replayed as logged; what cannot be carried over is refused
+    with the reason. The metric checkpoints are the configured ones (e.g.
+    ``LMMS_SCENE_CLIP_MODEL``)."""
+    from lmms_scene import journal as J
+    from lmms_scene.models.from_samples import samples_files
+
+    extra = list(extra or [])
+    clash = [o for o in CARRIED if _given(extra, o)]
+    if clash:
+        raise ValueError(f"rescore replays the run as it was: {', '.join(clash)} come{'s' if len(clash) == 1 else ''} from the run itself "
+                         "and cannot be given again (a different value would not give the run's numbers)")  # fmt: skip
+    items = [run] if isinstance(run, (str, Path)) else list(run)
+    paths = [Path(p) for p in items]
+    journals = [p for p in paths if p.is_file() and p.parent.name == J.FOLDER]
+    if journals or not _has_samples(paths):
+        files = J.journal_files(paths)
+        if not files:
+            samples_files(paths)  # raises the usual "no samples files" error
+        return _rescore_journal(files, Path(output_path), extra)
+    return _rescore_samples(samples_files(paths), paths, Path(output_path), extra)
+
+
+def _has_samples(paths: list[Path]) -> bool:
+    for p in paths:
+        if p.is_dir() and next(p.rglob("*_samples_*.jsonl"), None) is not None:
+            return True
+        if p.is_file() and "_samples_" in p.name:
+            return True
+    return False
+
+
+def _include_path_ok(options, extra: list[str]) -> None:
+    if options.include_path and not _given(extra, "--include_path"):
+        for part in str(options.include_path).split(","):
+            if part and not Path(part).exists():
+                raise FileNotFoundError(f"the run's --include_path {part} no longer exists; give --include_path, the folder with its tasks now")
+
+
+def _rescore_samples(files: list[Path], given: list[Path], output_path: Path, extra: list[str]) -> int:
+    from dataclasses import asdict
+
+    from lmms_scene.files import iter_jsonl
+    from lmms_scene.models.from_samples import RunOptions, logged_repeats, results_file_of, run_options, task_of_samples_file
+
+    options: dict[str, RunOptions] = {}
+    for f in files:
+        results = results_file_of(f)
+        if not results.is_file():
+            raise FileNotFoundError(f"{f}: no {results.name} beside it, so the run's --limit, --offset, --repeats and task list are "
+                                    "unknown; rescore the folder the harness wrote (results JSON and samples files together)")  # fmt: skip
+        options[str(results)] = run_options(results)
+    first = next(iter(options.values()))
+    for opt in options.values():
+        for name in RunOptions.NUMBERS:
+            if getattr(opt, name) != getattr(first, name):
+                raise ValueError(f"the samples files come from runs with different {name} ({getattr(first, name)!r} in {first.source}, "
+                                 f"{getattr(opt, name)!r} in {opt.source}); rescore one run at a time")  # fmt: skip
+    if len(options) > 1:
+        # several runs: their leaf tasks joined (no one run's --tasks string, so no group is recomputed)
+        first = RunOptions(**{**asdict(first), "tasks": None, "leaf_tasks": sorted({t for o in options.values() for t in o.leaf_tasks}),
+                              "task_repeats": {k: v for o in options.values() for k, v in o.task_repeats.items()}})  # fmt: skip
+    tasks = [task_of_samples_file(f) for f in files]
+    run_tasks = set(first.leaf_tasks)
+    missing = sorted(run_tasks - set(tasks))
+    if any(p.is_dir() for p in given) and missing:
+        raise FileNotFoundError(f"the run evaluated {', '.join(missing)} but wrote no samples file for {'it' if len(missing) == 1 else 'them'} "
+                                f"(in {', '.join(map(str, given))}); rescore its other tasks by naming their samples files")  # fmt: skip
+    subset = bool(missing)
+    task_arg = ",".join(tasks) if subset else None
+    if subset:
+        print(f"lmms-scene rescore: {', '.join(tasks)} of the run's {len(run_tasks)} tasks (the groups of its --tasks "
+              f"{first.tasks!r} are not recomputed)")  # fmt: skip
+    _include_path_ok(first, extra)
+    # what the samples hold of each task's repeats
+    for f, task in zip(files, tasks):
+        repeats = first.repeats_of(task)
+        if repeats <= 1:
+            continue
+        held = [logged_repeats(sample, repeats, first.reasoning_active(task))[1] for _n, sample in iter_jsonl(f)]
+        if not all(held):
+            print(f"lmms-scene rescore: {task}: the samples hold the first of {repeats} answers for {held.count(False)} documents "
+                  "(its filter kept the first, the only one scored); that answer is replayed for each repeat")  # fmt: skip
+    print(f"lmms-scene rescore: replaying {', '.join(tasks)} from {', '.join(map(str, files))}")
+    print(f"lmms-scene rescore: the run's options: {' '.join(first.harness_args(tasks=task_arg))}")
+    code = run_harness(
+        ["--model", "scene_from_samples", "--model_args", "samples=" + "|".join(map(str, files)),
+         *first.harness_args(tasks=task_arg), "--output_path", str(output_path), "--log_samples", *extra],
+        journal=False,
+    )  # fmt: skip
+    return code or _check_repeats(output_path, first, tasks)
+
+
+def _check_repeats(output_path: Path, options, tasks: list[str]) -> int:
+    """After a replay: each task ran with the run's repeats (1 and a message if not)."""
     import json
 
-    from lmms_scene.models.from_samples import samples_files, task_of_samples_file
+    written = sorted(Path(output_path).rglob("*_results.json"), key=lambda p: p.stat().st_mtime)
+    if not written:
+        return 0
+    configs = json.loads(written[-1].read_text(encoding="utf-8")).get("configs", {})
+    wrong = [f"{t}: {configs[t].get('repeats')} (the run: {options.repeats_of(t)})" for t in tasks
+             if t in configs and int(configs[t].get("repeats") or 1) != options.repeats_of(t)]  # fmt: skip
+    if wrong:
+        print(f"lmms-scene rescore: the replay ran with other repeats than the run: {'; '.join(wrong)}", file=sys.stderr)
+        return 1
+    return 0
 
-    files = samples_files(run)
-    tasks = [task_of_samples_file(f) for f in files]
-    # the --limit of the run these samples files come from: the results JSON beside them
-    limits = set()
-    for f in files:
-        prefix = f.name.split("_samples_", 1)[0]
-        results = f.with_name(f"{prefix}_results.json")
-        if results.is_file():
-            limits.add(json.loads(results.read_text(encoding="utf-8")).get("config", {}).get("limit"))
-    if len(limits) > 1:
-        raise ValueError(f"the samples files come from runs with different --limit ({sorted(map(str, limits))}); rescore one run at a time")
-    limit = ["--limit", str(next(iter(limits)))] if limits and next(iter(limits)) is not None else []
-    print(f"lmms-scene rescore: replaying {', '.join(tasks)} from {', '.join(map(str, files))}")
-    return run_harness(
-        ["--model", "scene_from_samples", "--model_args", "samples=" + "|".join(map(str, files)),
-         "--tasks", ",".join(tasks), "--output_path", str(output_path), "--log_samples", *limit, *(extra or [])]
+
+def _rescore_journal(files: list[Path], output_path: Path, extra: list[str]) -> int:
+    from lmms_scene import journal as J
+    from lmms_scene.models.from_samples import RunOptions
+
+    run = J.read(files)
+    for problem in run.problems:
+        print(f"lmms-scene rescore: {problem}", file=sys.stderr)
+    h = run.header
+    if not run.tasks:
+        raise ValueError(f"{', '.join(map(str, files))}: the run stopped before the model was asked anything ({run.status()}); nothing to score")
+    replayable = set(J.GENERATION_TYPES)
+    for task, info in run.tasks.items():
+        if not set(info["request_types"]) <= replayable:
+            raise ValueError(f"{task}: its requests are {info['request_types']}; a journal replays generations only")
+    options = RunOptions(
+        source=str(files[0]), tasks=h.get("tasks"), leaf_tasks=sorted(run.tasks), limit=h.get("limit"), offset=int(h.get("offset") or 0),
+        repeats=h.get("repeats"), task_repeats={t: int(i["repeats"]) for t, i in run.tasks.items()},
+        reasoning_tags=h.get("reasoning_tags"), include_path=h.get("include_path"), seed=h.get("seed"),
+        model=h.get("model"), model_args=h.get("model_args"),
     )  # fmt: skip
+    _include_path_ok(options, extra)
+    plan = J.replay_plan(run, options.offset)
+    complete, partial, none = plan.complete, plan.partial, plan.none
+    status = run.status()
+    print(f"lmms-scene rescore: journal {', '.join(map(str, files))} ({status}; {sum(len(v) for v in run.outputs.values())} outputs)")
+    for task in complete:
+        print(f"lmms-scene rescore: {task}: all {len(run.tasks[task]['doc_ids'])} documents generated")
+    for task, (prefix, total, beyond) in partial.items():
+        lost = f"; {beyond} generated after a gap are left out" if beyond else ""
+        print(f"lmms-scene rescore: {task}: the first {prefix} of {total} documents generated; scored over those (--limit {prefix}){lost}")
+    for task in none:
+        print(f"lmms-scene rescore: {task}: nothing generated before the run stopped; not scored")
+    model = ["--model", "scene_from_samples", "--model_args", "journal=" + "|".join(map(str, files))]
+    groups: list[tuple[Path, list[str]]] = []
+    if complete and not partial and not none:
+        groups.append((output_path, options.harness_args()))
+    else:
+        if complete:
+            groups.append((output_path / "complete", options.harness_args(tasks=",".join(complete))))
+        for task, (prefix, _total, _beyond) in partial.items():
+            groups.append((output_path / f"partial_{task}", options.harness_args(tasks=task, limit=prefix)))
+    if not groups:
+        raise ValueError(f"{', '.join(map(str, files))}: no document of any task was generated completely; nothing to score")
+    code = 0
+    for out, args in groups:
+        print(f"lmms-scene rescore: scoring into {out}: {' '.join(args)}")
+        tasks = args[args.index("--tasks") + 1].split(",")
+        done = run_harness([*model, *args, "--output_path", str(out), "--log_samples", *extra], journal=False)
+        code = code or done or _check_repeats(out, options, [t for t in tasks if t in run.tasks])
+    return code

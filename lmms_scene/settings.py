@@ -16,6 +16,9 @@ take :func:`current` once and pass its values down as arguments.
 ``LMMS_SCENE_CESG``            SNUS's CESG components for the harness task, ``key=value`` pairs
                                separated by ``;`` (coref, parser, encoder, lambda, weights,
                                synonyms, extra, verifier; see docs/snus.md); unset: offline defaults
+``LMMS_SCENE_JOURNAL``         ``off``: ``lmms-scene eval`` keeps no generation journal
+                               (:mod:`lmms_scene.journal`; default on)
+``LMMS_SCENE_JOURNAL_CHUNK``   requests per model call while journaling (default 32)
 ``RANK``, ``WORLD_SIZE``,      set by ``accelerate launch`` / ``torchrun``: this process's share
 ``LOCAL_RANK``                 of the work (:func:`process_group`)
 =============================  =============================================================
@@ -40,6 +43,8 @@ NO_TASK_HOOK_ENV = "LMMS_SCENE_NO_TASK_HOOK"
 NO_PROGRESS_ENV = "LMMS_SCENE_NO_PROGRESS"
 COOCO_CLEAN_ENV = "LMMS_SCENE_COOCO_CLEAN"
 CESG_ENV = "LMMS_SCENE_CESG"
+JOURNAL_ENV = "LMMS_SCENE_JOURNAL"
+JOURNAL_CHUNK_ENV = "LMMS_SCENE_JOURNAL_CHUNK"
 #: the ``clip_model`` value that switches the CLIP metrics off
 CLIP_DISABLED = "none"
 
@@ -60,6 +65,25 @@ class Settings:
     cooco_clean: str = "skip"
     #: SNUS's CESG components (``LMMS_SCENE_CESG``; "" = the offline defaults)
     cesg: str = ""
+    #: ``lmms-scene eval`` journals generations as they arrive (``LMMS_SCENE_JOURNAL=off``: no)
+    journal: bool = True
+    #: requests per model call while journaling, as given (``LMMS_SCENE_JOURNAL_CHUNK``;
+    #: checked by :attr:`journal_chunk_size` when a journal starts)
+    journal_chunk: str = ""
+
+    @property
+    def journal_chunk_size(self) -> int:
+        """``journal_chunk`` as a positive integer (default 32); a bad value is an error naming it."""
+        value = str(self.journal_chunk).strip()
+        if not value:
+            return 32
+        try:
+            number = int(value)
+        except ValueError:
+            number = 0
+        if number < 1:
+            raise ValueError(f"{JOURNAL_CHUNK_ENV}: expected a positive integer, got {self.journal_chunk!r}")
+        return number
 
     @property
     def clip_enabled(self) -> bool:
@@ -82,6 +106,8 @@ def current() -> Settings:
         progress=env.get(NO_PROGRESS_ENV, "").strip() in ("", "0"),
         cooco_clean=env.get(COOCO_CLEAN_ENV, "").strip() or "skip",
         cesg=env.get(CESG_ENV, "").strip(),
+        journal=env.get(JOURNAL_ENV, "").strip().lower() not in ("off", "0", "no", "false"),
+        journal_chunk=env.get(JOURNAL_CHUNK_ENV, ""),
     )
     with _lock:
         extra = dict(_overrides)

@@ -50,6 +50,15 @@ def test_local_judge_replies_are_parsed_strictly(smollm2_judge):
         assert reply.ok and isinstance(reply.content, str) and reply.content.strip(), reply
         assert reply.verdict is judges.parse_verdict(reply.content)  # the strict parser decides, nothing else
         assert reply.status in ("yes", "no", "unparsed")
+    # its usual reply ("The gold answer is not the same as the model answer.") states a
+    # verdict, which the parser reads (the first parser read none of its 84 replies);
+    # where a reply is in the labelled set, it reads as labelled
+    assert any(reply.verdict is not None for reply in replies), [r.content for r in replies]
+    labelled = {json.loads(line)["reply"]: json.loads(line)["verdict"] for line in
+                (Path(__file__).parent / "data" / "judge_verdicts.jsonl").read_text().splitlines()}  # fmt: skip
+    for reply in replies:
+        if reply.content in labelled:
+            assert reply.status == (labelled[reply.content] or "unparsed"), reply
 
 
 def test_judge_cli_with_a_real_local_model(tmp_path, smollm2_gguf, smollm2_judge, capsys):

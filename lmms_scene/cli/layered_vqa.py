@@ -11,9 +11,11 @@
   (one JSON object a line: id, gold, question_type, answer; optional question, label),
   printing each verdict (correct / wrong / cannot_tell) and its reason, and the agreement
   with the labels when lines carry one.
-- ``layered-vqa judge RESULTS... --judges SPEC``: re-grade a run's logged outputs with
-  an LLM-judge panel (majority vote, no self-judging, failures counted) and print or
-  write the judged report and the judge x model self-preference matrix.
+- ``layered-vqa judge RESULTS... --judges SPEC [--data D]``: re-grade a run's logged
+  outputs with an LLM-judge panel (majority vote, no self-judging, failures counted;
+  conversations that stopped early never judged), asking about the run's own question
+  texts (logged in its samples; for older runs ``--data``, checked against the run), and
+  print or write the judged report and the judge x model self-preference matrix.
 """
 
 from __future__ import annotations
@@ -97,7 +99,8 @@ def register(sub) -> None:
     j.add_argument("paths", nargs="+", type=Path, help="results folders or files (run with --log_samples)")
     j.add_argument("--judges", required=True, help="';'-separated [provider:]name=model[@url] (see lmms_scene.judges.parse_judges); "
                    "hf:PATH for a local transformers causal LM (a save_pretrained folder or a .gguf file)")
-    j.add_argument("--data", type=Path, default=None, help="the data the run used (for the question texts): a parquet file or a folder written by lmms-scene build; default: the embedded sample")
+    j.add_argument("--data", type=Path, default=None, help="the data the run used: a parquet file or a folder written by lmms-scene build. Checked against the run "
+                   "(question ids, texts, gold answers; a mismatch is refused); needed only for runs whose samples carry no question texts")
     j.add_argument("--out", type=Path, default=None, help="write the judged rows and reports as JSON here")
     j.set_defaults(fn=_judge, command_name="layered-vqa judge")
 
@@ -123,14 +126,12 @@ def _grade(args) -> int:
     return 0
 
 
-def _questions(data: Path | None) -> dict[str, str]:
+def _run_data(data: Path) -> dict[str, dict]:
+    """question_id -> the question's text, gold answer, type and scene in ``--data`` (a
+    parquet file, or a folder written by ``lmms-scene build``)."""
     import pyarrow.parquet as pq
 
-    from lmms_scene.registration import tasks_path
-
-    if data is None:
-        files = [tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet"]
-    elif Path(data).is_dir():
+    if Path(data).is_dir():
         files = sorted((Path(data) / "data").glob("*.parquet")) or sorted(Path(data).glob("*.parquet"))
         if not files:
             raise FileNotFoundError(f"--data: no parquet file in {data}/data or {data}")
@@ -138,11 +139,41 @@ def _questions(data: Path | None) -> dict[str, str]:
         files = [Path(data)]
     else:
         raise FileNotFoundError(f"--data: {data} not found")
-    out: dict[str, str] = {}
+    columns = ["question_id", "question", "answer", "question_type", "scene_id"]
+    out: dict[str, dict] = {}
     for f in files:
-        for row in pq.read_table(f, columns=["question_id", "question"]).to_pylist():
-            out[row["question_id"]] = row["question"]
+        try:
+            table = pq.read_table(f, columns=columns)
+        except Exception as exc:
+            raise ValueError(f"--data: {f} is not a Layered-VQA parquet file with columns {columns}: {exc}") from None
+        for row in table.to_pylist():
+            qid = row["question_id"]
+            if qid in out and out[qid] != row:
+                raise ValueError(f"--data: question {qid!r} appears twice with different contents ({f})")
+            out[qid] = row
     return out
+
+
+def data_mismatches(rows: list, data: dict[str, dict]) -> list[str]:
+    """How the run's rows disagree with ``data``: a question id it lacks, another gold
+    answer, type or scene, another question text (rows that log it) or, for rows from
+    runs that did not log the text, a question of another length."""
+    problems = []
+    for r in rows:
+        qid = r.get("question_id")
+        d = data.get(qid)
+        if d is None:
+            problems.append(f"question {qid!r}: not in the data")
+            continue
+        for field in ("answer", "question_type", "scene_id"):
+            if r.get(field) != d[field]:
+                problems.append(f"question {qid!r}: {field} {r.get(field)!r} in the run, {d[field]!r} in the data")
+        if r.get("question"):
+            if r["question"] != d["question"]:
+                problems.append(f"question {qid!r}: the run asked {r['question']!r}, the data has {d['question']!r}")
+        elif r.get("evidence_length") is not None and r["evidence_length"] != len(d["question"]):
+            problems.append(f"question {qid!r}: the run's question had {r['evidence_length']} characters, the data's {len(d['question'])}")
+    return problems
 
 
 def _judge(args) -> int:
@@ -156,12 +187,29 @@ def _judge(args) -> int:
     runs = [r for r in loaded.for_benchmark("layered_vqa") if r.samples]
     if not runs:
         raise FileNotFoundError(f"no Layered-VQA samples under {[str(p) for p in args.paths]} (run lmms_eval with --log_samples)")
-    questions = _questions(args.data)
+    data = _run_data(args.data) if args.data is not None else None
+    # every run's rows, checked against the data before any judge is asked
+    rows_of = {}
+    for run in runs:
+        rows = vqa.expand_repeats(run.rows("layered_vqa_report"))
+        if data is None:
+            lacking = [r["question_id"] for r in rows if not r.get("question")]
+            if lacking:
+                raise ValueError(
+                    f"{run.source}: {len(lacking)} rows carry no question text (a run from before lmms-scene logged it, "
+                    f"first: {lacking[0]!r}); give --data, the data this run used (a built folder or its parquet file)"
+                )
+        else:
+            problems = data_mismatches(rows, data)
+            if problems:
+                shown = "; ".join(problems[:3])
+                raise ValueError(f"--data {args.data} is not the data of {run.source}: {len(problems)} of {len(rows)} rows disagree ({shown})")
+        rows_of[id(run)] = rows
+    questions = {qid: d["question"] for qid, d in data.items()} if data else None
     judged_by_model: dict[str, list] = {}
     reports = {}
     for run in runs:
-        rows = run.rows("layered_vqa_report")
-        judged = vqa.judge_rows(rows, panel, model=run.model, model_args=run.model_args, questions=questions)
+        judged = vqa.judge_rows(rows_of[id(run)], panel, model=run.model, model_args=run.model_args, questions=questions)
         judged_by_model.setdefault(run.label, []).extend(judged)
     for label, rows in judged_by_model.items():
         rep = vqa.report([r for r in rows], n_boot=500)
@@ -169,10 +217,13 @@ def _judge(args) -> int:
         rep["scorer"] = judges.provenance(panel)
         reports[label] = rep
         acc = rep["overall"].get("accuracy")
+        j = rep["judges"]
         print(f"{label}: judged accuracy {acc if acc is None else round(acc, 4)} over {rep['overall']['n']} rows; "
-              f"{rep['judges']['no_consensus']} without consensus (left out), {rep['judges']['failed_calls']} failed judge calls, "
-              f"{rep['judges']['unparsed_replies']} unparsed replies; self-judges excluded: {rep['judges']['self_judges_excluded'] or 'none'} "
-              f"({rep['judges']['self_judgments']} self-judgments asked, kept for Figure 4)")  # fmt: skip
+              f"{j['not_judged']} not sent to the judges ({j['not_judged_stopped']} stopped conversations, left out; "
+              f"{j['not_judged_empty']} empty replies, wrong); "
+              f"{j['no_consensus']} without consensus (left out), {j['failed_calls']} failed judge calls, "
+              f"{j['unparsed_replies']} unparsed replies; self-judges excluded: {j['self_judges_excluded'] or 'none'} "
+              f"({j['self_judgments']} self-judgments asked, kept for Figure 4)")  # fmt: skip
     matrix = vqa.self_preference(judged_by_model)
     cells = vqa.self_cells(judged_by_model)
     print("Figure 4: self-preference after cross-judging (share judged correct; rows: judge, columns: model; "

@@ -206,6 +206,8 @@ def score_row(
         "repeat": int(repeat),
         "family": L.SCHEDULES[schedule].family,
         "question_type": doc["question_type"],
+        # the text the judges are asked about (lmms-scene layered-vqa judge)
+        "question": doc["question"],
         "relational": L.is_relational(doc),
         "depth": L.depth(doc),
         "n_shards": len(doc["shards"]),
@@ -668,6 +670,11 @@ def _types():
 # -- the LLM-judge path (after a run, on the recorded outputs) -------------------------------------
 
 
+#: why a row is not sent to the judges (kept, counted in :func:`judge_summary`)
+NOT_JUDGED_STOPPED = "the conversation stopped early: never judged, not graded"
+NOT_JUDGED_EMPTY = "empty final reply: not a right answer, no judge asked"
+
+
 def judge_rows(
     rows: Sequence[Mapping[str, Any]],
     judges: Sequence[Any],
@@ -677,25 +684,57 @@ def judge_rows(
     questions: Mapping[str, str] | None = None,
     clients: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Re-grade scored rows with a judge panel (:func:`lmms_scene.judges.panel`): each
-    row gets ``judge`` (the consensus record) and ``correct`` from the majority, or
-    ``correct=None`` (left out of accuracy, counted) when no judge gave a usable verdict.
-    ``grader`` becomes ``llm_judge_majority``; the rule grade stays as ``rule_correct``."""
+    """Re-grade scored rows with a judge panel (:func:`lmms_scene.judges.panel`), every
+    repeat of a ``--repeats`` run a row of its own (:func:`expand_repeats`).
+
+    Only completed conversations are judged. A row whose conversation stopped early
+    (``failure``) is never sent to a judge and stays ungraded (``correct=None``); an empty
+    final reply is not sent either and stays wrong, as the rule grader has it. Both carry
+    ``judge={"judged": False, "reason": ...}`` and are counted by :func:`judge_summary`.
+    Every other row gets ``judge`` (the consensus record) and ``correct`` from the
+    majority, or ``correct=None`` (left out of accuracy, counted) when no judge gave a
+    usable verdict. ``grader`` becomes ``llm_judge_majority``; the rule grade stays as
+    ``rule_correct``.
+
+    The judges see the row's own question text (``question``, logged by
+    :func:`score_row`); ``questions`` (question_id -> text) is for rows from runs that
+    did not log it. A row with neither is refused before any judge is asked.
+    """
     from lmms_scene import judges as J
 
+    flat = [dict(r) for r in expand_repeats(rows)]
+    missing = [r["question_id"] for r in flat if not r.get("question") and not (questions or {}).get(r["question_id"])]
+    if missing:
+        raise ValueError(
+            f"judge_rows: no question text for {len(missing)} rows (first: {missing[0]!r}); the rows carry none "
+            "and none was given: pass the run's own data (questions=, --data)"
+        )
+    differ = [r["question_id"] for r in flat if r.get("question") and (questions or {}).get(r["question_id"], r["question"]) != r["question"]]
+    if differ:
+        raise ValueError(
+            f"judge_rows: the given question texts differ from the run's own for {len(differ)} rows (first: "
+            f"{differ[0]!r}: run {next(r['question'] for r in flat if r['question_id'] == differ[0])!r}, given "
+            f"{questions[differ[0]]!r}); the data is not the data the run used"  # type: ignore[index]
+        )
     out = []
-    for row in rows:
-        question = (questions or {}).get(row["question_id"], "")
-        prediction = row.get("output", "")
-        if row["schedule"] in ("all-lyr", "oracle"):
-            prediction = parse_selection(prediction, 10**6)[1]
-        prompt = J.grading_prompt(question or "(see the gold answer)", row["answer"], prediction or "(no answer)")
-        verdict = J.panel(judges, prompt, model=model, model_args=model_args, clients=clients)
+    for row in flat:
         new = dict(row)
         new["rule_correct"] = row.get("correct")
-        new["correct"] = verdict.correct
-        new["judge"] = verdict.to_dict()
         new["grader"] = "llm_judge_majority"
+        prediction = row.get("output", "") or ""
+        if row["schedule"] in ("all-lyr", "oracle"):
+            prediction = parse_selection(prediction, 10**6)[1]
+        reason = NOT_JUDGED_STOPPED if row.get("failure") else (NOT_JUDGED_EMPTY if not prediction.strip() else None)
+        if reason is not None:
+            new["correct"] = None if row.get("failure") else False
+            new["judge"] = {"judged": False, "reason": reason, "failure": row.get("failure")}
+            out.append(new)
+            continue
+        question = row.get("question") or questions[row["question_id"]]  # type: ignore[index]
+        prompt = J.grading_prompt(question, row["answer"], prediction)
+        verdict = J.panel(judges, prompt, model=model, model_args=model_args, clients=clients)
+        new["correct"] = verdict.correct
+        new["judge"] = {"judged": True, **verdict.to_dict()}
         if "joint" in new:
             new["joint"] = None if verdict.correct is None else bool(verdict.correct and new["exact"])
         if "grounded_correct" in new:
@@ -705,12 +744,19 @@ def judge_rows(
 
 
 def judge_summary(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Counts of judge outcomes over judged rows: rows with no consensus, failed calls
-    (timeouts, errors) and unparsed replies among the voting judges, the self-judges
-    (asked, kept for Figure 4, never voting) and how many self-judgments they gave."""
-    judged = [r for r in rows if "judge" in r]
+    """Counts of judge outcomes over judged rows: rows never sent to a judge (a stopped
+    conversation, an empty reply), rows with no consensus, failed calls (timeouts,
+    errors) and unparsed replies among the voting judges, the self-judges (asked, kept for
+    Figure 4, never voting) and how many self-judgments they gave."""
+    with_record = [r for r in rows if "judge" in r]
+    judged = [r for r in with_record if r["judge"].get("judged", True)]
+    skipped = [r for r in with_record if not r["judge"].get("judged", True)]
     return {
-        "rows": len(judged),
+        "rows": len(with_record),
+        "judged": len(judged),
+        "not_judged": len(skipped),
+        "not_judged_stopped": sum(1 for r in skipped if r["judge"]["reason"] == NOT_JUDGED_STOPPED),
+        "not_judged_empty": sum(1 for r in skipped if r["judge"]["reason"] == NOT_JUDGED_EMPTY),
         "no_consensus": sum(1 for r in judged if r["judge"]["correct"] is None),
         "failed_calls": sum(r["judge"]["failed"] for r in judged),
         "unparsed_replies": sum(r["judge"]["unparsed"] for r in judged),
