@@ -112,6 +112,9 @@ class Benchmark:
     results_module: str = ""
     #: the official data, for the leaderboard's "is this the benchmark?" check
     release: Release = field(default_factory=lambda: Release(None))
+    #: ``module:function`` building the dataset from its sources for ``publish``:
+    #: ``(out, *, folder=None, hub=None, metadata=None) -> (folder, source sentence)``
+    builder: str | None = None
     #: what the ``n`` of a headline cell counts, and what its interval resamples
     n_counts: str = "items"
     resamples: str = "items"
@@ -191,6 +194,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("levenshtein_accuracy", "Levenshtein accuracy"),
         ),
         results_module="lmms_scene.metrics.cooco_tables",
+        builder="lmms_scene.data.cooco:publish_build",
         # the COCO-derived images keep their Flickr licenses; the annotations are CC BY 4.0
         release=Release(hub="fmerlo/COOCO", split="test", license="other"),
         n_counts="naming items (image x noise setting)",
@@ -219,6 +223,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("F1_r", "F1 relations"),
         ),
         results_module="lmms_scene.metrics.snus_tables",
+        builder="lmms_scene.data.snus:publish_build",
         # the release's hub location is not published yet: no run is the official benchmark
         release=Release(hub=None, split="test", license="other"),
         n_counts="images",
@@ -254,6 +259,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("accuracy", "final-turn accuracy (every schedule)"),
         ),
         results_module="lmms_scene.metrics.layered_vqa_tables",
+        builder="lmms_scene.data.layered_vqa:publish_build",
         # 93 scenes / 300 questions in the paper; no public location is known yet
         release=Release(hub=None, split="test", license="other"),
         n_counts="questions x schedules",

@@ -169,7 +169,7 @@ def test_a_folder_rebuilt_in_place_loads_the_new_rows(tmp_path):
     )
     card = (tmp_path / "built" / "README.md").read_text()
     assert (
-        card.startswith("---\nlicense: other\n")
+        card.startswith("---\nlicense: cc0-1.0\n")  # generated data: CC0, as its body says
         and "configs" not in card
         and "# Layered-VQA" in card
     )

@@ -139,3 +139,48 @@ if __name__ == "__main__":  # pragma: no cover - the docs screenshot
     with tempfile.TemporaryDirectory() as d:
         path = docs_screenshot(a.docs_screenshot, a.out, Path(d))
     print(f"{path}: {path.stat().st_size} bytes", file=sys.stderr)
+
+
+VIEWPORT_PROBE = """<script>
+window.addEventListener('load', () => {
+  const cells = [...document.querySelectorAll('.headline')].map(c => {
+    const r = c.getBoundingClientRect();
+    return {left: r.left, right: r.right, width: r.width, text: c.textContent.slice(0, 40)};
+  });
+  const nums = [...document.querySelectorAll('td.num')].map(c => getComputedStyle(c).textAlign);
+  const sizes = [...document.querySelectorAll('td, th')].map(c => parseFloat(getComputedStyle(c).fontSize));
+  document.body.setAttribute('data-probe', JSON.stringify({cells, nums, minFont: Math.min(...sizes), width: window.innerWidth}));
+});
+</script>"""
+
+
+@needs_chromium
+def test_every_headline_cell_is_in_view_at_1280_px(tiny_clip, tmp_path):
+    """Headline columns first and never scrolled out of view: at a 1280 px window every
+    key cell (the label and the headline metrics of every table, SNUS's CESG and
+    Layered-VQA's retained columns included) lies inside the viewport; numbers are
+    right-aligned and no table text is under 10 px."""
+    import html as html_lib
+
+    from results_kit import cooco_items, layered_items, snus_items, write_run
+
+    from lmms_scene.report import build_report
+
+    run = tmp_path / "run"
+    write_run(run, {"cooco_sample": ("cooco", cooco_items(str(tiny_clip))), "snus_sample": ("snus", snus_items()),
+                    "layered_vqa_sample": ("layered_vqa", layered_items())})  # fmt: skip
+    info = build_report([run], tmp_path / "out" / "report.html")
+    probe = tmp_path / "probe.html"
+    probe.write_text(info.out.read_text().replace("</body>", VIEWPORT_PROBE + "</body>"))
+    rendered = chromium(probe, tmp_path / "chrome", "--dump-dom", "--window-size=1280,1000", "--virtual-time-budget=3000").stdout
+    found = re.search(r'data-probe="([^"]+)"', rendered)
+    assert found, rendered[:500]
+    data = json.loads(html_lib.unescape(found.group(1)))
+    assert data["width"] == 1280
+    headline = [c for c in data["cells"] if c["width"] > 0]
+    texts = " ".join(c["text"] for c in headline)
+    assert "CESG" in texts and "retained text" in texts and "retained layered" in texts
+    outside = [c for c in headline if c["left"] < 0 or c["right"] > 1280]
+    assert not outside, outside[:5]
+    assert data["nums"] and set(data["nums"]) == {"right"}
+    assert data["minFont"] >= 10

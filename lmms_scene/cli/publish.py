@@ -17,9 +17,11 @@ from pathlib import Path
 
 
 def register(sub) -> None:
+    from lmms_scene import benchmarks
+
     p = sub.add_parser("publish", help="validate a built dataset, write its card and push it to the hub",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("benchmark", choices=["cooco", "snus", "layered-vqa"])
+    p.add_argument("benchmark", choices=[b.cli_name for b in benchmarks.BENCHMARKS if b.builder])
     p.add_argument("--repo", required=True, help="hub dataset repo, OWNER/NAME")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--dataset", type=Path, metavar="D", help="a folder written by `lmms-scene build NAME ... --out D`")

@@ -159,13 +159,13 @@ def build(folder: Path, metadata: Path | None = None) -> dict[str, Any]:
 
 def card(dataset: Mapping[str, Any], source: str) -> str:
     """The dataset card (source, license, splits, fields)."""
+    from lmms_scene.data.card import front_matter
+
     splits = "\n".join(f"| {name} | {len(ds)} |" for name, ds in dataset.items())
-    return f"""---
-license: other
-task_categories: [image-to-text]
-language: [en]
----
-# SNUS (Scene Negation Understanding under Safety cognition)
+    head = front_matter(license="other", source=str(source), pretty_name="SNUS", splits=list(dataset),
+                        data_path="data/{split}.parquet", task_categories=["image-to-text"],
+                        license_terms="as the original release", language=["en"])  # fmt: skip
+    return head + f"""# SNUS (Scene Negation Understanding under Safety cognition)
 
 Converted by `lmms-scene build snus` from {source}.
 Paper: Jiang et al., "Benchmarking MLLMs via Cognitive Expected Scene Graph for
@@ -322,3 +322,14 @@ def negative_statements(captions: Iterable[str]) -> list[str]:
     from lmms_scene.nlp.sentences import split_sentences
 
     return [s for c in captions for s in split_sentences(c)]
+
+
+def publish_build(out, *, folder=None, hub=None, metadata=None):
+    """``lmms-scene publish snus --from-folder DIR [--metadata FILE]``: build into ``out``."""
+    if hub is not None:
+        raise ValueError("publish snus: --from-hub is only for cooco; give --from-folder DIR or --dataset D")
+    if folder is None:
+        raise ValueError("publish snus: give --from-folder DIR or --dataset D")
+    dataset = build(folder, metadata)
+    write(dataset, out, source=f"the local release {folder.resolve()}")
+    return out, f"built by `lmms-scene publish snus` from the local release {folder.resolve()}"

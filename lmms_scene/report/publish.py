@@ -26,21 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: citations of the benchmarks whose data module defines none (COOCO's: ``lmms_scene.data.cooco.CITATION``)
-CITATIONS: dict[str, str] = {
-    "snus": """@misc{jiang_snus_cesg,
-  title  = {Benchmarking {MLLMs} via Cognitive Expected Scene Graph ({CESG}) for
-            Safety-Critical Visual Negation Understanding},
-  author = {Jiang and others},
-  note   = {SNUS benchmark}
-}""",
-    "layered_vqa": """@misc{layered_vqa,
-  title  = {Composition, Not Conversation: {VLMs} Lose the Scene, Not the Thread},
-  author = {Sai Teja and others},
-  note   = {Layered-VQA benchmark}
-}""",
-}
-
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -137,67 +122,19 @@ def validate_features(splits: Mapping[str, Any], features: Any) -> list[str]:
     return checks
 
 
-def _front_matter(text: str) -> tuple[dict[str, str], str]:
-    """Top-level ``key: value`` pairs of a card's YAML front matter, and the body."""
-    if not text.startswith("---\n"):
-        return {}, text
-    end = text.find("\n---", 4)
-    if end < 0:
-        return {}, text
-    head, body = text[4:end], text[end + 4 :].lstrip("\n")
-    pairs = {}
-    for line in head.splitlines():
-        m = re.match(r"^([A-Za-z_]+):\s*(.*)$", line)
-        if m and m.group(2):
-            pairs[m.group(1)] = m.group(2).strip()
-    return pairs, body
-
-
-def _card_line(body: str, field: str) -> str | None:
-    """The value of a ``- Source: ...`` / ``- **License:** ...`` line of a built card
-    (continuation lines included, Markdown emphasis dropped), or None."""
-    lines = body.splitlines()
-    for i, line in enumerate(lines):
-        m = re.match(rf"^\s*[-*]?\s*(?:\*\*)?{field}:(?:\*\*)?\s*(.+)$", line, flags=re.IGNORECASE)
-        if m:
-            value = [m.group(1).strip()]
-            for more in lines[i + 1 :]:
-                if not more.startswith("  ") or not more.strip():
-                    break
-                value.append(more.strip())
-            return " ".join(value)
-    m = re.search(r"Converted by `[^`]+` from ([^\n]+?)\.\s*$", body, flags=re.MULTILINE)
-    return m.group(1) if m and field.lower() == "source" else None
-
-
-def _citation(benchmark: str) -> str:
-    if benchmark == "cooco":
-        from lmms_scene.data.cooco import CITATION
-
-        return CITATION
-    return CITATIONS[benchmark]
-
-
 def card(benchmark: str, splits: Mapping[str, Any], *, license: str, source: str, built_card: str = "",
          terms: str | None = None) -> str:  # fmt: skip
-    """The dataset card pushed with the data: YAML front matter (license, the configs
-    pointing at each split's files), then source, license, splits, features and citation,
-    then the builder's own card (build decisions, field meanings). ``terms``: the license
-    in words (the built card's ``License:`` line), shown beside the identifier."""
+    """The dataset card pushed with the data (:mod:`lmms_scene.data.card`): front matter
+    (license, the configs pointing at each split's files, source), then source, license,
+    splits, features and the paper's citation (from the registry), then the builder's own
+    card body (build decisions, field meanings). ``terms``: the license in words."""
     from lmms_scene import __version__, benchmarks
+    from lmms_scene.data.card import front_matter, read_card
 
     bench = benchmarks.get(benchmark)
-    _, body = _front_matter(built_card)
+    _, body = read_card(built_card) if built_card else ({}, "")
     features = next(iter(splits.values())).features
     lines = [
-        "---",
-        f"license: {license}",
-        f"pretty_name: {bench.title}",
-        "configs:",
-        "- config_name: default",
-        "  data_files:",
-        *(f"  - split: {s}\n    path: data/{s}-*" for s in splits),
-        "---",
         f"# {bench.title}",
         "",
         f"Published with lmms-scene {__version__} (`lmms-scene publish {bench.cli_name}`). Paper: {bench.paper}.",
@@ -223,10 +160,11 @@ def card(benchmark: str, splits: Mapping[str, Any], *, license: str, source: str
         "## Citation",
         "",
         "```bibtex",
-        _citation(benchmark),
+        bench.citation,
         "```",
     ]
-    text = "\n".join(lines) + "\n"
+    text = front_matter(license=license, source=source, pretty_name=bench.title, splits=list(splits),
+                        license_terms=terms) + "\n".join(lines) + "\n"  # fmt: skip
     if body.strip():
         text += "\n## Build card\n\n" + body.rstrip() + "\n"
     return text
@@ -241,11 +179,13 @@ def prepare(benchmark: str, folder: str | Path, repo: str, *, source: str | None
     folder = Path(folder)
     splits = read_splits(folder)
     checks = validate_features(splits, module.features())
+    from lmms_scene.data.card import meta_of, read_card
+
     built = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
-    front, body = _front_matter(built)
-    license = license or front.get("license") or "other"
-    terms = _card_line(body, "License")
-    source = source or _card_line(body, "Source") or f"built by lmms-scene from {folder.resolve()}"
+    front, _ = read_card(built) if built else ({}, "")
+    license = license or meta_of(front, "license") or "other"
+    terms = meta_of(front, "license_terms")
+    source = source or meta_of(front, "source") or f"built by lmms-scene from {folder.resolve()}"
     text = card(bench.name, splits, license=license, source=source, built_card=built, terms=terms)
     return Prepared(bench.name, repo, splits, text, license, source, checks)
 
@@ -276,33 +216,11 @@ def push(prepared: Prepared, *, private: bool = False, token: str | None = None)
 
 def build_from_source(benchmark: str, out: str | Path, *, folder: Path | None = None, hub: str | None = None,
                       metadata: Path | None = None) -> tuple[Path, str]:  # fmt: skip
-    """Run the benchmark's builder into ``out`` (the layout :func:`prepare` reads);
-    returns the folder and a sentence naming the source."""
+    """Run the benchmark's builder (the registry's ``builder``) into ``out`` (the layout
+    :func:`prepare` reads); returns the folder and a sentence naming the source."""
     from lmms_scene import benchmarks
 
     bench = benchmarks.get(benchmark)
-    out = Path(out)
-    if bench.name == "cooco":
-        from lmms_scene.data import cooco
-
-        if (folder is None) == (hub is None):
-            raise ValueError("publish cooco: give one of --from-folder DIR, --from-hub REPO or --dataset D")
-        dataset, label, notes = cooco.build(hub=hub, folder=folder, metadata=metadata)
-        cooco.write_local(dataset, out, cooco.dataset_card(dataset, label, notes=notes), name="publish")
-        return out, f"built by `lmms-scene publish cooco` from {label}"
-    if hub is not None:
-        raise ValueError(f"publish {bench.cli_name}: --from-hub is only for cooco; give --from-folder DIR or --dataset D")
-    if folder is None:
-        raise ValueError(f"publish {bench.cli_name}: give --from-folder DIR or --dataset D")
-    if bench.name == "snus":
-        from lmms_scene.data import snus
-
-        dataset = snus.build(folder, metadata)
-        snus.write(dataset, out, source=f"the local release {folder.resolve()}")
-        return out, f"built by `lmms-scene publish snus` from the local release {folder.resolve()}"
-    if metadata is not None:
-        raise ValueError("publish layered-vqa: --metadata does not apply (the release folder holds its items)")
-    from lmms_scene.data import layered_vqa
-
-    layered_vqa.build_release(folder, out, source=str(folder), name="publish")
-    return out, f"built by `lmms-scene publish layered-vqa` from the local release {folder.resolve()}"
+    if not bench.builder:
+        raise ValueError(f"publish {bench.cli_name}: {bench.title} has no builder; give --dataset D (a built folder)")
+    return benchmarks.resolve(bench.builder)(Path(out), folder=folder, hub=hub, metadata=metadata)

@@ -81,3 +81,12 @@ from lmms_scene.data.cooco.views import (
 )
 
 __all__ = [name for name in dir() if not name.startswith("_")]
+
+
+def publish_build(out, *, folder=None, hub=None, metadata=None):
+    """``lmms-scene publish cooco --from-folder DIR | --from-hub REPO``: build into ``out``."""
+    if (folder is None) == (hub is None):
+        raise ValueError("publish cooco: give one of --from-folder DIR, --from-hub REPO or --dataset D")
+    dataset, label, notes = build(hub=hub, folder=folder, metadata=metadata)
+    write_local(dataset, out, dataset_card(dataset, label, notes=notes), name="publish")
+    return out, f"built by `lmms-scene publish cooco` from {label}"

@@ -9,14 +9,11 @@ from collections.abc import Sequence
 from lmms_scene.data.cooco.schema import CONDITIONS, SPLIT
 from lmms_scene.prompts import render
 
-CITATION = """@inproceedings{merlo2025cooco,
-  title     = {{COOCO} -- Common Objects Out-of-Context -- Semantic Violation in Scenes:
-               Investigating Multimodal Context in Referential Communication},
-  author    = {Merlo, Filippo and Takmaz, Ece and Chen, Wenkai and Gatt, Albert},
-  year      = {2025},
-  eprint    = {2506.22274},
-  archivePrefix = {arXiv}
-}"""
+from lmms_scene.benchmarks import COOCO_CITATION as CITATION
+from lmms_scene.data.card import front_matter
+
+LICENSE_TERMS = ("the COOCO release's terms (images derive from COCO 2017 and keep their Flickr licenses; "
+                 "annotations CC BY 4.0)")  # fmt: skip
 
 
 def dataset_card(dataset, source: str, notes: Sequence[str] = ()) -> str:
@@ -32,4 +29,6 @@ def dataset_card(dataset, source: str, notes: Sequence[str] = ()) -> str:
     )  # fmt: skip
     if notes:
         text += "\n\n## Build notes\n\n" + "\n".join(f"- {n}" for n in notes)
-    return text + "\n"
+    head = front_matter(license="other", source=source, pretty_name="COOCO (lmms-scene build)", splits=[SPLIT],
+                        task_categories=["image-to-text"], license_terms=LICENSE_TERMS)  # fmt: skip
+    return head + text.lstrip("\n") + "\n"
