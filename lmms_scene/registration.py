@@ -90,7 +90,6 @@ def install_task_path_hook() -> bool:
     patch_once(TaskManager, "initialize_tasks", _PATCH_MARK, wrap)
     install_table_filter()
     install_prescore_hook()
-    install_version_fix()
     return True
 
 
@@ -104,19 +103,24 @@ def install_version_fix() -> bool:
     commit (``git_hash``) and ``<branch>@<commit>`` as ``lmms_eval_version``: when the
     virtualenv lies inside another repository (a project checkout), that is the project's
     commit. Here the commit is the harness's only when it is a git checkout of lmms-eval,
-    and the version is the installed distribution's (:func:`lmms_scene.provenance.harness_version`)."""
+    and the version is the installed distribution's (:func:`lmms_scene.provenance.harness_version`).
+
+    The functions are replaced where they are defined (``lmms_eval.utils``) and, when the
+    evaluator has already imported them by name, there too. The evaluator is not imported
+    here: this runs while the harness loads its model registry, which may be in the
+    middle of importing the evaluator."""
+    import sys
+
     try:
-        from lmms_eval import evaluator
+        from lmms_eval import utils as harness_utils
     except Exception:  # noqa: BLE001 - the harness itself is broken; not ours to report
         return False
     from lmms_scene import provenance
 
     names = ("get_git_commit_hash", "get_git_branch_name", "get_lmms_eval_version_string")
-    if not all(callable(getattr(evaluator, n, None)) for n in names):
+    if not all(callable(getattr(harness_utils, n, None)) for n in names):
         warnings.warn("lmms-scene: this lmms-eval records its version differently from 0.7.3; results keep its own record", stacklevel=2)
         return False
-    if getattr(evaluator.get_lmms_eval_version_string, _VERSION_MARK, False):
-        return True
 
     def commit() -> str | None:
         return provenance.checkout_commit("lmms_eval")
@@ -124,16 +128,16 @@ def install_version_fix() -> bool:
     def branch() -> str | None:
         if commit() is None:
             return None
-        from pathlib import Path
-
-        return provenance._git(Path(evaluator.__file__).parent, "branch", "--show-current") or "detached"
+        return provenance._git(Path(harness_utils.__file__).parent, "branch", "--show-current") or "detached"
 
     def version() -> str:
         return provenance.harness_version() or "unknown"
 
     for name, fn in zip(names, (commit, branch, version)):
         setattr(fn, _VERSION_MARK, True)
-        setattr(evaluator, name, fn)
+        for module in (harness_utils, sys.modules.get("lmms_eval.evaluator")):
+            if module is not None and callable(getattr(module, name, None)) and not getattr(getattr(module, name), _VERSION_MARK, False):
+                setattr(module, name, fn)
     return True
 
 

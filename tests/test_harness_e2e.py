@@ -33,6 +33,12 @@ def test_echo_single_and_multi_round(run_lmms_eval, tmp_path, force_simple):
     # round 2 of item s0 sends one half-size image, round 1 none
     assert [t["image_sizes"] for t in multi[0]["turns"]] == [[[64, 48]], [], [[32, 24]]]
     assert multi[0]["turns"][2]["text"].startswith("[s0] round 2 after: ")
+    # the results record the harness's own release, not the commit of the repository that
+    # happens to hold the virtualenv (lmms-eval 0.7.3 asks git from its site-packages)
+    from importlib import metadata
+
+    assert results["lmms_eval_version"] == metadata.version("lmms-eval")
+    assert results["git_hash"] is None and results["git_branch"] is None
 
 
 def test_real_qwen2_5_vl_class_on_tiny_checkpoint(run_lmms_eval, tiny_qwen_vl):
