@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -204,7 +205,7 @@ def _clip_for_demo() -> str | None:
 
     if settings.current().clip_model_explicit or clip.default_model_cached():
         return None
-    print(
+    _say(
         f"lmms-scene demo: {clip.DEFAULT_CLIP_MODEL} is not in the local Hugging Face cache, so COOCO's "
         "CLIP metrics (RefCLIPScore, accuracy, output-scene similarity, context capture) are recorded as "
         "not computed. Download it once (`huggingface-cli download "
@@ -213,16 +214,36 @@ def _clip_for_demo() -> str | None:
     return clip.CLIP_DISABLED
 
 
+#: what the demo's harness run prints that nobody reads: Java's tokenizer chatter and the
+#: harness's own progress bars (it passes ``disable=`` to tqdm itself, so TQDM_DISABLE misses them)
+_DEMO_NOISE = re.compile(r"^(PTBTokenizer tokenized|.*\d+%\|.*(it|s)/s\]|.*\d+/\d+ \[\d\d:\d\d<)")
+#: the demo's harness run: no progress bars, the harness at WARNING (its INFO lines are for debugging)
+DEMO_QUIET = {"TQDM_DISABLE": "1", "LMMS_SCENE_NO_PROGRESS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+              "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+#: the longest line the demo prints
+DEMO_WIDTH = 160
+
+
+def _say(message: str) -> None:
+    import textwrap
+
+    print(textwrap.fill(message, DEMO_WIDTH, subsequent_indent="  ", break_on_hyphens=False))
+
+
 def demo(output_path: str | Path = "results", extra: list[str] | None = None) -> int:
     """Every built benchmark's sample tasks with the ``scene_blind`` baseline, then the
-    readable tables of the results (``lmms-scene show``)."""
-    import contextlib
+    readable tables of the results (``lmms-scene show``), the HTML report and the refused
+    submission; it ends with the three paths a user needs. The harness runs in a child
+    process with its log level at WARNING and no progress bars, so what is printed is
+    the harness's own table and ours (no line over :data:`DEMO_WIDTH` characters)."""
+    import os
+    import subprocess
 
-    from lmms_scene import benchmarks, settings
+    from lmms_scene import benchmarks
 
     for bench in benchmarks.BENCHMARKS:
         if not bench.built():
-            print(f"lmms-scene demo: {bench.title} is not built yet in this version; skipping it.")
+            _say(f"lmms-scene demo: {bench.title} is not built yet in this version; skipping it.")
     tasks = [t for bench in benchmarks.built() for t in bench.sample_tasks]
     if not tasks:
         print("lmms-scene demo: no benchmark is built yet; nothing to run.", file=sys.stderr)
@@ -230,11 +251,24 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     clip_setting = _clip_for_demo()
     out = Path(output_path).resolve()
     started = time.time()
-    scope = settings.override(clip_model=clip_setting) if clip_setting else contextlib.nullcontext()
-    with scope:
-        code = run_harness(
-            ["--model", "scene_blind", "--tasks", ",".join(tasks), "--output_path", str(out), "--log_samples", *(extra or [])]
-        )
+    env = {**os.environ, **DEMO_QUIET, **({"LMMS_SCENE_CLIP_MODEL": clip_setting} if clip_setting else {})}
+    cmd = [sys.executable, "-m", "lmms_scene.cli", "eval", "--model", "scene_blind", "--tasks", ",".join(tasks),
+           "--output_path", str(out), "--log_samples", "--verbosity", "WARNING", *(extra or [])]  # fmt: skip
+    _say(f"lmms-scene demo: running {', '.join(tasks)} with the blind baseline (scene_blind) ...")
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, errors="replace")
+    assert proc.stdout is not None
+    blank = False
+    for line in proc.stdout:
+        if _DEMO_NOISE.match(line):
+            continue
+        if not line.strip():
+            if blank:
+                continue
+            blank = True
+        else:
+            blank = False
+        sys.stdout.write(line)
+    code = proc.wait()
     if code != 0:
         return code
     written = sorted(p for p in out.rglob("*_results.json") if p.stat().st_mtime >= started - 1)
@@ -244,15 +278,17 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     from lmms_scene.results import show_text
 
     run_dir = written[-1].parent
-    text, _ = show_text([written[-1]])
+    text, _ = show_text([written[-1]], width=DEMO_WIDTH)
     print(f"\n{text}\n")
-    print(f"lmms-scene demo: ran {', '.join(tasks)} with scene_blind; results: {written[-1]}")
-    print(f"lmms-scene demo: print these tables again with `lmms-scene show {run_dir}`")
-    _report_and_submission(run_dir)
+    report = _report_and_submission(run_dir)
+    print("")
+    _say(f"lmms-scene demo: results: {written[-1]}")
+    _say(f"lmms-scene demo: report:  {report}")
+    _say(f"lmms-scene demo: tables:  lmms-scene show {run_dir}")
     return 0
 
 
-def _report_and_submission(run_dir: Path) -> None:
+def _report_and_submission(run_dir: Path) -> Path:
     """The demo's last step: the HTML report of the run, and the leaderboard submission
     it would make, which is refused (sample splits are not the benchmarks) with its reasons."""
     import json
@@ -260,20 +296,23 @@ def _report_and_submission(run_dir: Path) -> None:
     from lmms_scene.report import build_report
     from lmms_scene.report.submission import Refused, build
 
-    info = build_report([run_dir], run_dir / "report" / "report.html")
-    print(f"lmms-scene demo: report: {info.out} (tables as Markdown: {info.markdown})")
+    info = build_report([run_dir], run_dir / "report" / "report.html", overwrite=True)
+    _say(f"lmms-scene demo: wrote the HTML report {info.out} (tables as Markdown: {info.markdown})")
     target = run_dir / "submission.json"
     try:
         submission = build([run_dir])
     except Refused as refused:
         reasons = run_dir / "submission_refused.txt"
         reasons.write_text("\n".join(refused.reasons) + "\n", encoding="utf-8")
-        print(f"lmms-scene demo: no leaderboard submission, as expected for sample splits ({reasons}):")
+        _say(f"lmms-scene demo: no leaderboard submission, as expected for sample splits ({reasons}):")
+        import textwrap
+
         for reason in refused.reasons:
-            print(f"  - {reason}")
-        return
+            print(textwrap.fill(reason, DEMO_WIDTH, initial_indent="  - ", subsequent_indent="    "))
+        return info.out
     target.write_text(json.dumps(submission, indent=2) + "\n", encoding="utf-8")
-    print(f"lmms-scene demo: submission: {target}")
+    _say(f"lmms-scene demo: submission: {target}")
+    return info.out
 
 
 #: lmms_eval options a rescore takes from the run itself; given again, they are refused

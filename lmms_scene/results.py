@@ -259,11 +259,12 @@ def with_interval(mean: float | None, interval: Sequence[float] | None) -> str:
     return f"{mean:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
 
 
-def show_text(paths: Sequence[str | Path]) -> tuple[str, int]:
+def show_text(paths: Sequence[str | Path], width: int | None = 160) -> tuple[str, int]:
     """The text ``show`` prints for ``paths`` and its exit status (2 when nothing was shown).
 
     Every benchmark's part is its registry results module's view (the same objects the
-    HTML report renders); a mixture of datasets is stated first."""
+    HTML report renders); a mixture of datasets is stated first. No line is longer than
+    ``width`` (None: as long as the tables are)."""
     from lmms_scene.report.html import views
 
     loaded = load(paths)
@@ -271,10 +272,12 @@ def show_text(paths: Sequence[str | Path]) -> tuple[str, int]:
     built, mixture = views(ours)
     parts: list[str] = []
     if mixture:
-        parts.append("NOTE: " + "\nNOTE: ".join(mixture))
+        import textwrap
+
+        parts.append("\n".join(textwrap.fill("NOTE: " + m, width, subsequent_indent="  ") if width else "NOTE: " + m for m in mixture))
     shown = 0
     for view in built:
-        parts.append(f"# {view.title}\n\n{view.text()}")
+        parts.append(f"# {view.title}\n\n{view.text(width)}")
         shown += bool(view.tables)
     others = sorted({r.task for r in loaded.results if r.benchmark is None})
     notes = []

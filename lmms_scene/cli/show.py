@@ -15,12 +15,14 @@ from pathlib import Path
 def register(sub) -> None:
     p = sub.add_parser("show", help="print the readable tables of results files or folders", description=__doc__)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="results JSON, samples JSONL, or a folder")
+    p.add_argument("--width", type=int, default=160,
+                   help="no line longer than this (wide tables are cut into column blocks); 0: no limit (default 160)")  # fmt: skip
     p.set_defaults(fn=_show)
 
 
 def _show(args) -> int:
     from lmms_scene.results import show_text
 
-    text, code = show_text(args.paths)
+    text, code = show_text(args.paths, width=args.width or None)
     print(text, file=sys.stdout if code == 0 else sys.stderr)
     return code

@@ -76,13 +76,24 @@ class Table:
         """Every cell as display text (what every renderer prints)."""
         return [[_text(c) for c in row] for row in self.rows]
 
-    def text(self) -> str:
-        """The table for a terminal: a pipe table under its title, provenance below."""
-        lines = [f"## {self.title}", "", _pipe_row(map(str, self.header)), "|" + "---|" * len(self.header)]
-        lines += [_pipe_row(row) for row in self.cells()]
+    def text(self, width: int | None = None) -> str:
+        """The table for a terminal: a pipe table under its title, provenance below. With
+        ``width``, no line is longer: a wider table is cut into column blocks that each
+        repeat the first column (every other cell is printed once), and titles and
+        provenance lines are wrapped."""
+        cells = self.cells()
+        header = [str(h) for h in self.header]
+        blocks = _column_blocks(header, cells, width) if width else [list(range(len(header)))]
+        out = []
+        for k, cols in enumerate(blocks):
+            first = cols[1] + 1 if k and len(cols) > 1 else 1
+            title = self.title if len(blocks) == 1 else f"{self.title} (columns {first}-{cols[-1] + 1} of {len(header)})"
+            lines = [*_wrap(f"## {title}", width), "", _pipe_row(header[i] for i in cols), "|" + "---|" * len(cols)]
+            lines += [_pipe_row(row[i] if i < len(row) else "" for i in cols) for row in cells]
+            out.append("\n".join(lines))
         if self.provenance:
-            lines += [""] + [f"- {p}" for p in self.provenance]
-        return "\n".join(lines)
+            out.append("\n".join(line for p in self.provenance for line in _wrap(f"- {p}", width, "  ")))
+        return "\n\n".join(out)
 
     def markdown(self) -> str:
         lines = [f"### {md_inline(self.title)}", "", _pipe_row(md_cell(str(h)) for h in self.header),
@@ -131,6 +142,30 @@ class Table:
 
 def _pipe_row(cells: Any) -> str:
     return "| " + " | ".join(cells) + " |"
+
+
+def _wrap(text: str, width: int | None, indent: str = "") -> list[str]:
+    import textwrap
+
+    if not width or len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False)
+
+
+def _column_blocks(header: Sequence[str], cells: Sequence[Sequence[str]], width: int) -> list[list[int]]:
+    """Column indices per block so that each block's pipe rows fit in ``width``; block 1
+    starts at column 0, the later ones repeat column 0 before their own columns."""
+    widths = [max([len(header[i]), *(len(r[i]) for r in cells if i < len(r))]) for i in range(len(header))]
+    blocks, current = [], [0]
+    used = 4 + widths[0]
+    for i in range(1, len(header)):
+        if used + 3 + widths[i] > width and len(current) > 1:
+            blocks.append(current)
+            current, used = [0], 4 + widths[0]
+        current.append(i)
+        used += 3 + widths[i]
+    blocks.append(current)
+    return [blocks[0], *([c for c in b] for b in blocks[1:])]
 
 
 def md_inline(text: str) -> str:
@@ -205,11 +240,12 @@ class View:
     used: list[Any] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
-    def text(self) -> str:
-        """What ``lmms-scene show`` prints for this benchmark."""
-        parts = [t.text() for t in self.tables] + list(self.notes)
+    def text(self, width: int | None = None) -> str:
+        """What ``lmms-scene show`` prints for this benchmark (no line longer than ``width``)."""
+        parts = [t.text(width) for t in self.tables] + ["\n".join(_wrap(n, width, "  ")) for n in self.notes]
         if self.runs:
-            parts.append("Runs:\n" + "\n".join(f"- {line}" for run in self.runs for line in run.lines()))
+            lines = [w for run in self.runs for line in run.lines() for w in _wrap(f"- {line}", width, "  ")]
+            parts.append("Runs:\n" + "\n".join(lines))
         return "\n\n".join(parts) if parts else f"no {self.title} results to show"
 
 
