@@ -267,7 +267,10 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
             blank = True
         else:
             blank = False
-        sys.stdout.write(line)
+        if len(line.rstrip("\n")) > DEMO_WIDTH:
+            _say(line.rstrip("\n"))
+        else:
+            sys.stdout.write(line)
     code = proc.wait()
     if code != 0:
         return code

@@ -56,13 +56,20 @@ def test_demo_runs_offline_and_says_what_it_did_not_compute(tmp_path):
     # the printed harness table holds numbers only; the demo ends with the readable tables
     table = [line for line in proc.stdout.splitlines() if line.startswith("|cooco")]
     assert table and not any("{" in line for line in table), table[:3]
-    assert "# COOCO" in proc.stdout and "## Figure 3: Levenshtein accuracy at noise level 0" in proc.stdout
+    assert "# COOCO" in proc.stdout and "## COOCO Figure 3: Levenshtein accuracy at noise level 0" in proc.stdout
     # CLIP is off here: the CLIP figures say so instead of printing empty tables
-    assert "Not computed in these results (no CLIP checkpoint): RefCLIPScore" in proc.stdout
-    assert "## Figure 3: RefCLIPScore" not in proc.stdout
+    assert "RefCLIPScore: not computed in these results (LMMS_SCENE_CLIP_MODEL=none)" in proc.stdout
+    assert "## COOCO Figure 3: RefCLIPScore" not in proc.stdout
+    # a demo you want to read: no INFO flood, no progress bars, no line over 160 characters,
+    # and it ends with the three paths a user needs
+    lines = proc.stdout.splitlines()
+    assert not [line for line in lines if len(line) > 160]
+    assert not [line for line in lines if " INFO " in line or "%|" in line]
+    assert [line.split(":")[0] + ":" + line.split(":")[1] for line in lines[-3:]] == [
+        "lmms-scene demo: results", "lmms-scene demo: report", "lmms-scene demo: tables"]
     # ... then the HTML report, and the submission it refuses for sample splits, with why
     (report,) = out.rglob("report/report.html")
-    assert f"report: {report}" in proc.stdout and "<img" in report.read_text()
+    assert f"report:  {report}" in proc.stdout and "<img" in report.read_text()
     (refused,) = out.rglob("submission_refused.txt")
     assert "no leaderboard submission, as expected for sample splits" in proc.stdout
     assert "cooco_sample: a sample split" in refused.read_text()
