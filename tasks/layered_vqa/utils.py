@@ -59,12 +59,21 @@ def doc_to_target(doc):
 
 
 def process_results(doc, results):
+    # never raises: a conversation that cannot be read or scored is recorded unscored
+    # with its reason (one bad row must not lose the run)
     lemma_names, synonyms = _grader()
-    turns = L.turns_of(doc)
-    rows = [
-        vqa.score_row(doc, round_outputs(conversation), turns, lemma_names=lemma_names, synonyms=synonyms, repeat=k)
-        for k, conversation in enumerate(L.conversations(results))
-    ]
+    try:
+        turns = L.turns_of(doc)
+        conversations = L.conversations(results)
+    except Exception as exc:
+        rows = [vqa.unscored_row(doc, f"{type(exc).__name__}: {exc}", results)]
+    else:
+        rows = []
+        for k, conversation in enumerate(conversations):
+            try:
+                rows.append(vqa.score_row(doc, round_outputs(conversation), turns, lemma_names=lemma_names, synonyms=synonyms, repeat=k))
+            except Exception as exc:
+                rows.append(vqa.unscored_row(doc, f"{type(exc).__name__}: {exc}", conversation, repeat=k))
     row = dict(rows[0])
     if len(rows) > 1:  # --repeats N: the other samples ride along (metrics expand them)
         row["repeat_rows"] = rows[1:]
