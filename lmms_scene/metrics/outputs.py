@@ -32,6 +32,7 @@ MAX_OUTPUT_CHARS = 20_000
 # C0 controls but tab and the newlines, DEL, C1 controls (U+0085 NEL included)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+_REPLACEMENT = re.compile("\ufffd")
 
 
 @dataclass(frozen=True)
@@ -54,15 +55,22 @@ def _plural(n: int, word: str) -> str:
 
 
 def clean_output(text: str, max_chars: int = MAX_OUTPUT_CHARS) -> Output:
-    """``text`` made safe to tokenize, parse, pipe and write as UTF-8: lone surrogates
-    dropped, NUL and other control characters (tab and newlines kept) replaced by a
-    space, the text cut at ``max_chars`` characters. Thread-safe (no state)."""
+    """``text`` made safe to tokenize, parse, pipe and write as UTF-8: lone surrogates and
+    U+FFFD replacement characters dropped, NUL and other control characters (tab and
+    newlines kept) replaced by a space, the text cut at ``max_chars`` characters.
+    Thread-safe (no state)."""
     if not isinstance(text, str):
         raise TypeError(f"text: expected a string, got {type(text).__name__}")
     changes = []
     out, n = _SURROGATE.subn("", text)
     if n:
         changes.append(f"{_plural(n, 'lone surrogate')} dropped")
+    # U+FFFD stands for a character that could not be decoded (and for a lone surrogate
+    # in the harness's raw record, :func:`make_writable`): never content, so a replayed
+    # record scores as the original answer did
+    out, n = _REPLACEMENT.subn("", out)
+    if n:
+        changes.append(f"{_plural(n, 'replacement character')} (U+FFFD) dropped")
     out, n = _CONTROL.subn(" ", out)
     if n:
         changes.append(f"{_plural(n, 'control character')} replaced by a space")
