@@ -294,9 +294,12 @@ def score_doc(doc: Mapping[str, Any], output: Any, model: str | None = None) -> 
     except Exception as exc:  # a bad LMMS_SCENE_CLIP_MODEL: stopped when the task is built
         name = None
         return unscored_row(doc, output, f"{type(exc).__name__}: {exc}", name)
-    problem = read_output(output).problem or recheck.problem_of(doc)
+    read = read_output(output)
+    problem = read.problem or recheck.problem_of(doc)
     if problem is not None:
         return unscored_row(doc, output, problem, name)
+    if not isinstance(output, str):
+        output = read.text  # one text in a list, or bytes: that text
     try:
         ahead = cache.memo_namespace(PRESCORED, PRESCORED_SIZE).get(doc_key(doc, output, name))
         if ahead is not None:

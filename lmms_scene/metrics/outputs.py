@@ -100,9 +100,10 @@ def _kind(value: Any) -> str:
 
 def read_output(value: Any) -> Output:
     """One model output for a row function: a string is cleaned (:func:`clean_output`);
-    bytes are decoded as UTF-8 (undecodable bytes replaced, and said so); ``None`` is "no
-    model output"; anything else (a list, a number, a mapping) is not one text and gets
-    a ``problem`` naming what it is, for the row to record as unscored."""
+    bytes are decoded as UTF-8 (undecodable bytes replaced, and said so); a one-item list
+    holding a text is that text (said so); ``None`` is "no model output"; anything else
+    (a longer list, a number, a mapping) is not one text and gets a ``problem`` naming
+    what it is, for the row to record as unscored."""
     if value is None:
         return Output(None, (), "no model output for this doc")
     if isinstance(value, (bytes, bytearray)):
@@ -111,6 +112,10 @@ def read_output(value: Any) -> Output:
         return Output(cleaned.text, ("bytes decoded as UTF-8", *cleaned.changes))
     if isinstance(value, str):
         return clean_output(value)
+    if isinstance(value, (list, tuple)) and len(value) == 1 and isinstance(value[0], (str, bytes, bytearray)):
+        # one text in a list (a replayed raw record keeps the harness's list): that text
+        inner = read_output(value[0])
+        return Output(inner.text, (f"unwrapped from a one-item {type(value).__name__}", *inner.changes), inner.problem)
     if isinstance(value, (list, tuple)):
         return Output(None, (), f"the model output is {_kind(value)}, not one text")
     return Output(None, (), f"the model output is {_kind(value)}, not a text")

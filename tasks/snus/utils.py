@@ -83,5 +83,5 @@ def snus_report(items):
     rep = report.report_of(items)
     out = {"model": {k: v for k, v in rep["model"].items() if k != "rows"}, "ac": rep["ac"], "n": rep["n"], "interval": rep["interval"]}
     # the rows that could not be scored: counted, the first ones named with their reasons
-    out.update({k: rep[k] for k in ("n_unscored", "unscored") if k in rep})
+    out.update({k: rep[k] for k in ("n_rows", "n_unscored", "unscored") if k in rep})
     return out
