@@ -61,6 +61,7 @@ def build_error(root: Path, out: Path) -> str:
         ("..", r"scene '..': field 'scene_id': 'scenes/..' leaves the release folder"),
         ("a\\..\\..\\b", r"a scene id names one folder under scenes/"),
     ],
+    ids=["dot-dot-etc", "absolute", "dot-dot", "backslashes"],
 )
 def test_a_scene_id_that_leaves_the_release_is_refused(tmp_path, items, scene_id, message):
     root = write_release(tmp_path / "rel", items[:1])

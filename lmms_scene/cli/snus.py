@@ -3,7 +3,6 @@ test: references with negation stripped, scored by every metric), ``build snus``
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
