@@ -150,7 +150,7 @@ def screen(
     fingerprint), so two tasks on one dataset check it once."""
     from lmms_scene import cache
 
-    if memo_key is not None:
+    if memo_key is not None and not (isinstance(memo_key, tuple) and None in memo_key):
         problems = cache.memo("recheck", memo_key, lambda: find_problems(dataset, check))
     else:
         problems = find_problems(dataset, check)

@@ -59,6 +59,9 @@ def preflight(clip_metrics: bool = True) -> dict[str, Any]:
     return prov
 
 
+#: SNUS cuts an output here before CESG parses it (spaCy, about 600 sentences/s on CPU: a
+#: 100,000-character runaway output would take some 20 s per row); the row says so
+MAX_OUTPUT_CHARS = 20_000
 #: the memo of per-row scores computed ahead in one batch (:func:`prescore`)
 PRESCORED = "snus-prescored"
 #: per-row score fields saved with every row (so the samples file carries them)
@@ -88,7 +91,7 @@ def prescore(pairs: Sequence[tuple[Mapping[str, Any], Any]]) -> int:
 
     rows, seen = [], set()
     for doc, answer in pairs:
-        read = read_output(answer)
+        read = read_output(answer, MAX_OUTPUT_CHARS)
         if read.problem is not None or recheck.problem_of(doc) or str(doc.get("image_id")) in seen:
             continue  # doc_row records why
         seen.add(str(doc["image_id"]))
@@ -152,7 +155,7 @@ def unscored_row(doc: Mapping[str, Any], output: Any, reason: str) -> dict[str, 
     report scores, counted in its ``n_unscored`` and named in ``unscored``."""
     from lmms_scene.metrics.outputs import read_output, shown
 
-    read = read_output(output) if isinstance(output, (str, bytes)) else None
+    read = read_output(output, MAX_OUTPUT_CHARS) if isinstance(output, (str, bytes)) else None
     caption = doc.get("caption") if isinstance(doc, Mapping) else None
     return {
         "image_id": str(doc.get("image_id", "?")) if isinstance(doc, Mapping) else "?", "output": shown(output),
@@ -175,7 +178,7 @@ def doc_row(doc: Mapping[str, Any], output: Any) -> dict[str, Any]:
     from lmms_scene.data import recheck
     from lmms_scene.metrics.outputs import read_output
 
-    read = read_output(output)
+    read = read_output(output, MAX_OUTPUT_CHARS)
     try:
         problem = read.problem or recheck.problem_of(doc)
         if problem is not None:
