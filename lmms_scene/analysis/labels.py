@@ -25,15 +25,36 @@ ImageLabels = dict[str, frozenset[str]]
 __all__ = ["ImageLabels", "labels_for", "read_amber", "read_coco", "read_json", "read_label_map", "read_labels"]
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all distinct (``json``'s default keeps the last of a
+    repeated key without a word: an image's labels, or a record's field, would be lost)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
 def _load(path: str | Path, what: str = "labels file") -> Any:
-    """JSON from ``path``; a missing file, bad encoding or malformed JSON is an error
-    naming the file (and the line and column of a syntax error)."""
+    """JSON from ``path``; a missing file, bad encoding, malformed JSON or a key repeated
+    in one object is an error naming the file (and the line and column of a syntax
+    error, the repeated key)."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{what} not found: {path}")
     try:
         with path.open(encoding="utf-8-sig") as f:  # -sig: a BOM (Excel, some editors) is dropped
-            return json.load(f)
+            return json.load(f, object_pairs_hook=_unique_keys)
+    except _RepeatedKey as exc:
+        raise ValueError(
+            f"{path}: key {exc.args[0]!r} appears more than once in one JSON object; JSON keeps only the last, "
+            f"so the others would be lost silently: merge them into one entry"
+        ) from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     except UnicodeDecodeError as exc:

@@ -3,7 +3,6 @@ test: references with negation stripped, scored by every metric), ``build snus``
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -31,6 +30,21 @@ def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
     if not rows:
         raise ValueError(f"{path}: no rows")
     return rows
+
+
+def _unique_ids(rows: list[dict[str, Any]], path: Path, field: str = "id") -> None:
+    """Every row's ``field`` distinct once written as text (``1`` and ``"1"`` are one id
+    in a report): a repeat is an error naming both lines. One pass (a set)."""
+    seen: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        key = str(row[field])
+        if key in seen:
+            first = seen[key]
+            raise ValueError(
+                f"{path}, line {row['_line']}: field {field!r}: {row[field]!r} repeats the id {first[field]!r} of line "
+                f"{first['_line']} (ids are compared as text); give every row its own id"
+            )
+        seen[key] = row
 
 
 def _options(args) -> dict[str, Any]:
@@ -97,13 +111,12 @@ def _cesg(args) -> int:
     if args.lambda_ is None:
         args.lambda_ = DEFAULT_LAMBDA
     rows = _read_jsonl(args.input, ("id", "prediction", "references"))
-    ids = [r["id"] for r in rows]
-    dup = sorted({str(i) for i in ids if ids.count(i) > 1})
-    if dup:
-        raise ValueError(f"{args.input}: duplicate ids {dup[:5]}")
+    _unique_ids(rows, args.input)
     result = score_corpus([(r["id"], r["prediction"], r["references"]) for r in rows], **_options(args))
     if args.json:
-        json.dump(result, sys.stdout, indent=1, default=str)
+        from lmms_scene.metrics.cesg.agreement import finite_or_none
+
+        json.dump(finite_or_none(result), sys.stdout, indent=1, default=str, allow_nan=False)
         print()
         return 0
     keys = ("CESG", "F1_o", "F1_a", "F1_r", "P_o", "R_o", "P_a", "R_a", "P_r", "R_r")
@@ -136,11 +149,15 @@ def _snus_ac(args) -> int:
         ds = datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test")
         rows = [{"image_id": d["image_id"], "references": [d["caption"]]} for d in ds]
     else:
-        rows = [{"image_id": str(r["id"]), "references": r["references"]} for r in _read_jsonl(args.input, ("id", "references"))]
+        read = _read_jsonl(args.input, ("id", "references"))
+        _unique_ids(read, args.input)
+        rows = [{"image_id": str(r["id"]), "references": r["references"]} for r in read]
     report.preflight(clip_metrics=False)  # no images here: CLIPScore is not computed
     rep = report.corpus_report([{**r, "output": ""} for r in rows])["ac"]
     if args.json:
-        json.dump(rep, sys.stdout, indent=1, default=str)
+        from lmms_scene.metrics.cesg.agreement import finite_or_none
+
+        json.dump(finite_or_none(rep), sys.stdout, indent=1, default=str, allow_nan=False)
         print()
         return 0
     print(report.table2([("AC (references, negation stripped)", rep)]))
@@ -149,13 +166,16 @@ def _snus_ac(args) -> int:
 
 
 def _agreement(args) -> int:
-    from lmms_scene.metrics.cesg.agreement import STATISTICS, agreement, weight_grid
+    from lmms_scene.metrics.cesg.agreement import STATISTICS, agreement, check_finite, finite_or_none, weight_grid
     from lmms_scene.results import markdown_table, with_interval
 
     if args.judges is not None:
         from lmms_scene.metrics.cesg.report import samples_rows
 
-        judged = {str(r[args.group]): r[args.target] for r in _read_jsonl(args.judges, (args.group, args.target))}
+        judges = _read_jsonl(args.judges, (args.group, args.target))
+        check_finite(judges, [args.target], lambda i: f"{args.judges}, line {judges[i]['_line']}")
+        _unique_ids(judges, args.judges, args.group)
+        judged = {str(r[args.group]): r[args.target] for r in judges}
         rows = [{**r, args.target: judged.get(r["image_id"])} for r in samples_rows(args.input)]
         if args.group != "image_id":
             rows = [{**r, args.group: r["image_id"]} for r in rows]
@@ -165,15 +185,18 @@ def _agreement(args) -> int:
     if args.metrics:
         metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     else:
+        # a column is a metric when any row (not only the first) holds a number in it
         skip = {args.group, args.target, "id", "_line"}
         numeric = [k for r in rows for k, v in r.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
         metrics = [k for k in dict.fromkeys(numeric) if k not in skip]
     if not metrics:
         raise ValueError(f"{args.input}: no numeric metric fields besides {args.target!r}; give --metrics")
+    check_finite(rows, [*metrics, args.target], lambda i: f"{args.input}, line {rows[i].get('_line', i + 1)}")
     result = agreement(rows, metrics, args.target, args.group, n_boot=args.n_boot)
     grid = weight_grid(rows, args.target, group=args.group, n_boot=args.n_boot) if args.weights else None
     if args.json:
-        json.dump({"agreement": result, "weights": grid}, sys.stdout, indent=1)
+        # strict JSON: a statistic that is not computed is null, never NaN
+        json.dump(finite_or_none({"agreement": result, "weights": grid}), sys.stdout, indent=1, allow_nan=False)
         print()
         return 0
 

@@ -575,6 +575,8 @@ def toy_item(n_layers: int = 3, size: tuple[int, int] = (8, 6)) -> dict[str, Any
 
 #: hard cap on rounds for any schedule (chat vllm has none of its own)
 MAX_ROUNDS = 32
+#: the most layers a scene may have: recap-v delivers it in one turn per layer plus one
+MAX_LAYERS = MAX_ROUNDS - 1
 
 
 def turns_of(doc: Mapping[str, Any]) -> list[Turn]:
@@ -590,14 +592,27 @@ class KeepRepeats:
 
     The harness's default filter (``take_first``) keeps only the first of the ``--repeats``
     samples; this one hands all of them on, marked, so :func:`conversations` tells them
-    from the rounds of one conversation."""
+    from the rounds of one conversation. Every reply is sanitised on the way
+    (:func:`lmms_scene.metrics.outputs.clean_response`), and lone surrogates in the
+    harness's raw record are replaced so that its samples file can be written
+    (:class:`lmms_scene.metrics.outputs.SanitiseResponses` does the same for SNUS and
+    COOCO)."""
 
     def __init__(self, **kwargs: Any) -> None:
         if kwargs:
             raise TypeError(f"KeepRepeats takes no arguments, got {sorted(kwargs)}")
 
     def apply(self, resps, docs):
-        return [{REPEATS_KEY: list(r)} for r in resps]
+        # sanitised for scoring; in the harness's raw record only lone surrogates are
+        # replaced (U+FFFD), else lmms-eval cannot write its samples file at all
+        from lmms_scene.metrics.outputs import clean_response, make_writable
+
+        out = []
+        for r in resps:
+            if isinstance(r, list):
+                make_writable(r)
+            out.append({REPEATS_KEY: clean_response(list(r))})
+        return out
 
 
 REPEATS_KEY = "lmms_scene_repeats"
@@ -687,20 +702,38 @@ def chat_messages(doc: Mapping[str, Any], previous_output: Sequence[str] | None 
 
 def schedule_docs(dataset, schedules: Sequence[str], seed: int = 0):
     """The task documents: every item under every schedule in ``schedules`` (item-major,
-    so ``--limit len(schedules)`` runs one item under each), with ``schedule`` and
-    ``seed`` columns. Each row is validated first (a bad row fails the task before the
-    model runs, naming the row); the shipped placeholder stops it with
-    :func:`not_built_message`."""
+    so ``--limit len(schedules)`` runs one item under each), with ``schedule``, ``n_layers``
+    and ``seed`` columns. Before the model runs: the shipped placeholder stops the run
+    with :func:`not_built_message`; a missing column, a repeated item id or an item
+    needing more than :data:`MAX_ROUNDS` turns under a schedule is an error naming it;
+    every row is re-checked (:func:`loaded_row_problem`: images decoded in full, the
+    schema of :func:`validate`) and a bad one becomes a stand-in carrying its reason
+    (:mod:`lmms_scene.data.recheck`), recorded unscored by ``process_results``."""
+    from lmms_scene.data import recheck
+
     check_built(dataset)
     unknown = [s for s in schedules if s not in SCHEDULES]
     if unknown or not schedules:
         raise ValueError(f"schedules: unknown or none {unknown or list(schedules)}; known: {', '.join(SCHEDULES)}")
-    for k in range(len(dataset)):
-        row = dataset[k]
-        try:
-            validate(row)
-        except ValueError as err:
-            raise ValueError(f"row {k}: {err}") from None
+    missing = [c for c in COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise ValueError(f"Layered-VQA data lacks the fields {missing}; it has {dataset.column_names}. "
+                         "Build it with `lmms-scene build layered-vqa` (or layered-synth).")  # fmt: skip
+    ids = list(zip(dataset["scene_id"], dataset["question_id"]))
+    twice = repeated(ids)
+    if twice:
+        first = ids.index(twice[0])
+        raise ValueError(f"row {ids.index(twice[0], first + 1)}: item {twice[0][1]!r} (scene {twice[0][0]!r}) repeats row "
+                         f"{first} (rows are keyed by scene and question id)")  # fmt: skip
+    dataset = recheck.screen(dataset, _row_checker(), _stand_in, what="the Layered-VQA dataset",
+                             memo_key=("layered_vqa", getattr(dataset, "_fingerprint", None), len(dataset)))  # fmt: skip
+    # the round cap from the text columns only (no image is decoded again)
+    texts = dataset.select_columns([c for c in dataset.column_names if c not in ("composite", "layers")])
+    names = texts["layer_names"]
+    for k, row in enumerate(texts):
+        if recheck.problem_of(row):
+            continue
+        row = {**row, "n_layers": len(names[k])}
         for schedule in schedules:
             n_turns = len(deliver(row, schedule, seed, check=False))
             if n_turns > MAX_ROUNDS:
@@ -712,8 +745,75 @@ def schedule_docs(dataset, schedules: Sequence[str], seed: int = 0):
     index = [k for k in range(n) for _ in schedules]
     out = dataset.select(index)
     out = out.add_column("schedule", [s for _ in range(n) for s in schedules])
-    out = out.add_column("n_layers", [len(dataset[k]["layer_names"]) for k in index])
+    out = out.add_column("n_layers", [len(names[k]) for k in index])
     return out.add_column("seed", [int(seed)] * len(index))
+
+
+def _row_checker():
+    """:func:`loaded_row_problem` with a cache of decoded images for one pass (the
+    questions of a scene share its images)."""
+    decoded: dict[str, Any] = {}
+
+    def check(row: Mapping[str, Any], index: int) -> str | None:
+        return loaded_row_problem(row, index, decoded)
+
+    return check
+
+
+def loaded_row_problem(row: Mapping[str, Any], index: int, decoded: dict[str, Any] | None = None) -> str | None:
+    """Why a loaded Layered-VQA row (undecoded) cannot be evaluated, or None: the
+    composite and every layer decoded in full (``decoded`` caches them by content), then
+    :func:`validate` with the images (question type, shards, layer indices, sizes)."""
+    import hashlib as _hashlib
+
+    from lmms_scene.data import release
+
+    where = f"row {index}: {_where(row)}"
+    cache = decoded if decoded is not None else {}
+
+    def image(cell: Any, field: str, mode: str):
+        data, _ = release.image_cell_bytes(cell, where, field, release.hub_roots())
+        key = _hashlib.sha256(data).hexdigest() + mode
+        if key not in cache:
+            name = Path(str(cell["path"])).name if isinstance(cell, Mapping) and cell.get("path") else "(the row's bytes)"
+            try:
+                cache[key] = release.decode_image(data, name).convert(mode)
+            except ValueError as exc:
+                cache[key] = ValueError(f"{where}: field {field!r}: {exc}")
+        if isinstance(cache[key], Exception):
+            raise cache[key]
+        return cache[key]
+
+    try:
+        layers = row.get("layers")
+        if not isinstance(layers, list) or not layers:
+            return f"{where}: field 'layers': expected at least one layer image, got {type(layers).__name__}"
+        item = dict(row)
+        item["composite"] = image(row.get("composite"), "composite", "RGB")
+        item["layers"] = [image(cell, f"layers[{k}]", "RGBA") for k, cell in enumerate(layers)]
+        validate(item)
+    except (ValueError, OSError, TypeError) as exc:
+        text = str(exc)
+        return text if text.startswith(f"row {index}") else f"row {index}: {text}"
+    return None
+
+
+def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """A Layered-VQA item standing in for a bad one: its ids and answer where they are
+    strings, one grey layer (its own composite), one shard, and the notice
+    :data:`lmms_scene.data.recheck.UNUSABLE_PROMPT` as the question."""
+    from lmms_scene.data import recheck
+
+    text = recheck.text
+    kind = row.get("question_type") if row.get("question_type") in QUESTION_TYPES else QUESTION_TYPES[0]
+    return {
+        "scene_id": text(row.get("scene_id")) or f"unusable_scene_{index:06d}",
+        "question_id": text(row.get("question_id")) or f"unusable_row_{index:06d}",
+        "question_type": kind, "question": recheck.UNUSABLE_PROMPT, "answer": text(row.get("answer")),
+        "composite": recheck.stand_in_image("RGB"), "layers": [recheck.stand_in_image("RGBA")], "layer_names": ["background"],
+        "shards": [{"text": recheck.UNUSABLE_PROMPT, "supporting_layers": []}],
+        "minimal_sufficient_layers": [0], "distractor_layers": [],
+    }  # fmt: skip
 
 
 def build_sample(folder: str | Path, scenes: int = 4, seed: int = 0) -> list[Path]:
@@ -831,38 +931,84 @@ def _read_questions(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _scene_images(folder: Path, scene_id: str):
-    from PIL import Image
+def _release_image(release: Path, path: Path, mode: str, where: str):
+    """One image file of the release: confined to the release folder (a symbolic link
+    out of it is refused), decoded in full, converted to ``mode``."""
+    from lmms_scene.data import release as files
 
-    scene_dir = folder / "scenes" / scene_id
+    relative = path.relative_to(release).as_posix()
+    _, data = files.read_file(release, relative, where, "image")
+    try:
+        return files.decode_image(data, str(path)).convert(mode)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _scene_images(folder: Path, scene_id: str):
+    from lmms_scene.data import release as files
+
+    where = f"scene {scene_id!r}"
+    if "/" in scene_id or "\\" in scene_id:
+        raise ValueError(f"{where}: field 'scene_id': a scene id names one folder under scenes/, got {scene_id!r}")
+    scene_dir = files.inside(folder, f"scenes/{scene_id}", where, "scene_id")
     comp_path = scene_dir / "composite.png"
     if not comp_path.is_file():
         raise FileNotFoundError(f"scene {scene_id!r}: {comp_path} not found")
-    files = []
+    files_ = []
     for p in sorted((scene_dir / "layers").glob("*.png")):
         head, _, name = p.stem.partition("_")
         if not head.isdigit():
             raise ValueError(f"scene {scene_id!r}: layer file {p.name} does not start with its index (e.g. 0_background.png)")
-        files.append((int(head), name or f"layer {head}", p))
-    files.sort()
-    if not files:
+        files_.append((int(head), name or f"layer {head}", p))
+    files_.sort()
+    if not files_:
         raise FileNotFoundError(f"scene {scene_id!r}: no layer PNGs in {scene_dir / 'layers'}")
-    indices = [k for k, _, _ in files]
-    if indices != list(range(len(files))):
-        raise ValueError(f"scene {scene_id!r}: layer indices {indices} are not 0..{len(files) - 1}")
-    layers = [Image.open(p).convert("RGBA") for _, _, p in files]
+    indices = [k for k, _, _ in files_]
+    if indices != list(range(len(files_))):
+        raise ValueError(f"scene {scene_id!r}: layer indices {indices} are not 0..{len(files_) - 1}")
+    if len(files_) > MAX_LAYERS:
+        raise ValueError(
+            f"scene {scene_id!r}: {len(files_)} layers, more than the {MAX_LAYERS} a scene may have: the recap-v "
+            f"schedule delivers a scene in one turn per layer plus one, and lmms-scene runs at most {MAX_ROUNDS} "
+            f"rounds (MAX_ROUNDS); merge layers or split the scene"
+        )
+    layers = [_release_image(folder, p, "RGBA", f"scene {scene_id!r}: layer {k}") for k, _, p in files_]
     for k, layer in enumerate(layers):
         if layer.size != layers[0].size:
-            raise ValueError(f"scene {scene_id!r}: layer {k} ({files[k][2].name}) is {layer.size[0]}x{layer.size[1]}, layer 0 is {layers[0].size[0]}x{layers[0].size[1]}")
-    return Image.open(comp_path).convert("RGB"), layers, [n for _, n, _ in files]
+            raise ValueError(f"scene {scene_id!r}: layer {k} ({files_[k][2].name}) is {layer.size[0]}x{layer.size[1]}, layer 0 is {layers[0].size[0]}x{layers[0].size[1]}")
+    composite = _release_image(folder, comp_path, "RGB", f"scene {scene_id!r}: composite")
+    return composite, layers, [n for _, n, _ in files_]
+
+
+def max_turns(item: Mapping[str, Any]) -> tuple[int, str]:
+    """The most turns any schedule delivers ``item`` in, and that schedule."""
+    counts = [(len(deliver(item, name, check=False)), name) for name in SCHEDULES]
+    return max(counts, key=lambda c: c[0])
+
+
+def repeated(values: Sequence[Any]) -> list[Any]:
+    """The values that occur more than once, in order of their first repeat (one pass)."""
+    seen: set[Any] = set()
+    out: dict[Any, None] = {}
+    for value in values:
+        if value in seen:
+            out.setdefault(value, None)
+        seen.add(value)
+    return list(out)
 
 
 def release_items(release: str | Path, tolerance: int = compositing.DEFAULT_TOLERANCE) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The validated items of a local release folder (:data:`RELEASE_LAYOUT`) and the max
-    pixel difference per scene. Every scene's layers must alpha-composite back to its
-    composite within ``tolerance``, every referenced layer index must exist, question
-    ids must be unique; an error names the scene or the question and its line."""
+    pixel difference per scene. Every file is read inside the release folder (no
+    ``..``, no symbolic link out of it) and decoded in full; every scene's layers must
+    alpha-composite back to its composite within ``tolerance``, every referenced layer
+    index must exist, every schedule must fit in :data:`MAX_ROUNDS` turns, question ids
+    must be unique; an error names the scene or the question and its line."""
+    from lmms_scene.data import release as files
+
     release = Path(release)
+    if (release / "questions.jsonl").is_file():  # not a link out of the release
+        files.inside(release, "questions.jsonl", "the release", "questions.jsonl")
     questions = _read_questions(release / "questions.jsonl")
     scenes: dict[str, Any] = {}
     diffs: dict[str, int] = {}
@@ -873,7 +1019,10 @@ def release_items(release: str | Path, tolerance: int = compositing.DEFAULT_TOLE
         if not isinstance(scene_id, str) or not scene_id:
             raise ValueError(f"{where}: scene_id: expected a non-empty string, got {scene_id!r}")
         if scene_id not in scenes:
-            composite, layers, names = _scene_images(release, scene_id)
+            try:
+                composite, layers, names = _scene_images(release, scene_id)
+            except (ValueError, FileNotFoundError) as err:
+                raise type(err)(f"{where}: {err}") from None
             check = compositing.check_recomposition(layers, composite, tolerance, name=f"scene {scene_id!r}")
             diffs[scene_id] = check.max_difference
             scenes[scene_id] = (composite, layers, names)
@@ -883,14 +1032,22 @@ def release_items(release: str | Path, tolerance: int = compositing.DEFAULT_TOLE
         for key in ("shards", "minimal_sufficient_layers", "distractor_layers"):
             if item[key] is None:
                 raise ValueError(f"{where}: {_where(item)}: missing field {key!r}")
+        if not isinstance(item["shards"], list):
+            raise ValueError(f"{where}: {_where(item)}: shards: expected a list of {{text, supporting_layers}}, got {item['shards']!r}")
         item["shards"] = [{"text": s.get("text"), "supporting_layers": list(s.get("supporting_layers") or [])} if isinstance(s, Mapping) else s for s in item["shards"]]
         try:
             validate(item)
         except ValueError as err:
             raise ValueError(f"{where}: {err}") from None
+        turns, schedule = max_turns(item)
+        if turns > MAX_ROUNDS:
+            raise ValueError(
+                f"{where}: {_where(item)}: schedule {schedule!r} needs {turns} turns, more than the {MAX_ROUNDS} rounds "
+                f"lmms-scene runs (MAX_ROUNDS): every evaluation of this release would fail; split the question into "
+                f"fewer shards (at most {MAX_ROUNDS - 1})"
+            )
         items.append(item)
-    ids = [i["question_id"] for i in items]
-    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    dupes = repeated([i["question_id"] for i in items])
     if dupes:
         raise ValueError(f"questions.jsonl: repeated question_id {dupes[:5]}")
     return items, diffs

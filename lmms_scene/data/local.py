@@ -18,6 +18,10 @@ benchmark:
 and prints :func:`evaluate_command`. Nothing is written into the installed package.
 A name that one of lmms-scene's own tasks or groups already has is an error naming it
 (the harness would pick one of the two silently).
+
+A builder reads the files a release names through :mod:`lmms_scene.data.release` (paths
+inside the release folder only, images decoded in full), and its tasks re-check the rows
+when they load them (:mod:`lmms_scene.data.recheck`): a new benchmark does the same.
 """
 
 from __future__ import annotations

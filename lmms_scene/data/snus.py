@@ -77,50 +77,82 @@ def _records(value: Any, keys: Sequence[str], where: str) -> list[dict[str, str]
     return out
 
 
+def _image_id(raw: Mapping[str, Any], where: str) -> str | None:
+    value = raw.get("image_id")
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"{where}: field 'image_id': expected a string (or an integer), got {type(value).__name__} {value!r}")
+    text = str(value).strip()
+    if not text:
+        raise ValueError(f"{where}: field 'image_id': expected a non-empty id, got {value!r}")
+    return text
+
+
 def convert_row(raw: Mapping[str, Any], folder: Path | None, number: int) -> dict[str, Any]:
-    """One release record -> a SNUS row (errors name the row, field and value)."""
-    where = f"row {number} ({raw.get('image_id') or raw.get('image') or '?'})"
-    image = raw.get("image") or raw.get("file_name")
+    """One release record -> a SNUS row (errors name the row, field and value). The
+    image is a file name inside the release ``folder`` (no absolute path, no ``..``, no
+    symbolic link out of it: :func:`lmms_scene.data.release.inside`), decoded in full
+    (a file that is not an image, or is cut short, is refused naming it)."""
+    from lmms_scene.data import release
+
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"row {number}: expected an object of fields (image, caption, ...), got {type(raw).__name__} {str(raw)[:60]!r}")
+    label = raw.get("image_id") if isinstance(raw.get("image_id"), (str, int)) else None
+    shown = raw.get("image") if isinstance(raw.get("image"), str) else None
+    where = f"row {number} ({label or shown or '?'})"
+    image = raw.get("image") if raw.get("image") is not None else raw.get("file_name")
+    field = "image" if raw.get("image") is not None else "file_name"
     if image is None:
         raise ValueError(f"{where}: field 'image': missing (a file name relative to the release folder)")
-    if isinstance(image, str):
-        path = (folder / image) if folder is not None else Path(image)
-        if not path.is_file():
-            raise FileNotFoundError(f"{where}: field 'image': no such file {path}")
-        image_value: Any = {"bytes": path.read_bytes(), "path": path.name}
-        stem = path.stem
-    else:
-        image_value, stem = image, str(number)
+    if not isinstance(image, str):
+        raise ValueError(f"{where}: field {field!r}: expected a file name relative to the release folder, got {type(image).__name__} {image!r}")
+    if folder is None:
+        raise ValueError(f"{where}: field {field!r}: a file name needs the release folder it is relative to")
+    path, data = release.read_file(folder, image, where, field)
+    try:
+        release.decode_image(data, str(path))
+    except ValueError as exc:
+        raise ValueError(f"{where}: field {field!r}: {exc}") from None
     caption = raw.get("caption")
     if not isinstance(caption, str) or not caption.strip():
         raise ValueError(f"{where}: field 'caption': expected a non-empty negative caption, got {caption!r}")
+    scene = raw.get("scene")
+    if scene is not None and not isinstance(scene, str):
+        raise ValueError(f"{where}: field 'scene': expected a string, got {type(scene).__name__} {scene!r}")
     return {
-        "image_id": str(raw.get("image_id") or stem),
-        "image": image_value,
+        "image_id": _image_id(raw, where) or path.stem,
+        "image": {"bytes": data, "path": path.name},
         "caption": caption.strip(),
         "missing_objects": _strings(raw.get("missing_objects"), f"{where}: field 'missing_objects'"),
         "missing_attributes": _records(raw.get("missing_attributes"), ("object", "attribute"), f"{where}: field 'missing_attributes'"),
         "missing_relations": _records(raw.get("missing_relations"), ("subject", "relation", "object"), f"{where}: field 'missing_relations'"),
-        "scene": str(raw.get("scene") or ""),
+        "scene": scene or "",
     }
 
 
 def read_metadata(path: Path) -> list[dict[str, Any]]:
-    """Records of a ``.jsonl`` / ``.json`` (list) / ``.csv`` metadata file."""
-    text = Path(path).read_text(encoding="utf-8")
+    """Records of a ``.jsonl`` / ``.json`` (list) / ``.csv`` metadata file; a record that
+    is not an object of fields is an error naming the file and the line (or item)."""
+    path = Path(path)
     if path.suffix == ".jsonl":
-        out = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    out.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}, line {n}: not JSON ({exc.msg})") from None
-        return out
+        from lmms_scene.files import iter_jsonl
+
+        return [value for _, value in iter_jsonl(path)]
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8") from None
     if path.suffix == ".json":
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} line {exc.lineno}: not JSON ({exc.msg})") from None
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of records")
+        for i, item in enumerate(data):
+            if not isinstance(item, dict):
+                raise ValueError(f"{path} item {i}: expected a JSON object (one record), got {type(item).__name__}")
         return data
     if path.suffix == ".csv":
         import csv
@@ -136,21 +168,25 @@ def build(folder: Path, metadata: Path | None = None) -> dict[str, Any]:
     from datasets import Dataset, DatasetDict
 
     folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: not a folder (the release: images and metadata.jsonl/.json/.csv)")
     if metadata is None:
         found = [folder / f"metadata.{ext}" for ext in ("jsonl", "json", "csv") if (folder / f"metadata.{ext}").is_file()]
         if not found:
             raise FileNotFoundError(f"{folder}: no metadata.jsonl/.json/.csv (give --metadata)")
         metadata = found[0]
     by_split: dict[str, list[dict[str, Any]]] = {}
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for n, raw in enumerate(read_metadata(Path(metadata)), 1):
-        split = str(raw.get("split") or "test")
-        if split not in SPLITS:
+        if not isinstance(raw, Mapping):
+            raise ValueError(f"row {n}: expected an object of fields, got {type(raw).__name__}")
+        split = raw.get("split") or "test"
+        if not isinstance(split, str) or split not in SPLITS:
             raise ValueError(f"row {n}: field 'split': expected one of {SPLITS}, got {split!r}")
         row = convert_row(raw, folder, n)
         if row["image_id"] in seen:
-            raise ValueError(f"row {n}: field 'image_id': duplicate {row['image_id']!r}")
-        seen.add(row["image_id"])
+            raise ValueError(f"row {n}: field 'image_id': duplicate {row['image_id']!r} (first in row {seen[row['image_id']]})")
+        seen[row["image_id"]] = n
         by_split.setdefault(split, []).append(row)
     if not by_split:
         raise ValueError(f"{metadata}: no records")
@@ -181,8 +217,21 @@ Fields: `image_id`, `image`, `caption` (the negative caption), `missing_objects`
 
 
 def write(dataset: Mapping[str, Any], out: Path, source: str) -> list[Path]:
+    """Write each split to ``out/data/<split>.parquet`` and the card. A split file an
+    earlier build wrote into ``out/data`` that this build does not (a rebuild with fewer
+    splits) is removed: ``publish`` reads every file there."""
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: {out} is a file; give a folder (it gets data/, README.md and tasks/)")
     (out / "data").mkdir(parents=True, exist_ok=True)
+    for split in SPLITS:
+        if split in dataset:
+            continue
+        for stale in [out / "data" / f"{split}.parquet", *(out / "data").glob(f"{split}-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].parquet")]:
+            if stale.is_file():
+                stale.unlink()
+    if "test" not in dataset:
+        _remove_tasks(out)  # an earlier build's task would read a test split that is gone
     written = []
     for name, ds in dataset.items():
         path = out / "data" / f"{name}.parquet"
@@ -190,6 +239,17 @@ def write(dataset: Mapping[str, Any], out: Path, source: str) -> list[Path]:
         written.append(path)
     (out / CARD_FILE).write_text(card(dataset, source))
     return [*written, out / CARD_FILE]
+
+
+_TASK_HEADER = "# Written by `lmms-scene build snus`"
+
+
+def _remove_tasks(out: Path) -> None:
+    """Remove the task files an earlier ``build snus`` wrote into ``out/tasks`` (only ours)."""
+    for old in (Path(out) / "tasks").glob("*.yaml"):
+        with open(old, encoding="utf-8", errors="replace") as handle:
+            if handle.readline().startswith(_TASK_HEADER):
+                old.unlink()
 
 
 def write_task(out: Path, name: str) -> Path:
@@ -209,7 +269,8 @@ def write_task(out: Path, name: str) -> Path:
     config["metadata"] = {**(config.get("metadata") or {}), "benchmark": "snus", "built_from": str(Path(out).resolve())}
     path = Path(out) / "tasks" / f"{task}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"# Written by `lmms-scene build snus`: evaluates {Path(out).resolve() / 'data' / 'test.parquet'}.\n" + dump_task_yaml(config))
+    _remove_tasks(out)  # a rebuild under another name: the earlier task goes
+    path.write_text(f"{_TASK_HEADER}: evaluates {Path(out).resolve() / 'data' / 'test.parquet'}.\n" + dump_task_yaml(config))
     return path
 
 
@@ -223,14 +284,63 @@ def tasks_folder() -> Path:
 
 
 def ensure_schema(dataset: Any) -> Any:
-    """Check a loaded split has SNUS's fields (before the model runs)."""
+    """Check a loaded split before the model runs. Missing SNUS fields or a repeated
+    ``image_id`` (rows are keyed by it) are errors; every row is re-checked
+    (:func:`loaded_row_problem`: its image decoded in full, a non-empty reference
+    caption, the missing-information lists) and a bad one becomes a stand-in carrying
+    its reason (:mod:`lmms_scene.data.recheck`), recorded unscored by ``process_results``
+    and counted in the report. The dataset is returned as is when every row is good."""
+    from lmms_scene.data import recheck
+
     missing = [f for f in FIELDS if f not in dataset.column_names]
     if missing:
         raise ValueError(f"SNUS data lacks the fields {missing}; it has {dataset.column_names}. Build it with `lmms-scene build snus`.")
-    for i, caption in enumerate(dataset["caption"]):
-        if not isinstance(caption, str) or not caption.strip():
-            raise ValueError(f"SNUS row {i} ({dataset[i]['image_id']}): field 'caption': empty reference caption {caption!r}")
-    return dataset
+    seen: dict[Any, int] = {}
+    for i, image_id in enumerate(dataset["image_id"]):
+        if image_id in seen:
+            raise ValueError(f"SNUS row {i}: field 'image_id': {image_id!r} repeats row {seen[image_id]} (rows are keyed by image_id)")
+        seen[image_id] = i
+    return recheck.screen(dataset, loaded_row_problem, _stand_in, what="the SNUS dataset",
+                          memo_key=("snus", getattr(dataset, "_fingerprint", None), len(dataset)))  # fmt: skip
+
+
+def loaded_row_problem(row: Mapping[str, Any], index: int) -> str | None:
+    """Why a loaded SNUS row (undecoded) cannot be evaluated, or None."""
+    from lmms_scene.data import release
+
+    image_id = row.get("image_id")
+    where = f"SNUS row {index} ({image_id})" if isinstance(image_id, str) and image_id else f"SNUS row {index}"
+    if not isinstance(image_id, str) or not image_id.strip():
+        return f"{where}: field 'image_id': expected a non-empty string, got {image_id!r}"
+    caption = row.get("caption")
+    if not isinstance(caption, str) or not caption.strip():
+        return f"{where}: field 'caption': empty reference caption {caption!r}"
+    for name in ("missing_objects", "missing_attributes", "missing_relations"):
+        if row.get(name) is not None and not isinstance(row[name], list):
+            return f"{where}: field {name!r}: expected a list, got {type(row[name]).__name__}"
+    cell = row.get("image")
+    try:
+        data, _ = release.image_cell_bytes(cell, where, "image", release.hub_roots())
+    except (ValueError, OSError) as exc:
+        return str(exc)
+    name = Path(str(cell["path"])).name if isinstance(cell, Mapping) and cell.get("path") else "(the row's bytes)"
+    try:
+        release.decode_image(data, name)
+    except ValueError as exc:
+        return f"{where}: field 'image': {exc}"
+    return None
+
+
+def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """A SNUS row standing in for a bad one: its id and caption where they are strings,
+    a grey image, no missing information."""
+    from lmms_scene.data import recheck
+
+    image_id = recheck.text(row.get("image_id")) or f"unusable_row_{index:06d}"
+    return {
+        "image_id": image_id, "image": recheck.stand_in_image(), "caption": recheck.text(row.get("caption")),
+        "missing_objects": [], "missing_attributes": [], "missing_relations": [], "scene": recheck.text(row.get("scene")),
+    }  # fmt: skip
 
 
 # -- the embedded sample (our own procedural scenes and captions) -------------------------

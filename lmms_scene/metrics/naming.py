@@ -34,6 +34,11 @@ from typing import Any
 from lmms_scene.metrics import clip as clip_metrics
 from lmms_scene.metrics import rows as rows_lib
 
+# the one sanitiser of model outputs, shared by every benchmark (``sanitise_output`` is
+# re-exported: COOCO had it first)
+from lmms_scene.metrics.outputs import clean_output, read_output, sanitise_output  # noqa: F401
+from lmms_scene.metrics.outputs import shown as shown_output
+
 NORMALISER_VERSION = "cooco-normalise-2"
 #: Merlo et al. (2025), Section 4.3: accuracy is CLIP text cosine >= 0.9.
 ACCURACY_THRESHOLD = 0.9
@@ -107,22 +112,6 @@ def levenshtein_similarity(a: str, b: str) -> float:
     return fuzz.ratio(a, b) / 100.0
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def sanitise_output(text: str) -> tuple[str, bool]:
-    r"""A model answer made safe to tokenize and to write as UTF-8: lone surrogates are
-    dropped, NUL and other control characters (tab and newlines kept) become spaces.
-    Returns the text and whether anything changed (recorded in the row).
-
-    >>> sanitise_output("\udcff\udcfecup\x00")
-    ('cup ', True)
-    """
-    clean = _CONTROL.sub(" ", _SURROGATE.sub("", text))
-    return clean, clean != text
-
-
 def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> list[dict[str, Any]]:
     """Score a batch of COOCO answers.
 
@@ -139,7 +128,8 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
         condition = str(item["condition"])
         if condition not in SCORED_CONDITIONS:
             raise ValueError(f"{item['image_id']}: unknown condition {condition!r}; expected one of {SCORED_CONDITIONS}")
-        raw, sanitised = sanitise_output("" if item["output"] is None else str(item["output"]))
+        cleaned = clean_output("" if item["output"] is None else str(item["output"]))
+        raw, sanitised = cleaned.text or "", cleaned.sanitised
         prediction = normalise_output(raw)
         rows.append(
             {
@@ -156,6 +146,7 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
                 "output_words": len(prediction.split()),
                 "non_ascii": any(ord(ch) > 127 for ch in prediction),
                 "output_sanitised": sanitised,
+                "output_changes": list(cleaned.changes),
                 "scored": True,
                 "clip_model": model_name if use_clip else None,
                 **_selection(item),
@@ -256,21 +247,30 @@ def doc_key(doc: Mapping[str, Any], output: Any, model: str) -> tuple:
     )  # fmt: skip
 
 
+def _id_number(value: Any) -> Any:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
 def _ids(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "image_id": str(doc.get("image_id", "?")), "condition": str(doc.get("condition", "?")),
-        "noise_area": str(doc.get("noise_area", NO_NOISE_AREA)), "noise_level": float(doc.get("noise_level", 0.0)),
+        "noise_area": str(doc.get("noise_area", NO_NOISE_AREA)), "noise_level": _id_number(doc.get("noise_level", 0.0)),
     }  # fmt: skip
 
 
 def unscored_row(doc: Mapping[str, Any], output: Any, reason: str, model: str | None) -> dict[str, Any]:
     """The row of an answer that could not be scored: ids, the answer and the reason;
-    every metric not computed (``None``), never zero."""
-    text, sanitised = sanitise_output("" if output is None else str(output))
+    every metric not computed (``None``), never zero. Never raises."""
+    text = shown_output(output)
+    read = read_output(output) if isinstance(output, (str, bytes)) else None
     row = {
         **_ids(doc), "scene": normalise_label(doc.get("scene", "")), "target": normalise_label(doc.get("target", "")),
         "gold": normalise_label(doc.get("gold_label", "")), "output": text, "prediction": normalise_output(text),
-        "empty": None, "output_words": None, "non_ascii": None, "output_sanitised": sanitised,
+        "empty": None, "output_words": None, "non_ascii": None, "output_sanitised": bool(read and read.sanitised),
+        "output_changes": list(read.changes) if read else [],
         "scored": False, "unscored_reason": reason, "clip_model": model,
         "levenshtein_similarity": None, "levenshtein_accuracy": None, **_selection(doc),
     }  # fmt: skip
@@ -281,22 +281,31 @@ def unscored_row(doc: Mapping[str, Any], output: Any, reason: str, model: str | 
 def score_doc(doc: Mapping[str, Any], output: Any, model: str | None = None) -> dict[str, Any]:
     """Score one doc's answer (what ``process_results`` does). Uses the row
     :func:`prescore` computed for this exact doc and answer when there is one (same
-    numbers, computed in batches); otherwise scores it here. Never raises for a bad
-    answer or image: the row is recorded unscored with its reason."""
+    numbers, computed in batches); otherwise scores it here. Never raises: an answer that
+    is not one text, a row the task's load-time check found bad
+    (:func:`lmms_scene.data.recheck.problem_of`), a bad image or an untokenizable text is
+    recorded unscored with its reason."""
     from lmms_scene import cache
+    from lmms_scene.data import recheck
     from lmms_scene.data.cooco import views
 
-    name = clip_metrics.resolve_model(model)
-    if output is None:
-        return unscored_row(doc, None, "no model output for this doc", name)
-    ahead = cache.memo_namespace(PRESCORED, PRESCORED_SIZE).get(doc_key(doc, output, name))
-    if ahead is not None:
-        return dict(ahead)
     try:
+        name = clip_metrics.resolve_model(model)
+    except Exception as exc:  # a bad LMMS_SCENE_CLIP_MODEL: stopped when the task is built
+        name = None
+        return unscored_row(doc, output, f"{type(exc).__name__}: {exc}", name)
+    read = read_output(output)
+    problem = read.problem or recheck.problem_of(doc)
+    if problem is not None:
+        return unscored_row(doc, output, problem, name)
+    if not isinstance(output, str):
+        output = read.text  # one text in a list, or bytes: that text
+    try:
+        ahead = cache.memo_namespace(PRESCORED, PRESCORED_SIZE).get(doc_key(doc, output, name))
+        if ahead is not None:
+            return dict(ahead)
         return score_rows([views.naming_item(doc, output)], name)[0]
-    except clip_metrics.ClipModelUnavailable:
-        raise  # resolved when the task is built; reaching here is a configuration error
-    except Exception as exc:  # a bad image, an untokenizable text: recorded, never raised
+    except Exception as exc:  # a bad image, an untokenizable text, a CLIP that went away: recorded, never raised
         return unscored_row(doc, output, f"{type(exc).__name__}: {exc}", name)
 
 
@@ -306,6 +315,7 @@ def prescore(pairs: Iterable[tuple[Mapping[str, Any], Any]], model: str | None =
     :func:`score_doc`. Pairs that fail are left to :func:`score_doc`, which records why.
     Returns how many rows were scored ahead."""
     from lmms_scene import cache
+    from lmms_scene.data import recheck
     from lmms_scene.data.cooco import views
 
     name = clip_metrics.resolve_model(model)
@@ -328,13 +338,14 @@ def prescore(pairs: Iterable[tuple[Mapping[str, Any], Any]], model: str | None =
         return n
 
     for doc, output in pairs:
-        if not isinstance(output, str):
-            continue
+        if not isinstance(output, str) or recheck.problem_of(doc) is not None:
+            continue  # score_doc records why
         try:
             item = views.naming_item(doc, output)
+            key = doc_key(doc, output, name)
         except Exception:
             continue
-        batch.append((doc_key(doc, output, name), item))
+        batch.append((key, item))
         if len(batch) >= chunk:
             done += flush()
     return done + flush()

@@ -415,3 +415,24 @@ def dataset_identity(rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str]
         "n_rows": len(deduped),
         "fields": [*id_fields, *data_fields],
     }
+
+
+# -- rows that could not be scored -----------------------------------------------------------
+
+#: how many unscored rows a report names with their reasons (all of them are counted)
+UNSCORED_LISTED = 20
+
+
+def unscored_summary(rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str], limit: int = UNSCORED_LISTED) -> dict[str, Any]:
+    """What a report says about the rows recorded unscored (``scored`` False, with an
+    ``unscored_reason``): ``n_unscored``, every one counted, and ``unscored``, the first
+    ``limit`` of them (in the order given) with their ids and reason.
+
+    >>> unscored_summary([{"id": 1, "scored": False, "unscored_reason": "no model output"}, {"id": 2}], ["id"])
+    {'n_unscored': 1, 'unscored': [{'id': 1, 'reason': 'no model output'}]}
+    """
+    unscored = [r for r in rows if r.get("scored") is False]
+    return {
+        "n_unscored": len(unscored),
+        "unscored": [{**{k: r.get(k) for k in id_fields}, "reason": r.get("unscored_reason")} for r in unscored[:limit]],
+    }

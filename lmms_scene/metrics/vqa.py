@@ -85,18 +85,36 @@ def grader_provenance(synonyms: str) -> dict[str, Any]:
 # -- evidence selection ---------------------------------------------------------------------
 
 
+#: one item of a selection: a layer number or a range of them ("1-3", "1–3", "1 to 3")
+_SELECTION_ITEM = re.compile(r"(\d+)(?:\s*(?:-|\u2013|\u2014|to|through)\s*(\d+))?", re.IGNORECASE)
+
+
 def parse_selection(output: str, n_layers: int) -> tuple[list[int] | None, str]:
-    """The layers an output selects (its last ``Layers: i, j`` line) and the answer
-    without that line. None when there is no selection or it names a layer that does
-    not exist (an invalid selection)."""
+    r"""The layers an output selects (its last ``Layers: i, j`` line) and the answer
+    without that line. A range ``1-3`` (or ``1–3``, ``1 to 3``) selects every layer in
+    it. None when there is no selection or it names a layer that does not exist (an
+    invalid selection).
+
+    >>> parse_selection("A red square.\nLayers: 1-3", 4)
+    ([1, 2, 3], 'A red square.')
+    >>> parse_selection("Layers: 0, 2 to 3", 4)[0]
+    [0, 2, 3]
+    """
     text = output or ""
     matches = list(SELECTION_RE.finditer(text))
     if not matches:
         return None, text.strip()
     m = matches[-1]
     answer = (text[: m.start()] + text[m.end():]).strip()
-    numbers = [int(x) for x in re.findall(r"\d+", m.group(1))]
-    if not numbers or any(not 0 <= x < n_layers for x in numbers):
+    numbers: list[int] = []
+    for item in _SELECTION_ITEM.finditer(m.group(1)):
+        low = int(item.group(1))
+        high = int(item.group(2)) if item.group(2) is not None else low
+        low, high = min(low, high), max(low, high)
+        if not 0 <= low or high >= n_layers:
+            return None, answer  # a layer that does not exist (checked before expanding a range)
+        numbers.extend(range(low, high + 1))
+    if not numbers:
         return None, answer
     return sorted(set(numbers)), answer
 
@@ -177,11 +195,20 @@ def score_row(
     synonyms: str = "wordnet",
     repeat: int = 0,
 ) -> dict[str, Any]:
-    """Score one document's conversation (``outputs``: one reply per delivered turn)."""
+    """Score one document's conversation (``outputs``: one reply per delivered turn).
+
+    Every reply is sanitised first (:func:`lmms_scene.metrics.outputs.clean_output`); a
+    conversation that stopped early (or has more replies than turns) and a stand-in for a
+    row that failed the task's load-time check are not graded: the row says why
+    (``failure``, ``unscored_reason``), counted in the report, never a silent 0."""
     from lmms_scene.data import layered_vqa as L
+    from lmms_scene.data import recheck
+    from lmms_scene.metrics.outputs import clean_output
 
     schedule = doc["schedule"]
-    outputs = ["" if o is None else str(o) for o in outputs]
+    cleaned = [clean_output("" if o is None else o if isinstance(o, str) else str(o)) for o in outputs]
+    outputs = [c.text or "" for c in cleaned]
+    changes = [f"turn {k}: {change}" for k, c in enumerate(cleaned) for change in c.changes]
     n_turns = len(turns)
     n_layers = L.n_layers(doc)
     final = outputs[-1] if outputs else ""
@@ -190,6 +217,9 @@ def score_row(
         failure = f"conversation stopped after {len(outputs)} of {n_turns} turns"
     elif len(outputs) > n_turns:
         failure = f"{len(outputs)} outputs for {n_turns} turns"
+    problem = recheck.problem_of(doc)
+    if problem is not None:
+        failure = failure or "not graded: the row failed the check when the task loaded it"
     selection = None
     answer_text = final
     sel_scores: dict[str, Any] = {}
@@ -226,7 +256,12 @@ def score_row(
         "failure": failure,
         "grader": "rule",
         "synonyms": synonyms,
+        "scored": failure is None,
+        "output_sanitised": bool(changes),
+        "output_changes": changes,
     }
+    if failure is not None:
+        row["unscored_reason"] = problem or failure
     if schedule in L.SELECTION:
         row["selection"] = selection
         row.update(sel_scores)
@@ -256,6 +291,34 @@ def score_row(
             row["committed"] = None
         row["grounded_correct"] = bool(g.correct and row["grounded"]) if g else None
     return row
+
+
+def unscored_row(doc: Mapping[str, Any], reason: str, outputs: Any = None, repeat: int = 0) -> dict[str, Any]:
+    """The row of a document that could not be scored at all (:func:`score_row` itself
+    failed on it): its ids, the reason and every field the report reads, nothing graded.
+    Never raises."""
+    from lmms_scene.data import layered_vqa as L
+    from lmms_scene.metrics.outputs import shown
+
+    def get(name, default):
+        value = doc.get(name, default) if isinstance(doc, Mapping) else default
+        return value if isinstance(value, type(default)) else default
+
+    schedule = get("schedule", "?")
+    spec = L.SCHEDULES.get(schedule)
+    shards = doc.get("shards") if isinstance(doc, Mapping) and isinstance(doc.get("shards"), list) else []
+    names = doc.get("layer_names") if isinstance(doc, Mapping) and isinstance(doc.get("layer_names"), list) else []
+    replies = [shown(o) or "" for o in outputs] if isinstance(outputs, (list, tuple)) else ([shown(outputs) or ""] if outputs is not None else [])
+    return {
+        "scene_id": str(get("scene_id", "?")), "question_id": str(get("question_id", "?")), "schedule": schedule,
+        "repeat": int(repeat), "family": spec.family if spec else "?", "question_type": get("question_type", "?"),
+        "relational": get("question_type", "") in L.RELATIONAL_TYPES, "depth": len(names) or int(get("n_layers", 0)),
+        "n_shards": len(shards), "evidence_length": len(get("question", "")),
+        "single_turn": schedule in L.SINGLE_TURN, "n_turns": 0, "outputs": replies, "output": replies[-1] if replies else "",
+        "question": get("question", ""), "answer": get("answer", ""), "correct": None, "verdict": None, "cannot_tell": None,
+        "grade_reason": "failed", "empty": None, "failure": reason, "grader": "rule", "synonyms": "",
+        "scored": False, "unscored_reason": reason, "output_sanitised": False, "output_changes": [],
+    }  # fmt: skip
 
 
 # -- aggregation ---------------------------------------------------------------------------------
@@ -536,6 +599,9 @@ def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: i
         "dataset": R.dataset_identity(rows, ITEM_FIELDS, DATA_FIELDS),
         "n_duplicates": deduped.n_duplicates,
         "n_failed_conversations": sum(1 for r in rows if r.get("failure")),
+        # every row not graded (a conversation that stopped early, a row that failed the
+        # load-time check, a scoring failure): counted, the first ones named with their reasons
+        **R.unscored_summary(rows, ("scene_id", "question_id", "schedule", "repeat")),
         "grader": graders[0] if len(graders) == 1 else graders,
         "synonyms": sorted({r.get("synonyms", "") for r in rows}),
         "interval": {"method": "percentile bootstrap", "cluster": CLUSTER, "n_boot": n_boot, "seed": seed, "level": R.LEVEL},

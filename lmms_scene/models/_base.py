@@ -5,7 +5,8 @@ request describes its turns, so each is turned into the same list of :class:`Tur
 and one ``respond`` method answers it. Multi-round requests follow the harness's
 protocol (round 0 from ``doc_to_text``/``doc_to_messages``; round k from the same
 function called with ``round_idx``/``previous_output``/``previous_round_info``) and
-return one list of answers per document, never a tuple.
+return one list of answers per document, never a tuple. Every answer is sanitised
+before the harness sees it (:func:`_sanitised`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,16 @@ def _turn_from_messages(messages: list[dict]) -> Turn:
             media = part.get("url", part.get(part.get("type"), None))
             visuals.append(media)
     return _turn_from_visuals("\n".join(texts), visuals)
+
+
+def _sanitised(answer: Any) -> Any:
+    """What our models hand the harness: text sanitised
+    (:func:`lmms_scene.metrics.outputs.clean_output`), so the harness can write it to its
+    samples file and every scorer can read it; anything else as it is (the task's row
+    function records it unscored)."""
+    from lmms_scene.metrics.outputs import clean_output
+
+    return clean_output(answer).text if isinstance(answer, str) else answer
 
 
 class SceneModel(lmms):
@@ -169,7 +180,7 @@ class SceneModel(lmms):
     def _converse(self, info: RequestInfo, first: Turn, next_round):
         """Answer ``first``; with ``next_round`` (multi-round), keep asking it for the next
         turn (None when the task says the conversation is over) and answering."""
-        turns, outputs = [first], [self.respond(info, [first])]
+        turns, outputs = [first], [_sanitised(self.respond(info, [first]))]
         round_info = None
         while next_round is not None:
             self._check_rounds(info, len(outputs))
@@ -177,7 +188,7 @@ class SceneModel(lmms):
             if turn is None:
                 break
             turns.append(turn)
-            outputs.append(self.respond(info, turns))
+            outputs.append(_sanitised(self.respond(info, turns)))
         self._record(info, turns, outputs)
         return outputs if next_round is not None else outputs[0]
 

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from lmms_scene.data import cooco
+from lmms_scene.data import cooco, recheck
 from lmms_scene.harness import guarded_aggregation, returns_dict
 from lmms_scene.metrics import naming
 from lmms_scene.prompts import render
@@ -33,12 +33,34 @@ def process_docs_noise(dataset):
 
 
 def doc_to_visual(doc):
-    return [cooco.visual(doc)]
+    # a row that failed the load-time check is a stand-in: the model sees a grey square
+    # and process_results records the row unscored with its reason
+    if recheck.problem_of(doc):
+        return [recheck.stand_in_visual()]
+    try:
+        return [cooco.visual(doc)]
+    except Exception as exc:  # never a mid-generation exception: process_results records why
+        _log_unusable(doc, exc)
+        return [recheck.stand_in_visual()]
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
     template = (lmms_eval_specific_kwargs or {}).get("template", DEFAULT_TEMPLATE)
-    return render(template, **cooco.prompt_context(doc))
+    if recheck.problem_of(doc):
+        return recheck.UNUSABLE_PROMPT
+    try:
+        context = cooco.prompt_context(doc)
+    except Exception as exc:  # never a mid-generation exception: process_results records why
+        _log_unusable(doc, exc)
+        return recheck.UNUSABLE_PROMPT
+    return render(template, **context)
+
+
+def _log_unusable(doc, exc):
+    from loguru import logger
+
+    logger.warning(f"lmms-scene: COOCO {doc.get('image_id', '?')}: cannot be shown ({type(exc).__name__}: {exc}); "
+                   "the model gets a stand-in and the row is recorded unscored")  # fmt: skip
 
 
 def doc_to_target(doc):
@@ -46,8 +68,8 @@ def doc_to_target(doc):
 
 
 def process_results(doc, results):
-    # never raises for a bad answer or image: such a row is recorded with its reason
-    output = results[0] if results else None
+    # never raises for a bad answer, row or image: such a row is recorded with its reason
+    output = results[0] if isinstance(results, (list, tuple)) and results else results or None
     return naming.metric_entries(naming.score_doc(doc, output))
 
 

@@ -42,16 +42,50 @@ for _schedule in L.SCHEDULES:
 del _schedule, _fn
 
 
+# Never a mid-generation exception: a doc that cannot be delivered (the load-time check
+# makes this a last guard) gets a stand-in image, or its conversation ends here; the
+# scored row then says the conversation stopped early.
+
+
+def _log(doc, exc):
+    from loguru import logger
+
+    logger.warning(f"lmms-scene: Layered-VQA {doc.get('question_id', '?')}: cannot be delivered "
+                   f"({type(exc).__name__}: {exc}); the row is recorded unscored")  # fmt: skip
+
+
 def doc_to_visual(doc):
-    return L.first_visuals(doc)
+    try:
+        return L.first_visuals(doc)
+    except Exception as exc:
+        _log(doc, exc)
+        from lmms_scene.data import recheck
+
+        return [recheck.stand_in_visual()]
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None, previous_round_info=None):
-    return L.simple_round(doc, previous_output, round_idx)
+    try:
+        return L.simple_round(doc, previous_output, round_idx)
+    except Exception as exc:
+        _log(doc, exc)
+        from lmms_scene.data import recheck
+
+        if round_idx is None:
+            return recheck.UNUSABLE_PROMPT
+        return None, None, True, [str(o) for o in (previous_output or [])], {"round": round_idx, "error": str(exc)}
 
 
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None, previous_round_info=None):
-    return L.chat_messages(doc, previous_output, round_idx)
+    try:
+        return L.chat_messages(doc, previous_output, round_idx)
+    except Exception as exc:
+        _log(doc, exc)
+        from lmms_scene.data import recheck
+
+        if round_idx is None:
+            return [{"role": "user", "content": [{"type": "text", "text": recheck.UNUSABLE_PROMPT}]}]
+        return None, True, [str(o) for o in (previous_output or [])], {"round": round_idx, "error": str(exc)}
 
 
 def doc_to_target(doc):
@@ -59,12 +93,21 @@ def doc_to_target(doc):
 
 
 def process_results(doc, results):
+    # never raises: a conversation that cannot be read or scored is recorded unscored
+    # with its reason (one bad row must not lose the run)
     lemma_names, synonyms = _grader()
-    turns = L.turns_of(doc)
-    rows = [
-        vqa.score_row(doc, round_outputs(conversation), turns, lemma_names=lemma_names, synonyms=synonyms, repeat=k)
-        for k, conversation in enumerate(L.conversations(results))
-    ]
+    try:
+        turns = L.turns_of(doc)
+        conversations = L.conversations(results)
+    except Exception as exc:
+        rows = [vqa.unscored_row(doc, f"{type(exc).__name__}: {exc}", results)]
+    else:
+        rows = []
+        for k, conversation in enumerate(conversations):
+            try:
+                rows.append(vqa.score_row(doc, round_outputs(conversation), turns, lemma_names=lemma_names, synonyms=synonyms, repeat=k))
+            except Exception as exc:
+                rows.append(vqa.unscored_row(doc, f"{type(exc).__name__}: {exc}", conversation, repeat=k))
     row = dict(rows[0])
     if len(rows) > 1:  # --repeats N: the other samples ride along (metrics expand them)
         row["repeat_rows"] = rows[1:]

@@ -4,7 +4,7 @@ loads no model."""
 
 from __future__ import annotations
 
-from lmms_scene.data import snus
+from lmms_scene.data import recheck, snus
 from lmms_scene.harness import guarded_aggregation, returns_dict
 from lmms_scene.metrics.cesg import report
 from lmms_scene.prompts import render
@@ -19,10 +19,22 @@ def process_docs(dataset):
 
 
 def doc_to_visual(doc):
-    return [doc["image"].convert("RGB")]
+    # a row that failed the load-time check is a stand-in: the model sees a grey square
+    # and process_results records the row unscored with its reason
+    if recheck.problem_of(doc) or doc.get("image") is None:
+        return [recheck.stand_in_visual()]
+    try:
+        return [doc["image"].convert("RGB")]
+    except Exception as exc:  # never a mid-generation exception: process_results records why
+        from loguru import logger
+
+        logger.warning(f"lmms-scene: SNUS {doc.get('image_id', '?')}: image cannot be shown ({type(exc).__name__}: {exc})")
+        return [recheck.stand_in_visual()]
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    if recheck.problem_of(doc):
+        return recheck.UNUSABLE_PROMPT
     return render((lmms_eval_specific_kwargs or {}).get("template", DEFAULT_TEMPLATE))
 
 
@@ -36,7 +48,10 @@ def prescore(pairs):
 
 
 def process_results(doc, results):
-    row = report.doc_row(doc, results[0] if results else "")
+    # never raises: an output that is not one text, a row that failed the load-time
+    # check or a scoring failure is recorded unscored with its reason
+    output = results[0] if isinstance(results, (list, tuple)) and results else results or None
+    row = report.doc_row(doc, output)
     return {key: row for key in METRICS}
 
 
@@ -66,5 +81,8 @@ clipscore = _aggregation("clipscore")
 def snus_report(items):
     """Everything: per-metric means with intervals, counts, provenance, the AC baseline."""
     rep = report.report_of(items)
-    return {"model": {k: v for k, v in rep["model"].items() if k != "rows"}, "ac": rep["ac"], "n": rep["n"],
-            "dataset": rep["dataset"], "interval": rep["interval"]}
+    out = {"model": {k: v for k, v in rep["model"].items() if k != "rows"}, "ac": rep["ac"], "n": rep["n"],
+           "dataset": rep["dataset"], "interval": rep["interval"]}
+    # the rows that could not be scored: counted, the first ones named with their reasons
+    out.update({k: rep[k] for k in ("n_rows", "n_unscored", "unscored") if k in rep})
+    return out

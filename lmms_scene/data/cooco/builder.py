@@ -18,10 +18,8 @@ import io
 import json
 import math
 import re
-import threading
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -136,50 +134,26 @@ def _score(value: Any) -> float | None:
     return _number(value, "rel_score")
 
 
-_DECODE_LOCK = threading.Lock()
-
-
-@contextmanager
-def _strict_decoding():
-    """PIL with truncated loading off for the duration, whatever another library set:
-    lmms-eval turns ``ImageFile.LOAD_TRUNCATED_IMAGES`` on, which would decode a cut
-    file as a grey-filled image without a word. The flag is a module global, so it is
-    switched under a lock and restored afterwards."""
-    from PIL import ImageFile
-
-    with _DECODE_LOCK:
-        previous = ImageFile.LOAD_TRUNCATED_IMAGES
-        ImageFile.LOAD_TRUNCATED_IMAGES = False
-        try:
-            yield
-        finally:
-            ImageFile.LOAD_TRUNCATED_IMAGES = previous
-
-
 def _decode(data: bytes, label: str):
-    """Open and fully decode image bytes; an unreadable, truncated or corrupt image is a
-    ``ValueError`` naming ``label`` (the file)."""
-    from PIL import Image
+    """Open and fully decode image bytes (:func:`lmms_scene.data.release.decode_image`:
+    PIL's global truncated loading, which lmms-eval turns on, is neither read nor set);
+    an unreadable, truncated or corrupt image is a ``ValueError`` naming ``label`` (the
+    file)."""
+    from lmms_scene.data import release
 
-    with _strict_decoding():
-        try:
-            pil = Image.open(io.BytesIO(data))
-            pil.load()  # every pixel, not only the header: a truncated file fails here
-        except Image.DecompressionBombError as exc:
-            raise ValueError(f"image {label}: {exc}") from exc
-        except (OSError, SyntaxError, ValueError) as exc:
-            raise ValueError(
-                f"image {label} cannot be decoded in full ({type(exc).__name__}: {exc}); "
-                f"the file is truncated or corrupt ({len(data)} bytes): replace it with the released file"
-            ) from exc
-    return pil
+    return release.decode_image(data, label)
 
 
-def _image_bytes(image: Any, base: Path | None) -> tuple[bytes, tuple[int, int], str]:
+def _image_bytes(
+    image: Any, base: Path | None, roots: Sequence[Path] | None = None
+) -> tuple[bytes, tuple[int, int], str]:
     """Load an image given as PIL, ``{"bytes", "path"}`` or a path, decoding it in full;
-    return bytes to store, the size and a note. RGB JPEG/PNG bytes are kept as they
-    are; any other mode is converted to RGB (transparency composited onto the padding
-    grey) and stored as PNG. Images are never resized.
+    return bytes to store, the size and a note. A path is read only inside the release
+    folder ``base`` (no absolute path, no ``..``, no symbolic link out of it); without
+    ``base`` (a hub row) an image cell must carry its bytes, or name a file inside
+    ``roots`` (the local folder standing in for the hub, the hub caches). RGB JPEG/PNG
+    bytes are kept as they are; any other mode is converted to RGB (transparency
+    composited onto the padding grey) and stored as PNG. Images are never resized.
 
     An EXIF Orientation tag other than 1 would make ``datasets``' ``Image`` feature
     rotate the image when decoding it, while the size and the target box refer to the
@@ -187,14 +161,11 @@ def _image_bytes(image: Any, base: Path | None) -> tuple[bytes, tuple[int, int],
     losslessly as PNG without the tag, so decoding gives the pixels the box refers to."""
     from PIL import Image
 
+    from lmms_scene.data import release
+
     data: bytes | None = None
     if isinstance(image, Image.Image):
-        pil = image
-        with _strict_decoding():
-            try:
-                pil.load()
-            except (OSError, SyntaxError, ValueError) as exc:
-                raise ValueError(f"image cannot be decoded in full ({type(exc).__name__}: {exc})") from exc
+        pil = release.check_loaded(image, "(the row's image)")
     else:
         path = None
         if isinstance(image, Mapping):
@@ -205,12 +176,12 @@ def _image_bytes(image: Any, base: Path | None) -> tuple[bytes, tuple[int, int],
         if data is None:
             if not path:
                 raise FileNotFoundError("no image given")
-            file = Path(path)
-            if base is not None and not file.is_absolute():
-                file = base / file
-            if not file.is_file():
-                raise FileNotFoundError(f"image file not found: {file}")
-            data = file.read_bytes()
+            if base is not None:
+                file, data = release.read_file(base, str(path), "", "image")
+            else:
+                cell = {"bytes": None, "path": str(path)}
+                data, _ = release.image_cell_bytes(cell, "", "image", roots if roots is not None else release.hub_roots())
+                file = Path(str(path))
             path = file
         pil = _decode(data, str(path) if path else "(the row's image bytes)")
     orientation = pil.getexif().get(_EXIF_ORIENTATION)
@@ -447,6 +418,7 @@ def convert_row(
     notes: list[str] | None = None,
     box_format: str | Mapping[str, str] | Iterable[str] | None = None,
     accept_aspect: bool = False,
+    roots: Sequence[Path] | None = None,
 ) -> dict[str, Any]:
     """One source row (already renamed to our field names) -> a validated COOCO row.
 
@@ -455,7 +427,9 @@ def convert_row(
     metadata, recording it in ``notes``; by default it is an error. ``box_format`` says
     how the release stores ``target_bbox`` (:func:`box_formats`; default ``[x, y, w,
     h]``); ``accept_aspect`` keeps generated images' boxes whose aspect is outside [0.5,
-    2], recording each in ``notes``."""
+    2], recording each in ``notes``. Image files are read inside ``base`` only; a hub row
+    (no ``base``) that names a file instead of carrying its bytes is read only inside
+    ``roots`` (default: the hub caches)."""
     formats = box_format if isinstance(box_format, dict) and set(box_format) == set(CONDITIONS) else box_formats(box_format)
     image_value = raw.get("image")
     name = raw.get("file_name") or (image_value.get("path") if isinstance(image_value, Mapping) else None)
@@ -482,7 +456,7 @@ def convert_row(
         rel_score = _score(fields.get("rel_score"))
         excluded = _bool(fields.get("excluded"))
         image = image_value if image_value is not None else name
-        data, size, _note = _image_bytes(image, base)
+        data, size, _note = _image_bytes(image, base, roots)
         box = _checked_box(raw_box, condition, size, formats[condition], where, file, accept_aspect, notes)
         # the metadata's spelling is what CLIP sees (the authors': ``cubicle/office``,
         # ``_`` read as a space); a scene known only from the file name gets that spelling too
@@ -741,6 +715,8 @@ def _match_folder(
     """Check a folder's images against its metadata rows one to one: an image without
     a row, or a row whose image file is missing, is an error listing them all; with
     ``skip_unmatched`` both are left out and listed in ``notes``."""
+    from lmms_scene.data import release
+
     referenced: set[Path] = set()
     kept, missing = [], []
     images = folder_images(base)
@@ -759,8 +735,10 @@ def _match_folder(
         if _missing(path):
             kept.append((index, row))  # convert_row says what is missing
             continue
-        file = Path(str(path))
-        file = file if file.is_absolute() else base / file
+        try:  # confined to the release folder: no absolute path, no '..', no link out
+            file = release.inside(base, str(path), f"row {index}", key)
+        except ValueError as exc:
+            raise CoocoBuildError(str(exc)) from None
         if not file.is_file() and Path(str(path)).name == str(path):
             # a bare file name (the authors' metadata keys) for an image in a subfolder
             candidates = by_name.get(str(path), [])
@@ -803,6 +781,7 @@ def generate_rows(
     indexed: bool = False,
     box_format: str | Mapping[str, str] | Iterable[str] | None = None,
     accept_aspect: bool = False,
+    roots: Sequence[Path] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Converted rows; ``rows`` are source rows (renamed with ``mapping``) or, with
     ``indexed``, ``(position, renamed row)`` pairs. A repeated image id is an error."""
@@ -816,7 +795,7 @@ def generate_rows(
         renamed = raw if mapping is None else _rename(raw, mapping)
         row = convert_row(
             renamed, index, base, prefer_metadata=prefer_metadata, notes=notes, box_format=formats,
-            accept_aspect=accept_aspect,
+            accept_aspect=accept_aspect, roots=roots,
         )  # fmt: skip
         if row["image_id"] in seen:
             raise CoocoBuildError(f"row {index} ({row['image_id']}): duplicate of row {seen[row['image_id']]}")
@@ -878,6 +857,7 @@ def build_dataset(
     notes: list[str] | None = None,
     box_format: str | Mapping[str, str] | Iterable[str] | None = None,
     accept_aspect: bool = False,
+    roots: Sequence[Path] | None = None,
 ):
     """Validated rows -> ``datasets.Dataset`` with :func:`features`.
 
@@ -901,7 +881,7 @@ def build_dataset(
     converted = list(
         generate_rows(
             indexed, None, base, prefer_metadata=prefer_metadata, notes=notes, indexed=True, box_format=formats,
-            accept_aspect=accept_aspect,
+            accept_aspect=accept_aspect, roots=roots,
         )
     )  # fmt: skip
     _check_selection([r["condition"] for r in converted], [r["excluded"] for r in converted], str(base or "the rows"))
@@ -916,19 +896,31 @@ def build_dataset(
 
 
 def ensure_schema(dataset):
-    """``dataset`` in COOCO's :func:`features`: returned as is when it already has them
-    (a dataset built by :func:`build` or the sample), else converted row by row through
-    the same mapping and checks as a folder build (the hub release), failing before
-    anything is generated: an unknown column is an error listing the columns found and
-    the ``--column-map`` (for a local build) that would map or drop each. Either way a
-    dataset with nothing to evaluate is an error."""
-    from datasets import Image
+    """``dataset`` in COOCO's :func:`features`, every row checked, before anything is
+    generated. A dataset that already has COOCO's columns (built by :func:`build`, the
+    sample, a hub dataset published by ``lmms-scene publish``) is re-checked row by row
+    (:func:`loaded_row_problem`: the image decoded in full and its size equal to
+    ``width`` x ``height``, a finite box inside it, a known condition, labels); any other
+    dataset is converted row by row through the same mapping and checks as a folder
+    build (the hub release). A bad row becomes a stand-in carrying its reason
+    (:mod:`lmms_scene.data.recheck`), recorded unscored by ``process_results``; the
+    dataset is returned as is when every row is good. Errors: an unknown column (listing
+    the columns found and the ``--column-map`` for a local build that would map or drop
+    each), a repeated image id, and nothing to evaluate (every row bad, excluded or
+    clean)."""
+    from datasets import Image, Value
+
+    from lmms_scene.data import recheck
 
     ours = set(features())
     if ours <= set(dataset.column_names):
         _check_unique_ids(dataset)
-        _check_selection(dataset["condition"], dataset["excluded"], "the COOCO dataset")
-        return dataset
+        checked = recheck.screen(
+            dataset, loaded_row_problem, _stand_in, what="the COOCO dataset", error=CoocoBuildError,
+            memo_key=("cooco", getattr(dataset, "_fingerprint", None), len(dataset)),
+        )  # fmt: skip
+        _check_usable(checked, "the COOCO dataset")
+        return checked
     try:
         mapping = map_columns(dataset.column_names)
     except CoocoBuildError as exc:
@@ -940,16 +932,151 @@ def ensure_schema(dataset):
         ) from None
     if "image" in dataset.column_names:
         dataset = dataset.cast_column("image", Image(decode=False))
-    converted = dataset.map(
-        lambda row, index: convert_row(_rename(row, mapping), index),
-        with_indices=True,
-        remove_columns=dataset.column_names,
-        features=features(),
-    )
+    from lmms_scene.data import release
+
+    roots = release.hub_roots()
+
+    def convert(row, index):
+        try:
+            return {**convert_row(_rename(row, mapping), index, roots=roots), recheck.PROBLEM: ""}
+        except CoocoBuildError as exc:  # a bad row: a stand-in with the reason (recorded unscored)
+            return {**_stand_in(_rename(row, mapping), index), recheck.PROBLEM: str(exc)}
+
+    marked = features()
+    marked[recheck.PROBLEM] = Value("string")
+    converted = dataset.map(convert, with_indices=True, remove_columns=dataset.column_names, features=marked)
+    problems = {i: p for i, p in enumerate(converted[recheck.PROBLEM]) if p}
+    if len(problems) == len(converted) and problems:
+        raise CoocoBuildError(
+            f"the COOCO dataset: nothing to evaluate: all {len(converted)} rows failed the check when the task "
+            f"loaded them: {recheck.listed(problems)}"
+        )
+    if problems:
+        recheck._warn("the COOCO dataset", problems, len(converted))
+    else:
+        converted = converted.remove_columns([recheck.PROBLEM])
     _check_unique_ids(converted)
-    _check_selection(converted["condition"], converted["excluded"], "the COOCO dataset")
+    _check_usable(converted, "the COOCO dataset")
     _warn_sizes(zip(converted["image_id"], converted["width"], converted["height"]), None)
     return converted
+
+
+def _check_usable(dataset, source: str) -> None:
+    """:func:`_check_selection` over the rows that passed the load-time check; with none
+    to evaluate, the error also lists the rows that failed it."""
+    from lmms_scene.data import recheck
+
+    conditions, excluded = dataset["condition"], dataset["excluded"]
+    if recheck.PROBLEM not in dataset.column_names:
+        _check_selection(conditions, excluded, source)
+        return
+    marks = dataset[recheck.PROBLEM]
+    good = [k for k, mark in enumerate(marks) if not mark]
+    try:
+        _check_selection([conditions[k] for k in good], [excluded[k] for k in good], source)
+    except CoocoBuildError as exc:
+        problems = {k: mark for k, mark in enumerate(marks) if mark}
+        raise CoocoBuildError(f"{exc}; besides, {len(problems)} rows failed the check at load: {recheck.listed(problems)}") from None
+
+
+def _finite_box(value: Any) -> list[float] | None:
+    if value is None or isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 4:
+        return None
+    try:
+        box = [float(v) for v in value]
+    except (TypeError, ValueError):
+        return None
+    return box if all(math.isfinite(v) for v in box) else None
+
+
+def loaded_row_problem(row: Mapping[str, Any], index: int) -> str | None:
+    """Why a row of a dataset in COOCO's layout cannot be evaluated, or None. ``row`` is
+    undecoded (its ``image`` the stored bytes); the image is decoded in full here. Checks
+    the ids and labels, the condition, ``excluded``, ``width``/``height`` against the
+    image, the box (4 finite numbers, inside the image: :func:`box_problem`), and an EXIF
+    orientation that decoding would apply."""
+    from lmms_scene.data import release
+
+    image_id = row.get("image_id")
+    where = f"row {index} ({image_id})" if isinstance(image_id, str) and image_id else f"row {index}"
+    if not isinstance(image_id, str) or not image_id.strip():
+        return f"{where}: field 'image_id': expected a non-empty string, got {image_id!r}"
+    condition = row.get("condition")
+    if condition not in CONDITIONS:
+        return f"{where}: field 'condition': {condition!r} is not one of {list(CONDITIONS)}"
+    if not isinstance(row.get("excluded"), bool):
+        return f"{where}: field 'excluded': expected true or false, got {row.get('excluded')!r}"
+    for name in ("scene", "target"):
+        if not isinstance(row.get(name), str) or not row[name].strip():
+            return f"{where}: field {name!r}: expected a non-empty label, got {row.get(name)!r}"
+    gold = row.get("gold_label")
+    if not isinstance(gold, str) or (condition != "clean" and not gold.strip()):
+        return f"{where}: field 'gold_label': expected the name a correct answer gives, got {gold!r}"
+    box = _finite_box(row.get("target_bbox"))
+    if box is None:
+        return f"{where}: field 'target_bbox': {row.get('target_bbox')!r} is not 4 finite numbers [x, y, w, h]"
+    size = []
+    for name in ("width", "height"):
+        value = row.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            return f"{where}: field {name!r}: expected a positive integer, got {value!r}"
+        size.append(value)
+    cell = row.get("image")
+    try:
+        data, _ = release.image_cell_bytes(cell, where, "image", release.hub_roots())
+    except (ValueError, OSError) as exc:
+        return str(exc)
+    name = Path(str(cell["path"])).name if isinstance(cell, Mapping) and cell.get("path") else "(the row's bytes)"
+    try:
+        pil = release.decode_image(data, name)
+    except ValueError as exc:
+        return f"{where}: field 'image': {exc}"
+    if tuple(pil.size) != tuple(size):
+        return (
+            f"{where}: fields 'width', 'height': the row says {size[0]}x{size[1]} but its image is "
+            f"{pil.size[0]}x{pil.size[1]}; its box and prompt coordinates would not match the pixels "
+            f"(rebuild the data with `lmms-scene build cooco`)"
+        )
+    orientation = pil.getexif().get(_EXIF_ORIENTATION)
+    if orientation not in (None, 1):
+        return (
+            f"{where}: field 'image': EXIF orientation {orientation}: decoding would rotate the image away from "
+            f"the pixels its box refers to (rebuild the data with `lmms-scene build cooco`, which stores raw pixels)"
+        )
+    # no aspect check here: a build with --accept-box-aspect kept such boxes on purpose
+    problem = box_problem(box, pil.size, False)
+    if problem is not None:
+        return f"{where}: field 'target_bbox': box {[round(v, 2) for v in box]} {problem}"
+    return None
+
+
+def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
+    """A row in COOCO's layout standing in for a bad one: the row's own ids and labels
+    where they are strings, a grey 32x32 image with a box inside it, its condition when
+    known (else ``original``, so the row is evaluated and recorded, never filtered out
+    unseen) and its ``excluded`` when it is a boolean."""
+    from lmms_scene.data import recheck
+
+    text = recheck.text
+    image_id = text(row.get("image_id")) or text(row.get("file_name")) or ""
+    if not image_id:
+        image = row.get("image")
+        path = image.get("path") if isinstance(image, Mapping) else None
+        image_id = Path(str(path)).stem if path else f"unusable_row_{index:06d}"
+    try:
+        condition = canonical_condition(row.get("condition") or row.get("rel_level"))
+    except (ValueError, TypeError):
+        condition = "original"
+    side = recheck.STAND_IN_SIDE
+    excluded = row.get("excluded")
+    return {
+        "image": recheck.stand_in_image(), "image_id": Path(image_id).stem if "/" in image_id else image_id,
+        "coco_id": text(row.get("coco_id")), "scene": text(row.get("scene")), "target": text(row.get("target")),
+        "swapped_object": text(row.get("swapped_object")), "gold_label": text(row.get("gold_label")),
+        "condition": condition, "target_bbox": [side / 4, side / 4, side / 2, side / 2], "width": side, "height": side,
+        "rel_level": text(row.get("rel_level")), "rel_score": None,
+        "excluded": excluded if isinstance(excluded, bool) else False,
+    }  # fmt: skip
 
 
 def _check_unique_ids(dataset) -> None:
@@ -1022,17 +1149,21 @@ def build(
     over the file name, skipped files, box format, fields dropped, size warnings)."""
     if (hub is None) == (folder is None):
         raise ValueError("give exactly one source: hub=REPO or folder=DIR")
+    roots = None
     if hub is not None:
+        from lmms_scene.data import release
+
         rows, columns = load_hub_rows(hub, split)
         local = Path(str(hub)).expanduser()
         base, label = None, (f"{local} (a local dataset standing in for the hub)" if local.is_dir() else f"hf://datasets/{hub}")
+        roots = [*release.hub_roots(), *([local] if local.is_dir() else [])]
     else:
         rows, columns = folder_rows(Path(folder), metadata)
         base, label = Path(folder), str(folder)
     notes: list[str] = []
     dataset = build_dataset(
         rows, columns, base, column_map, prefer_metadata=prefer_metadata, skip_unmatched=skip_unmatched, notes=notes,
-        box_format=box_format, accept_aspect=accept_aspect,
+        box_format=box_format, accept_aspect=accept_aspect, roots=roots,
     )  # fmt: skip
     return dataset, label, notes
 

@@ -17,7 +17,7 @@ the rows' F1 columns and reports the same statistics.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -33,13 +33,40 @@ TABLE4_WEIGHTS = (
 
 
 def _number(v: Any) -> float | None:
+    """A score as a float; None when it is missing (None, NaN, not a number: excluded and
+    counted). An infinite score is no score at all: :func:`check_finite` refuses it."""
     if isinstance(v, bool) or v is None:
         return None
     try:
         f = float(v)
     except (TypeError, ValueError):
         return None
-    return None if math.isnan(f) else f
+    return None if not math.isfinite(f) else f
+
+
+def check_finite(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], where: Callable[[int], str] | None = None) -> None:
+    """``ValueError`` naming the row, the column and the value when a score in ``columns``
+    is infinite (JSON's ``Infinity``): a metric or a judge cannot score a caption
+    infinitely well, so the file is wrong, and an infinite value would silently turn every
+    statistic into NaN."""
+    for i, row in enumerate(rows):
+        for name in columns:
+            value = row.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isinf(value):
+                at = where(i) if where else f"row {i}"
+                raise ValueError(f"{at}: field {name!r}: {value!r} is not a score (an infinite value)")
+
+
+def finite_or_none(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, infinities) replaced by None, through
+    dicts and lists: what JSON output may hold (strict JSON has no NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_or_none(v) for v in value]
+    return value
 
 
 def _pairwise(metric: np.ndarray, target: np.ndarray, groups: np.ndarray) -> float | None:
@@ -97,7 +124,8 @@ def statistics(metric: Sequence[float], target: Sequence[float], groups: Sequenc
             spearman_rho=float(stats.spearmanr(m, t)[0]),
         )
     out["pairwise_accuracy"] = _pairwise(m, t, np.asarray([str(g) for g in groups]))
-    return out
+    # a statistic scipy cannot compute (NaN) is not computed: None, never NaN in a report
+    return {k: (None if v is not None and not math.isfinite(v) else v) for k, v in out.items()}
 
 
 def agreement(
@@ -115,6 +143,7 @@ def agreement(
     for i, row in enumerate(rows):
         if group not in row:
             raise KeyError(f"row {i}: missing the grouping field {group!r} (the image id)")
+    check_finite(rows, [*metrics, target])
     out: dict[str, Any] = {"target": target, "group": group, "n_boot": n_boot, "seed": seed, "metrics": {}}
     for name in metrics:
         usable = [(r, _number(r.get(name)), _number(r.get(target))) for r in rows]

@@ -62,6 +62,9 @@ def preflight(clip_metrics: bool = True) -> dict[str, Any]:
     return prov
 
 
+#: SNUS cuts an output here before CESG parses it (spaCy, about 600 sentences/s on CPU: a
+#: 100,000-character runaway output would take some 20 s per row); the row says so
+MAX_OUTPUT_CHARS = 20_000
 #: the memo of per-row scores computed ahead in one batch (:func:`prescore`)
 PRESCORED = "snus-prescored"
 #: per-row score fields saved with every row (so the samples file carries them)
@@ -86,12 +89,16 @@ def prescore(pairs: Sequence[tuple[Mapping[str, Any], Any]]) -> int:
     Returns how many rows were scored."""
     from lmms_scene import cache
 
+    from lmms_scene.data import recheck
+    from lmms_scene.metrics.outputs import read_output
+
     rows, seen = [], set()
     for doc, answer in pairs:
-        if not isinstance(answer, str) or str(doc.get("image_id")) in seen:
-            continue
+        read = read_output(answer, MAX_OUTPUT_CHARS)
+        if read.problem is not None or recheck.problem_of(doc) or str(doc.get("image_id")) in seen:
+            continue  # doc_row records why
         seen.add(str(doc["image_id"]))
-        rows.append({"image_id": str(doc["image_id"]), "output": answer, "references": [doc["caption"]]})
+        rows.append({"image_id": str(doc["image_id"]), "output": read.text, "references": [doc["caption"]]})
     if not rows:
         return 0
     scored = _scores(rows, {r["image_id"]: r["output"] for r in rows}, summary=False)["rows"]
@@ -145,23 +152,63 @@ def samples_rows(path: Any) -> list[dict[str, Any]]:
     return out
 
 
-def doc_row(doc: Mapping[str, Any], output: str) -> dict[str, Any]:
+def unscored_row(doc: Mapping[str, Any], output: Any, reason: str) -> dict[str, Any]:
+    """The row of a doc that could not be scored: its id, what the output was, the
+    reason; every score not computed (None), never zero. Left out of the corpus the
+    report scores, counted in its ``n_unscored`` and named in ``unscored``."""
+    from lmms_scene.metrics.outputs import read_output, shown
+
+    read = read_output(output, MAX_OUTPUT_CHARS) if isinstance(output, (str, bytes)) else None
+    caption = doc.get("caption") if isinstance(doc, Mapping) else None
+    return {
+        "image_id": str(doc.get("image_id", "?")) if isinstance(doc, Mapping) else "?", "output": shown(output),
+        "references": [caption if isinstance(caption, str) else ""], "scene": str(doc.get("scene") or "") if isinstance(doc, Mapping) else "",
+        "scores": {**{k: None for k in ROW_SCORES}, "status": "unscored"}, "clipscore": None, "clipscore_ac": None,
+        "clip_model": None, "scored": False, "unscored_reason": reason,
+        "output_sanitised": bool(read and read.sanitised), "output_changes": list(read.changes) if read else [],
+    }  # fmt: skip
+
+
+def doc_row(doc: Mapping[str, Any], output: Any) -> dict[str, Any]:
     """One doc's row: ids, output, references, the row's CESG and baseline scores (saved in
     the samples file: agreement can be computed from a run without rescoring), and its
     CLIPScores (model output and AC text) when the CLIP metrics are on (they need the
-    image, which only process_results has)."""
+    image, which only process_results has). The output is sanitised first
+    (:func:`lmms_scene.metrics.outputs.read_output`: no lone surrogate or control
+    character reaches a tokenizer, a parser or the Java subprocess). Never raises: an
+    output that is not one text, a row that failed the task's load-time check or a
+    scoring failure gives :func:`unscored_row` with the reason."""
+    from lmms_scene.data import recheck
+    from lmms_scene.metrics.outputs import read_output
+
+    read = read_output(output, MAX_OUTPUT_CHARS)
+    try:
+        problem = read.problem or recheck.problem_of(doc)
+        if problem is not None:
+            return unscored_row(doc, output, problem)
+        return _scored_row(doc, read)
+    except Exception as exc:  # recorded, never raised: one bad row must not lose the run
+        return unscored_row(doc, output, f"{type(exc).__name__}: {exc}")
+
+
+def _scored_row(doc: Mapping[str, Any], read: Any) -> dict[str, Any]:
     from lmms_scene.metrics import clip
     from lmms_scene.metrics.cesg.negation import strip_negation
 
-    output = output if isinstance(output, str) else str(output)
+    output = read.text
     row: dict[str, Any] = {"image_id": str(doc["image_id"]), "output": output, "references": [doc["caption"]], "scene": doc.get("scene", "")}
     row["scores"] = _row_scores(row["image_id"], output, row["references"])
     row["clipscore"] = row["clipscore_ac"] = None
     row["clip_model"] = None
+    row.update(scored=True, output_sanitised=read.sanitised, output_changes=list(read.changes))
     if clip.clip_enabled() and doc.get("image") is not None:
-        image = doc["image"].convert("RGB")
-        texts = [output or " ", strip_negation(doc["caption"])]
-        scores = clip.clip_score([image, image], texts, image_keys=[row["image_id"], row["image_id"]])
+        try:
+            image = doc["image"].convert("RGB")
+            texts = [output or " ", strip_negation(doc["caption"])]
+            scores = clip.clip_score([image, image], texts, image_keys=[row["image_id"], row["image_id"]])
+        except Exception as exc:  # this row's CLIPScore is not computed (counted), the rest stands
+            row["clip_error"] = f"{type(exc).__name__}: {exc}"
+            return row
         # clip_score is 2.5 * max(cos, 0); rescale to w = CLIP_W
         row["clipscore"], row["clipscore_ac"] = (CLIP_W * v / clip.CLIP_S_WEIGHT for v in scores)
         if not output.strip():
@@ -223,16 +270,29 @@ def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], c
     }
 
 
+def _nothing_scored() -> dict[str, Any]:
+    return {"summary": {}, "corpus": {name: None for name in CORPUS_LEVEL}, "counts": {"n": 0, "n_scored": 0},
+            "provenance": {}, "rows": []}  # fmt: skip
+
+
 def corpus_report(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Model scores and the AC baseline (references with negation stripped) on one corpus."""
+    """Model scores and the AC baseline (references with negation stripped) on one corpus:
+    the rows that were scored (``n`` of them). Rows recorded unscored (an output that was
+    not text, a row that failed the load-time check) are left out of it, counted in
+    ``n_unscored`` and named with their reasons in ``unscored``; ``n_rows`` counts both."""
     from lmms_scene.metrics.cesg.negation import strip_negation
 
-    rows = list(rows)
-    model = _scores(rows, {r["image_id"]: r["output"] for r in rows})
-    ac = _scores(rows, {r["image_id"]: " ".join(strip_negation(t) for t in r["references"]) for r in rows}, clip_field="clipscore_ac")
+    everything = list(rows)
+    rows = [r for r in everything if r.get("scored") is not False]
+    if rows:
+        model = _scores(rows, {r["image_id"]: r["output"] for r in rows})
+        ac = _scores(rows, {r["image_id"]: " ".join(strip_negation(t) for t in r["references"]) for r in rows}, clip_field="clipscore_ac")
+    else:
+        model, ac = _nothing_scored(), _nothing_scored()
     ac.pop("rows")
-    return {"model": model, "ac": ac, "n": len(rows), "dataset": rows_lib.dataset_identity(rows, ID_FIELDS, DATA_FIELDS),
-            "interval": f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}"}
+    return {"model": model, "ac": ac, "n": len(rows), "n_rows": len(everything), **rows_lib.unscored_summary(everything, ID_FIELDS),
+            "dataset": rows_lib.dataset_identity(everything, ID_FIELDS, DATA_FIELDS),
+            "interval": f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}"}  # fmt: skip
 
 
 def report_of(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -302,6 +362,7 @@ def tables(results: Sequence[Any]) -> str:
     ac = None
     prov = None
     counts = []
+    unscored: list[str] = []
     for result in results:
         rep = result.metrics.get("snus_report")
         if not isinstance(rep, dict) or "model" not in rep:
@@ -309,6 +370,9 @@ def tables(results: Sequence[Any]) -> str:
         entries.append((f"{result.label} ({result.task})", rep["model"]))
         ac, prov = ac or rep["ac"], prov or rep["model"]["provenance"]
         counts.append((result.label, rep["model"]["counts"]))
+        if rep.get("n_unscored"):
+            unscored.append(f"{result.label} ({result.task}): {rep['n_unscored']} rows not scored (left out of every column): "
+                            + "; ".join(f"{u.get('image_id')}: {u.get('reason')}" for u in (rep.get("unscored") or [])[:5]))  # fmt: skip
     if not entries:
         return "no SNUS report found (give the results JSON of a snus task)"
     if ac is not None:
@@ -330,7 +394,8 @@ def tables(results: Sequence[Any]) -> str:
             f"{c.get('n_prediction_without_absent_information')} outputs with no absent information (scored 0); "
             f"{c.get('n_parse_failures')} sentences failed to parse."
         )
-    if prov:
+    out.extend(unscored)
+    if prov and "cesg" in prov:
         cp = prov["cesg"]
         out.append(
             "Computed by: CESG with coref = " + str(cp.get("coref")) + "; parser = " + str(cp.get("parser"))
