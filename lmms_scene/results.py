@@ -182,7 +182,7 @@ def read_results_file(path: Path) -> list[TaskResult]:
 
             declared = {benchmarks.declared_benchmark(configs.get(t) or {}) for t in groups[task] or []}
             if len(declared) == 1 and None not in declared:
-                config = {"metadata": {"benchmark": declared.pop()}, "group": task}
+                config = {"metadata": {"benchmark": declared.pop()}, "group": task, "subtasks": list(groups[task] or [])}
         samples = None
         if prefix is not None:
             candidate = path.with_name(f"{prefix}_samples_{task}.jsonl")
@@ -312,12 +312,21 @@ def label_runs(results: Sequence[TaskResult]) -> tuple[dict[int, str], list[str]
     for r in results:
         by_bench.setdefault(r.benchmark, []).append(r)
     for bench, mine in by_bench.items():
+        # a group holds no rows of its own: it is the dataset of the tasks it groups
+        # (in the same results file), and is never a dataset of its own
+        tasks = [r for r in mine if not r.config.get("group")]
+        group_data: dict[int, str | None] = {}
+        for g in mine:
+            if g.config.get("group"):
+                found = {r.fingerprint for r in tasks if r.source == g.source and r.task in (g.config.get("subtasks") or [])}
+                group_data[id(g)] = found.pop() if len(found) == 1 else None
         datasets: dict[str | None, list[TaskResult]] = {}
-        for r in mine:
+        for r in tasks:
             datasets.setdefault(r.fingerprint, []).append(r)
         mixed = len(datasets) > 1
         for r in mine:
-            labels[id(r)] = f"{r.label} [data {short_fingerprint(r.fingerprint)}]" if mixed else r.label
+            fp = group_data[id(r)] if id(r) in group_data else r.fingerprint
+            labels[id(r)] = f"{r.label} [data {short_fingerprint(fp)}]" if mixed else r.label
         if mixed and bench is not None:
             from lmms_scene import benchmarks
 

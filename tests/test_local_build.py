@@ -301,13 +301,12 @@ def test_layered_local_build_round_trip(tmp_path):
     )  # fmt: skip
     assert show.returncode == 0, show.stderr[-2000:]
     out = show.stdout
-    assert out.startswith("# Layered-VQA") and "| scene_blind |" in out
-    assert "Table 1: final-turn accuracy by schedule" in out and "Table 8" in out
-    # every schedule pooled into Table 1, the tasks recognised by what they declare
-    assert all(
-        f"| {s} " in out.split("Table 1")[1].split("\n\n")[1]
-        for s in ("full", "oracle")
-    )
+    assert out.startswith("# Layered-VQA") and "| scene_blind |" in out, out[:2000]
+    assert "Layered-VQA Table 1" in out and "Layered-VQA Table 8" in out
+    # every schedule pooled into Table 1 (a column each), the tasks recognised by what they declare
+    table1 = out[out.index("Layered-VQA Table 1"):]
+    header = " ".join(line for line in table1.split("## Layered-VQA:")[0].splitlines() if line.startswith("| model |"))
+    assert all(f"| {s} |" in header for s in ("full", "oracle", "ev-last")), table1[:3000]
     unknown = [
         line for line in out.splitlines() if line.startswith("not lmms-scene tasks")
     ]

@@ -143,9 +143,9 @@ def _model_reports(results: Sequence[Any], labels: Mapping[int, str], out: View)
     for r in results:
         label = labels[id(r)]
         entry = models.setdefault(label, {"stored": [], "results": [], "group": None, "complete": None, "pooled": False})
-        head = group_summary(r)
-        if head is not None:
-            entry["group"] = head
+        if r.config.get("group"):
+            # a group's cell (None when its schedules could not give one, e.g. a --limit run)
+            entry["group"] = group_summary(r) or entry["group"]
             continue
         rep = report_of(r)
         if rep is None:
