@@ -146,7 +146,8 @@ def _output_path_of(argv: list[str]) -> str | None:
 
 def root_cause(err: BaseException) -> BaseException:
     """The error behind the harness's wrappers (tenacity's ``RetryError`` after its 5
-    attempts at ``process_results``, chained exceptions)."""
+    attempts at ``process_results``, chained exceptions), stopping at an lmms-scene error
+    (whose message says what to do)."""
     seen = set()
     while id(err) not in seen:
         seen.add(id(err))
@@ -154,7 +155,8 @@ def root_cause(err: BaseException) -> BaseException:
         if last is not None and hasattr(last, "exception") and last.exception() is not None:
             err = last.exception()
             continue
-        if err.__cause__ is not None:
+        if err.__cause__ is not None and not type(err).__module__.startswith("lmms_scene"):
+            # our own errors already say what went wrong and what to do: never the hub's cause behind them
             err = err.__cause__
             continue
         break
@@ -196,22 +198,20 @@ def data_hint(tasks: list[str], err: BaseException) -> str | None:
     return "the data could not be loaded from the Hugging Face hub (offline?). " + " ".join(hints)
 
 
-def _clip_for_demo() -> str | None:
-    """The demo runs offline: with no CLIP checkpoint at hand it switches the CLIP metrics
-    off (recorded as not computed in the results) and says so, instead of failing.
-    Returns the setting to use (``none``) or None to keep the configured one."""
+def _clip_for_demo() -> None:
+    """The demo runs offline: with no CLIP checkpoint at hand, the sample tasks record the
+    CLIP metrics as not computed (:func:`lmms_scene.metrics.clip.for_sample_run`); the demo
+    says so before it starts."""
     from lmms_scene import settings
     from lmms_scene.metrics import clip
 
     if settings.current().clip_model_explicit or clip.default_model_cached():
-        return None
+        return
     _say(
-        f"lmms-scene demo: {clip.DEFAULT_CLIP_MODEL} is not in the local Hugging Face cache, so COOCO's "
-        "CLIP metrics (RefCLIPScore, accuracy, output-scene similarity, context capture) are recorded as "
-        "not computed. Download it once (`huggingface-cli download "
-        f"{clip.DEFAULT_CLIP_MODEL}`) or set {clip.CLIP_MODEL_ENV}=<local CLIP folder> to compute them."
+        f"lmms-scene demo: {clip.DEFAULT_CLIP_MODEL} is not in the local Hugging Face cache, so the CLIP metrics "
+        "(COOCO's RefCLIPScore, accuracy, output-scene similarity, context capture; SNUS's CLIPScore) are recorded as "
+        f"not computed. Get it once with `{clip.fetch_command()}` or set {clip.CLIP_MODEL_ENV}=<local CLIP folder> to compute them."
     )
-    return clip.CLIP_DISABLED
 
 
 #: what the demo's harness run prints that nobody reads: Java's tokenizer chatter and the
@@ -248,10 +248,10 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     if not tasks:
         print("lmms-scene demo: no benchmark is built yet; nothing to run.", file=sys.stderr)
         return 1
-    clip_setting = _clip_for_demo()
+    _clip_for_demo()
     out = Path(output_path).resolve()
     started = time.time()
-    env = {**os.environ, **DEMO_QUIET, **({"LMMS_SCENE_CLIP_MODEL": clip_setting} if clip_setting else {})}
+    env = {**os.environ, **DEMO_QUIET}
     cmd = [sys.executable, "-m", "lmms_scene.cli", "eval", "--model", "scene_blind", "--tasks", ",".join(tasks),
            "--output_path", str(out), "--log_samples", "--verbosity", "WARNING", *(extra or [])]  # fmt: skip
     _say(f"lmms-scene demo: running {', '.join(tasks)} with the blind baseline (scene_blind) ...")

@@ -107,7 +107,7 @@ def test_a_missing_clip_stops_when_the_task_is_built(raw, tmp_path, monkeypatch)
     utils = importlib.import_module("lmms_scene.tasks.cooco.utils")
     cache.clear()
     with settings.override(clip_model=str(tmp_path / "no-such-clip")):
-        with pytest.raises(clip.ClipModelUnavailable, match="Could not load the CLIP checkpoint .*no-such-clip.*huggingface-cli download"):
+        with pytest.raises(clip.ClipModelUnavailable, match="Could not load the CLIP checkpoint .*no-such-clip.*hf download"):
             utils.process_docs(raw)
         with pytest.raises(clip.ClipModelUnavailable):
             utils.process_docs_noise(raw)

@@ -35,7 +35,7 @@ def test_missing_clip_stops_the_run_before_anything_is_generated(run_lmms_eval, 
         env={"LMMS_SCENE_CLIP_MODEL": str(tmp_path / "no-such-clip")},
     )
     assert code != 0
-    assert "Could not load the CLIP checkpoint" in log and "huggingface-cli download" in log
+    assert "Could not load the CLIP checkpoint" in log and "hf download" in log
     assert not record.exists(), "the model answered although the metrics could not be computed"
     assert "Postprocessing" not in log
 

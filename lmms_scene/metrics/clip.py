@@ -67,9 +67,56 @@ def resolve_model(model: str | os.PathLike | None = None) -> str:
     return settings.current().clip_model
 
 
+#: why this process computes no CLIP metric although none was switched off: set by
+#: :func:`for_sample_run` when a sample task finds the default checkpoint not at hand
+_NOT_AT_HAND: str | None = None
+
+
+def fetch_command(name: str = DEFAULT_CLIP_MODEL) -> str:
+    """The command that puts a hub checkpoint into the local Hugging Face cache."""
+    return f"hf download {name}"
+
+
+def not_computed_reason(model: str | os.PathLike | None = None) -> str | None:
+    """Why the CLIP metrics of ``model`` (see :func:`resolve_model`) are not computed in
+    this process, or None when they are: switched off (``none``), or, in a sample run, the
+    default checkpoint not in the local cache (:func:`for_sample_run`)."""
+    name = resolve_model(model)
+    if name.strip().lower() == CLIP_DISABLED:
+        return f"CLIP metrics switched off ({CLIP_MODEL_ENV}={CLIP_DISABLED})"
+    if _NOT_AT_HAND is not None and name == DEFAULT_CLIP_MODEL:
+        return _NOT_AT_HAND
+    return None
+
+
+def switched_off(model: str | os.PathLike | None = None) -> bool:
+    """True when the resolved checkpoint is ``none``: the CLIP metrics switched off on purpose.
+    (What a task must load before the model runs: everything not switched off.)"""
+    return resolve_model(model).strip().lower() == CLIP_DISABLED
+
+
 def clip_enabled(model: str | os.PathLike | None = None) -> bool:
-    """False when the resolved checkpoint is ``none`` (CLIP metrics switched off)."""
-    return resolve_model(model).strip().lower() != CLIP_DISABLED
+    """False when the CLIP metrics are not computed (:func:`not_computed_reason`)."""
+    return not_computed_reason(model) is None
+
+
+def for_sample_run() -> str | None:
+    """The embedded ``*_sample`` tasks run anywhere, offline and with no setting: when no
+    checkpoint was chosen and the default one is not in the local Hugging Face cache, the
+    CLIP metrics of this process are recorded as not computed, with this reason (which
+    names the command that fetches the checkpoint), and nothing is downloaded. Returns
+    the reason, or None when CLIP is at hand (or a checkpoint was chosen explicitly: a
+    chosen checkpoint that cannot be loaded stops the run, as in the full benchmarks).
+    The full benchmarks never call this: there a missing checkpoint stops the run."""
+    global _NOT_AT_HAND
+    if settings.current().clip_model_explicit or resolve_model().strip().lower() == CLIP_DISABLED:
+        return None
+    if default_model_cached():
+        _NOT_AT_HAND = None
+        return None
+    _NOT_AT_HAND = (f"{DEFAULT_CLIP_MODEL} is not in the local Hugging Face cache (sample run, nothing downloaded); "
+                    f"get it once with `{fetch_command()}`, or set {CLIP_MODEL_ENV} to a local CLIP folder")  # fmt: skip
+    return _NOT_AT_HAND
 
 
 def default_model_cached() -> bool:
@@ -195,13 +242,14 @@ def _load(name: str, device: str) -> ClipEncoder:
         tokenizer = AutoTokenizer.from_pretrained(name)
         image_processor = AutoImageProcessor.from_pretrained(name)
     except Exception as exc:
+        cause = (str(exc).strip().splitlines() or [""])[0][:300]
+        hub_id = name if "/" in name and not os.path.exists(name) else DEFAULT_CLIP_MODEL
         raise ClipModelUnavailable(
             f"Could not load the CLIP checkpoint {name!r} used by the lmms-scene metrics "
-            f"({type(exc).__name__}: {exc}). Download it once while online "
-            f"(`huggingface-cli download {DEFAULT_CLIP_MODEL}`), or point "
-            f"{CLIP_MODEL_ENV} at a local folder holding a CLIPModel and its processor "
-            f"(saved with save_pretrained). Scores from another checkpoint are not "
-            f"comparable with the paper's, so no fallback model is used."
+            f"({type(exc).__name__}: {cause}). Scores from another checkpoint are not comparable "
+            f"with the paper's, so no fallback model is used. Get it once while online: "
+            f"`{fetch_command(hub_id)}`; or set {CLIP_MODEL_ENV}=/path/to/clip (a folder holding a "
+            f"CLIPModel and its processor, saved with save_pretrained)."
         ) from exc
     return ClipEncoder(name, model, tokenizer, image_processor, device)
 
@@ -218,11 +266,15 @@ def default_device() -> str:
 def encoder(model: str | os.PathLike | None = None, device: str | None = None) -> ClipEncoder:
     """The process-wide :class:`ClipEncoder` for ``model`` (see :func:`resolve_model`) on
     ``device`` (default: the configured device, else CUDA when present, else CPU)."""
+    global _NOT_AT_HAND
     name = resolve_model(model)
-    if not clip_enabled(name):
+    if switched_off(name):
         raise ClipModelUnavailable(f"CLIP metrics are switched off ({CLIP_MODEL_ENV}={CLIP_DISABLED}); no CLIP model to use")
     dev = _device(device)
-    return cached(("clip", name, dev), lambda: _load(name, dev))
+    loaded = cached(("clip", name, dev), lambda: _load(name, dev))
+    if name == DEFAULT_CLIP_MODEL:
+        _NOT_AT_HAND = None  # it is at hand now (a full task of the same run loaded it)
+    return loaded
 
 
 def use_loaded(name: str, model, tokenizer, image_processor, device: str | None = None) -> ClipEncoder:

@@ -232,7 +232,7 @@ def require_metrics(model: str | None = None) -> None:
     one stops a run when its task is built, before any answer is generated. Raises
     :class:`lmms_scene.metrics.clip.ClipModelUnavailable` saying how to get it."""
     name = clip_metrics.resolve_model(model)
-    if clip_metrics.clip_enabled(name):
+    if not clip_metrics.switched_off(name):
         clip_metrics.encoder(name)
 
 
@@ -521,7 +521,7 @@ def provenance(model: str | None = None) -> dict[str, Any]:
     enabled = clip_metrics.clip_enabled(name)
     clip = {"clip_model": name} if enabled else {
         "clip_model": None,
-        "clip_metrics": f"not computed ({clip_metrics.CLIP_MODEL_ENV}={clip_metrics.CLIP_DISABLED})",
+        "clip_metrics": f"not computed: {clip_metrics.not_computed_reason(name) or 'switched off'}",
     }
     return scorer(
         "cooco_naming",
@@ -590,8 +590,10 @@ def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     can replace it there without changing what the JSON holds)."""
     rows = list(rows)
     models = sorted({str(r.get("clip_model")) for r in rows if r.get("clip_model")})
-    if rows and not models:  # every row was scored with CLIP switched off
-        models = [clip_metrics.CLIP_DISABLED]
+    if rows and not models:
+        # every row was scored without CLIP: say why as this process knows it (switched
+        # off, or not at hand in a sample run: clip.not_computed_reason)
+        models = [clip_metrics.resolve_model() if not clip_metrics.clip_enabled() else clip_metrics.CLIP_DISABLED]
     if len(models) > 1:
         # Rows scored with several checkpoints: name none of them (least of all the
         # env/default one); ``clip_models`` in the breakdown lists them.

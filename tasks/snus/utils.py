@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from lmms_scene.data import recheck, snus
 from lmms_scene.harness import guarded_aggregation, returns_dict
+from lmms_scene.metrics import clip
 from lmms_scene.metrics.cesg import report
 from lmms_scene.prompts import render
 
@@ -15,6 +16,13 @@ DEFAULT_TEMPLATE = "snus/default.jinja"
 def process_docs(dataset):
     # everything the metrics need is resolved here, before the model runs
     report.preflight()
+    return snus.ensure_schema(dataset)
+
+
+def process_docs_sample(dataset):
+    # the embedded sample runs anywhere: a CLIP checkpoint not at hand (and not chosen) is
+    # recorded as not computed, with the command that fetches it (clip.for_sample_run)
+    report.preflight(clip_metrics=clip.for_sample_run() is None)
     return snus.ensure_schema(dataset)
 
 

@@ -27,6 +27,16 @@ CAPTION_METRICS = ("rouge_l", "meteor_nltk", "meteor_java", "cider", "bleu4", "c
 #: pycocoevalcap scores of the whole split (not means of per-image scores): no interval
 CORPUS_LEVEL = ("bleu4", "meteor_java", "cider")
 CLIPSCORE_OFF = "not computed: CLIP metrics switched off (LMMS_SCENE_CLIP_MODEL=none)"
+
+
+def clipscore_off() -> str:
+    """Why no SNUS row has a CLIPScore in this process (switched off, or not at hand in a sample run)."""
+    from lmms_scene.metrics import clip
+
+    reason = clip.not_computed_reason()
+    return f"not computed: {reason}" if reason else "not computed: no row had an image to score"
+
+
 #: CLIP-S = w * max(cos, 0) (Hessel et al.); w = 1 here, so the table's x100 is on the
 #: paper's 20-30 scale (lmms_scene.metrics.clip.clip_score uses w = 2.5)
 CLIP_W = 1.0
@@ -52,7 +62,7 @@ def preflight(clip_metrics: bool = True) -> dict[str, Any]:
     prov = configuration(**cesg_options())
     from lmms_scene.metrics import clip
 
-    if clip_metrics and clip.clip_enabled():
+    if clip_metrics and not clip.switched_off():
         clip.encoder()  # a missing CLIP checkpoint stops the run now, saying how to get it
     if shutil.which("java") is None:
         raise RuntimeError("SNUS's caption baselines (pycocoevalcap PTB tokenizer, METEOR) need Java: apt-get install default-jre-headless")
@@ -264,7 +274,7 @@ def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], c
             **{n: s.provenance for n, s in caps.items()},
             "clipscore": _provenance.scorer("clipscore", clip_model=clip_models[0] if len(clip_models) == 1 else clip_models or None,
                                             formula=f"{CLIP_W:g} * max(cos(image, text), 0)", text="the whole output (CLIP truncates at 77 tokens)")
-            if clip_models else CLIPSCORE_OFF,
+            if clip_models else clipscore_off(),
         },
         "rows": per_row,
     }

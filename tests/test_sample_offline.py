@@ -1,0 +1,116 @@
+"""The embedded sample tasks run anywhere (issue 18): offline, with no setting and no CLIP
+checkpoint at hand, the CLIP metrics are recorded as not computed with the reason and the
+command that fetches the checkpoint; a chosen checkpoint that cannot be loaded, and the full
+benchmarks, still stop before the model runs with our message last."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+
+import datasets
+import pytest
+from conftest import REPO, find_samples, harness_env
+
+from lmms_scene import settings
+from lmms_scene.metrics import clip
+
+FETCH = "hf download openai/clip-vit-base-patch32"
+
+
+@pytest.fixture
+def no_clip_at_hand(monkeypatch):
+    """No checkpoint chosen, the default one not in the cache; the process state restored after."""
+    monkeypatch.setattr(clip, "default_model_cached", lambda: False)
+    monkeypatch.setattr(clip, "_NOT_AT_HAND", None)
+    with settings.override(clip_model=clip.DEFAULT_CLIP_MODEL, clip_model_explicit=False):
+        yield
+
+
+def test_a_sample_task_records_why_clip_is_not_computed(no_clip_at_hand, monkeypatch):
+    loads = []
+    monkeypatch.setattr(clip, "_load", lambda name, device: loads.append(name))
+    utils = importlib.import_module("lmms_scene.tasks.cooco.utils")
+    raw = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/cooco/sample/cooco_sample.parquet")})["test"]
+    docs = utils.process_docs_sample(raw)
+    assert len(docs) > 0 and loads == []  # nothing loaded, nothing downloaded
+    reason = clip.not_computed_reason()
+    assert reason and FETCH in reason and clip.CLIP_MODEL_ENV in reason and not clip.clip_enabled()
+    from lmms_scene.metrics import naming
+
+    prov = naming.provenance()
+    assert prov["clip_model"] is None and prov["clip_metrics"].startswith("not computed: ") and FETCH in prov["clip_metrics"]
+
+
+def test_a_chosen_checkpoint_that_cannot_load_still_stops_a_sample_task(tmp_path, monkeypatch):
+    monkeypatch.setattr(clip, "_NOT_AT_HAND", None)
+    utils = importlib.import_module("lmms_scene.tasks.snus.utils")
+    from lmms_scene import cache
+
+    cache.clear()
+    with settings.override(clip_model=str(tmp_path / "no-such-clip"), clip_model_explicit=True):
+        assert clip.for_sample_run() is None
+        with pytest.raises(clip.ClipModelUnavailable, match="no-such-clip.*hf download"):
+            utils.process_docs_sample(None)
+
+
+def test_the_full_benchmark_still_needs_its_checkpoint(no_clip_at_hand, monkeypatch):
+    """Even after a sample task recorded CLIP as not at hand, a full task in the same run
+    tries to load it and stops, saying how to get it."""
+    from lmms_scene import cache
+    from lmms_scene.metrics import naming
+
+    cache.clear()
+    clip.for_sample_run()
+
+    def missing(name, device):
+        raise OSError("We couldn't connect to 'https://huggingface.co' to load the files")
+
+    monkeypatch.setattr(clip, "load_pretrained", lambda *a, **k: missing(*a[:2]))
+    with pytest.raises(clip.ClipModelUnavailable) as err:
+        naming.require_metrics()
+    message = str(err.value)
+    assert message.endswith("saved with save_pretrained).") and FETCH in message and "LMMS_SCENE_CLIP_MODEL=/path/to/clip" in message
+
+
+def test_our_message_is_the_last_line_not_the_hubs():
+    from lmms_scene.evaluate import root_cause
+
+    try:
+        try:
+            raise OSError("LocalEntryNotFoundError: cannot find the requested files in the local cache")
+        except OSError as hub:
+            raise clip.ClipModelUnavailable(f"Could not load ... `{FETCH}`") from hub
+    except clip.ClipModelUnavailable as ours:
+        wrapped = RuntimeError("task build failed")
+        wrapped.__cause__ = ours
+        assert root_cause(wrapped) is ours
+
+
+@pytest.mark.e2e
+def test_the_readmes_offline_command_runs_with_no_setting(tmp_path):
+    """README: ``python -m lmms_eval --tasks cooco_sample,snus_sample,layered_vqa_sample
+    --model scene_blind --output_path out --log_samples``, with an empty hub cache and no
+    LMMS_SCENE_CLIP_MODEL; then ``lmms-scene show out`` prints every benchmark."""
+    env = harness_env({"HF_HUB_CACHE": str(tmp_path / "empty-hub-cache")})
+    env.pop(settings.CLIP_MODEL_ENV, None)
+    cmd = [sys.executable, "-m", "lmms_eval", "--tasks", "cooco_sample,snus_sample,layered_vqa_sample",
+           "--model", "scene_blind", "--output_path", "out", "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    (found,) = (tmp_path / "out").rglob("*_results.json")
+    results = json.loads(found.read_text())
+    cooco = results["results"]["cooco_sample"]["cooco_breakdown,none"]
+    assert cooco["scorer"]["clip_model"] is None and FETCH in cooco["scorer"]["clip_metrics"]
+    snus = results["results"]["snus_sample"]["snus_report,none"]
+    assert FETCH in snus["model"]["provenance"]["clipscore"]
+    assert all(r["cooco_breakdown"]["refclipscore"] is None for r in find_samples(tmp_path / "out", "cooco_sample"))
+    show = subprocess.run([sys.executable, "-m", "lmms_scene.cli", "show", "out"], env={**env, "COLUMNS": "160"},
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+    assert show.returncode == 0, show.stderr[-2000:]
+    text = " ".join(show.stdout.split())
+    assert all(f"# {title}" in show.stdout for title in ("COOCO", "SNUS", "Layered-VQA"))
+    assert "not computed" in text and FETCH in text
