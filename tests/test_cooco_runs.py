@@ -56,7 +56,9 @@ def test_an_unscoreable_row_is_recorded_and_the_run_still_written(run_lmms_eval,
     report = results["results"]["cooco_broken"]["cooco_breakdown,none"]
     stats = report["output_statistics"]
     assert stats["n"] == 29 and stats["n_unscored"] == 1
-    assert stats["unscored"][0]["image_id"] == bad_id and "decoded image is" in stats["unscored"][0]["reason"]
+    # caught when the task loads the rows (data/recheck.py), named by row, field and value
+    reason = stats["unscored"][0]["reason"]
+    assert stats["unscored"][0]["image_id"] == bad_id and "fields 'width', 'height'" in reason and "but its image is 96x72" in reason
     rows = [s["cooco_breakdown"] for s in find_samples(out, "cooco_broken")]
     assert len(rows) == 29 and sum(not r["scored"] for r in rows) == 1
     # the headline means are over the 28 scored rows: the broken one is not a zero

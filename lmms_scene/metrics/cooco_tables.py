@@ -100,6 +100,13 @@ def _scorer(report: Mapping[str, Any]) -> str:
             f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}")  # fmt: skip
 
 
+def _why(text: str) -> str:
+    """The reason in a scorer's ``clip_metrics`` ("not computed: REASON", or the older
+    "not computed (ENV=none)")."""
+    text = text.removeprefix("not computed").lstrip(" :")
+    return text[1:-1] if text.startswith("(") and text.endswith(")") else text
+
+
 def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
     """COOCO Figures 3-4, output-scene similarity and context capture, and the output
     counts, for every (model, dataset) in ``results``."""
@@ -130,9 +137,9 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
             (lv or {}).get(metric) is not None for g in grids.values() for a in g.values() for lvs in a.values() for lv in lvs.values()
         )  # fmt: skip
         if not computed:
-            why = sorted({str((rep.get("scorer") or {}).get("clip_metrics") or "no value in any cell").removeprefix("not computed").strip(" ()")
+            why = sorted({_why(str((rep.get("scorer") or {}).get("clip_metrics") or "no value in any cell"))
                           for reps in reports.values() for _, rep in reps})  # fmt: skip
-            out.notes.append(f"{title}: not computed in these results ({'; '.join(why)}); its tables and figures are left out.")
+            out.notes.append(f"{title}: not computed in these results: {'; '.join(why)}. Its tables and figures are left out.")
             continue
         rows = [[c, *(value_of(_cell(grids[m], c, "none", "0"), metric) for m in models)] for c in conditions]
         out.tables.append(Table(f"COOCO Figure 3: {title} at noise level 0 ({N_NOTE})", ["condition", *models], rows,
