@@ -346,7 +346,19 @@ def test_process_results_from_four_threads_equals_one_thread_with_bad_outputs(ut
         with ThreadPoolExecutor(4) as pool:
             threaded = [r["CESG"] for r in pool.map(utils.process_results, docs, outputs)]
     strip = lambda r: {k: v for k, v in r.items() if k != "scores"} | {"scores": {k: v for k, v in r["scores"].items() if k != "row_scores_from"}}
-    assert [strip(r) for r in serial] == [strip(r) for r in threaded]
+    # the same rows, the same reasons, the same scores; the sentence encoder pads each batch
+    # to its longest phrase, so float32 embeddings of a phrase differ in the 8th digit with
+    # the batch it was embedded in (threads interleave batches differently): not a thread bug
+    assert len(serial) == len(threaded)
+    for one, four in zip(serial, threaded):
+        a, b = strip(one), strip(four)
+        assert {k: v for k, v in a.items() if k != "scores"} == {k: v for k, v in b.items() if k != "scores"}
+        assert a["scores"].keys() == b["scores"].keys()
+        for key, value in a["scores"].items():
+            if isinstance(value, float):
+                assert b["scores"][key] == pytest.approx(value, abs=1e-6), (a["image_id"], key)
+            else:
+                assert b["scores"][key] == value, (a["image_id"], key)
     assert sum(r["scored"] is False for r in serial) == 6
 
 
