@@ -12,12 +12,12 @@ import inspect
 
 import pytest
 from conftest import REPO
+from lmms_scene.tasks.layered_vqa import _generate_config as G
+from lmms_scene.tasks.layered_vqa import utils
 
 from lmms_scene import benchmarks
 from lmms_scene.data import layered_vqa as L
 from lmms_scene.data import layered_vqa_schedules as S
-from lmms_scene.tasks.layered_vqa import _generate_config as G
-from lmms_scene.tasks.layered_vqa import utils
 
 COMMITTED = REPO / "tasks" / "layered_vqa"
 
@@ -92,7 +92,7 @@ def test_utils_generates_no_function_per_schedule():
     assert "globals()" not in source
     assert not [n for n in vars(utils) if n.startswith("process_docs_") and n != "process_docs_sample"]
     with pytest.raises(AttributeError, match="process_docs_no_such_schedule.*schedules: full, concat-q"):
-        getattr(utils, "process_docs_no_such_schedule")
+        _ = utils.process_docs_no_such_schedule
 
 
 def test_the_harness_resolves_a_generated_task_to_its_schedule(monkeypatch):
