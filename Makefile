@@ -7,7 +7,7 @@ PIP := $(BIN)/pip install --disable-pip-version-check -c constraints.txt
 STAMP := $(VENV)/.lmms-scene-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup nlp-data test test-fast demo bench samples clean
+.PHONY: setup nlp-data test test-fast demo bench samples task-yamls clean
 
 setup: $(STAMP)
 
@@ -44,6 +44,11 @@ demo: setup
 
 samples: setup
 	$(BIN)/lmms-scene build-samples
+
+# Regenerate the task YAMLs written from a list (Layered-VQA's schedule tasks and group);
+# tests/test_task_yamls_current.py fails when the committed ones are stale.
+task-yamls: setup
+	$(BIN)/python -m lmms_scene.tasks.layered_vqa._generate_config
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_scene.data import layered_vqa_schedules
+
 #: The YAML ``metadata`` key through which a task declares its benchmark.
 METADATA_KEY = "benchmark"
 
@@ -234,14 +236,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         title="Layered-VQA",
         paper="Composition, Not Conversation: VLMs Lose the Scene, Not the Thread",
         paper_file="002_23813883cfdd3a00.txt",
-        # one task per delivery schedule (lmms_scene.data.layered_vqa.SCHEDULES; a test checks they agree)
-        tasks=tuple(
-            f"layered_vqa_{s}"
-            for s in (
-                "full", "concat_q", "sharded_q", "recap_q", "snowball_q", "concat_v", "sharded_v", "recap_v",
-                "snowball_v", "aligned", "misaligned", "ev_first", "ev_last", "shuffled", "all_lyr", "oracle",
-            )
-        ),  # fmt: skip
+        # one task per delivery schedule, from the one schedule table (stdlib only: a light import)
+        tasks=layered_vqa_schedules.TASKS,
         groups=("layered_vqa",),
         sample_tasks=("layered_vqa_sample",),
         data_module="lmms_scene.data.layered_vqa",

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene import compositing
+from lmms_scene.data import layered_vqa_schedules as _schedules
+from lmms_scene.data.layered_vqa_schedules import FAMILIES, task_name  # noqa: F401 (FAMILIES: re-exported)
 
 # -- the schema ------------------------------------------------------------------------
 
@@ -455,42 +457,41 @@ class Schedule:
         return task_name(self.name)
 
 
-#: families, in Table 1's order
-FAMILIES: tuple[str, ...] = ("base", "question", "visual", "alignment", "order", "evidence")
-
-#: The sixteen schedules (Table 10, and the paper's section 3 for the rest): the one table.
-#: n = number of shards, L = number of layers, Q the question, I the composite.
-SCHEDULES: dict[str, Schedule] = {
-    s.name: s
-    for s in (
-        Schedule("full", "base", "1 turn: Q with I", _full),
-        Schedule("concat-q", "question", "1 turn: q1 q2 .. qn with I", _concat_q),
-        Schedule("sharded-q", "question", "n turns: q1 with I, then q2 .. qn one per turn, no image", _sharded_q),
-        Schedule("recap-q", "question", "n+1 turns: sharded-q, then Q again with I", _recap_q),
-        Schedule("snowball-q", "question", "n turns: q1 with I, then q1 q2, then q1 q2 q3, ... (no image after turn 1)", _snowball_q),
-        Schedule("concat-v", "visual", "1 turn: Q with all L layers as separate images", _concat_v),
-        Schedule("sharded-v", "visual", "L turns: Q with layer 0, then layers 1 .. L-1 one per turn", _sharded_v),
-        Schedule("recap-v", "visual", "L+1 turns: sharded-v, then Q again with I", _recap_v),
-        Schedule("snowball-v", "visual", "L turns: Q with layer 0, then the composite of layers 0..t at turn t", _snowball_v),
-        Schedule("aligned", "alignment", "n turns: shard i with its supporting layers (none for a shard with none)", _aligned),
-        Schedule("misaligned", "alignment", "n turns: shard i with the next supporting set (cyclic) minus its own layers", _misaligned),
-        Schedule("ev-first", "order", "n turns: shard i, with every layer handed over once, supporting layers first (the reverse of ev-last)", _evidence_first),
-        Schedule("ev-last", "order", "n turns: shard i, with every layer handed over once, non-supporting layers first, supporting ones in the final turns", _evidence_last),
-        Schedule("shuffled", "order", "n turns: shard i, with every layer handed over once, in a seeded random order", _shuffled),
-        Schedule("all-lyr", "evidence", "1 turn: Q with all L layers as separate images, plus the selection prompt", _all_layers),
-        Schedule("oracle", "evidence", "1 turn: Q with only the minimal-sufficient layers, plus the selection prompt", _oracle),
-    )
+#: what builds each schedule's turns; which schedules exist, in which order, their family
+#: and what each turn carries is :mod:`lmms_scene.data.layered_vqa_schedules`' table
+_BUILDERS: dict[str, Callable[[Mapping[str, Any], random.Random], list[_Draft]]] = {
+    "full": _full,
+    "concat-q": _concat_q,
+    "sharded-q": _sharded_q,
+    "recap-q": _recap_q,
+    "snowball-q": _snowball_q,
+    "concat-v": _concat_v,
+    "sharded-v": _sharded_v,
+    "recap-v": _recap_v,
+    "snowball-v": _snowball_v,
+    "aligned": _aligned,
+    "misaligned": _misaligned,
+    "ev-first": _evidence_first,
+    "ev-last": _evidence_last,
+    "shuffled": _shuffled,
+    "all-lyr": _all_layers,
+    "oracle": _oracle,
 }
+if set(_BUILDERS) != set(_schedules.NAMES):
+    raise ImportError(
+        "lmms_scene.data.layered_vqa: the schedule table (layered_vqa_schedules.TABLE) and the builders "
+        f"(_BUILDERS) disagree: no builder for {sorted(set(_schedules.NAMES) - set(_BUILDERS))}, "
+        f"no table row for {sorted(set(_BUILDERS) - set(_schedules.NAMES))}"
+    )
+
+#: The sixteen schedules (Table 10, and the paper's section 3 for the rest): the one table
+#: (:data:`lmms_scene.data.layered_vqa_schedules.TABLE`, in its order) with its builders.
+SCHEDULES: dict[str, Schedule] = {name: Schedule(name, family, shape, _BUILDERS[name]) for name, family, shape in _schedules.TABLE}
 
 #: schedules whose evidence comes in one turn (Table 5's "in one turn")
 SINGLE_TURN: frozenset[str] = frozenset({"full", "concat-q", "concat-v", "all-lyr", "oracle"})
 #: schedules that ask for an evidence selection (Table 2)
 SELECTION: frozenset[str] = frozenset({"all-lyr", "oracle"})
-
-
-def task_name(schedule: str) -> str:
-    """``sharded-q`` -> ``layered_vqa_sharded_q``."""
-    return "layered_vqa_" + schedule.replace("-", "_")
 
 
 def schedule_of_task(task: str) -> str | None:
@@ -1116,7 +1117,7 @@ def build_synthetic(
 # -- a locally built dataset, ready to evaluate (lmms_scene.data.local) -----------------
 
 #: our group a local build models its group on (same aggregate metrics)
-GROUP = "layered_vqa"
+GROUP = _schedules.GROUP
 
 
 def local_names(name: str) -> tuple[list[str], str]:
@@ -1125,7 +1126,7 @@ def local_names(name: str) -> tuple[list[str], str]:
     from lmms_scene.data import local
 
     suffix = local.slug(name)
-    return [f"{task_name(s)}_{suffix}" for s in SCHEDULES], f"{GROUP}_{suffix}"
+    return [f"{task}_{suffix}" for task in _schedules.TASKS], f"{GROUP}_{suffix}"
 
 
 def local_task_configs(out: Path, name: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -1139,7 +1140,9 @@ def local_task_configs(out: Path, name: str) -> tuple[dict[str, dict[str, Any]],
 
     tasks, group = local_names(name)
     local.check_free([*tasks, group], name)
-    configs = local.task_configs(out, name, "layered_vqa", [task_name(s) for s in SCHEDULES])
+    # our generated schedule tasks (tasks/layered_vqa/_generate_config.py writes them from the
+    # same table), copied in full with the data swapped: a local build cannot diverge from them
+    configs = local.task_configs(out, name, "layered_vqa", list(_schedules.TASKS))
     return configs, {group: local.group_config(group, list(configs), GROUP, "layered_vqa", out)}
 
 

@@ -4,6 +4,8 @@ protocol live in :mod:`lmms_scene.data.layered_vqa`, scoring in
 
 from __future__ import annotations
 
+import functools
+
 from lmms_scene.data import layered_vqa as L
 from lmms_scene.harness import guarded_aggregation, returns_dict, round_outputs
 from lmms_scene.metrics import rows as R
@@ -27,19 +29,37 @@ def process_docs_sample(dataset):
     return _docs(dataset, list(L.SCHEDULES))
 
 
-def _make(schedule):
-    def process_docs(dataset):
-        return _docs(dataset, [schedule])
+def docs_under(dataset, schedule):
+    """Every item under one schedule (``schedule``: a name in ``SCHEDULES``)."""
+    return _docs(dataset, [schedule])
 
-    process_docs.__name__ = process_docs.__qualname__ = "process_docs_" + schedule.replace("-", "_")
+
+#: the prefix of the per-schedule ``process_docs`` a generated YAML names
+#: (``!function lmms_scene.tasks.layered_vqa.utils.process_docs_<schedule>``; see
+#: _generate_config.py): the schedule is in the name, resolved by __getattr__ below
+PROCESS_DOCS_PREFIX = "process_docs_"
+
+
+@functools.cache
+def _bound(schedule, name):
+    def process_docs(dataset):
+        return docs_under(dataset, schedule)
+
+    # the name the YAML gives (the results file's config shows it)
+    process_docs.__name__ = process_docs.__qualname__ = name
     process_docs.__doc__ = f"Every item under the {schedule!r} schedule."
     return process_docs
 
 
-for _schedule in L.SCHEDULES:
-    _fn = _make(_schedule)
-    globals()[_fn.__name__] = _fn
-del _schedule, _fn
+def __getattr__(name):
+    # PEP 562: `process_docs_<schedule>` is docs_under bound to that schedule, so
+    # the harness's `!function` (a plain getattr on this module) finds one per schedule
+    # without a function per schedule written here or generated into the namespace
+    if name.startswith(PROCESS_DOCS_PREFIX):
+        schedule = L.schedule_of_task(L.GROUP + "_" + name.removeprefix(PROCESS_DOCS_PREFIX))
+        if schedule is not None:
+            return _bound(schedule, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r} (schedules: {', '.join(L.SCHEDULES)})")
 
 
 # Never a mid-generation exception: a doc that cannot be delivered (the load-time check
