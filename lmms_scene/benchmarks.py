@@ -92,8 +92,6 @@ class Benchmark:
     data_module: str
     #: ``module:function`` answering ``(doc, prompt) -> str`` for ``scene_blind``
     blind_prior: str
-    #: ``module:function`` turning results (see :mod:`lmms_scene.results`) into readable tables
-    tables: str
     #: the docs page, relative to the repository root
     docs: str
     #: the spelling on the command line (``lmms-scene build NAME``)
@@ -109,8 +107,9 @@ class Benchmark:
     report_key: str = ""
     #: the headline numbers: the first ranks the leaderboard, the others stand beside it
     headline: tuple[Metric, ...] = ()
-    #: the module that reads this benchmark's results: ``summary``, ``failures``,
-    #: ``verification_rows``, ``recompute``, ``tables`` (see :mod:`lmms_scene.report.contract`)
+    #: the module that reads this benchmark's results: ``report_of``, ``summary``, ``failures``,
+    #: ``verification_rows``, ``recompute``, ``row_failures`` and ``view(results, labels)``, the
+    #: tables and figures ``show``, ``report`` and the HTML page render (:mod:`lmms_scene.report.tables`)
     results_module: str = ""
     #: the official data, for the leaderboard's "is this the benchmark?" check
     release: Release = field(default_factory=lambda: Release(None))
@@ -181,7 +180,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         sample_tasks=("cooco_sample", "cooco_noise_sample"),
         data_module="lmms_scene.data.cooco",
         blind_prior="lmms_scene.baselines.cooco:blind_answer",
-        tables="lmms_scene.metrics.naming:tables",
         docs="docs/cooco.md",
         cli_name="cooco",
         prescore="lmms_scene.tasks.cooco.utils:prescore",
@@ -212,7 +210,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         sample_tasks=("snus_sample",),
         data_module="lmms_scene.data.snus",
         blind_prior="lmms_scene.baselines.snus:blind_answer",
-        tables="lmms_scene.metrics.cesg.report:tables",
         docs="docs/snus.md",
         cli_name="snus",
         prescore="lmms_scene.tasks.snus.utils:prescore",
@@ -242,7 +239,6 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         sample_tasks=("layered_vqa_sample",),
         data_module="lmms_scene.data.layered_vqa",
         blind_prior="lmms_scene.baselines.layered_vqa:blind_answer",
-        tables="lmms_scene.metrics.vqa:tables",
         docs="docs/layered_vqa.md",
         cli_name="layered-vqa",
         citation=LAYERED_VQA_CITATION,

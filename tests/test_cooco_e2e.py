@@ -64,12 +64,12 @@ def test_cooco_sample_through_scene_blind(run_lmms_eval, tiny_clip):
         by_scene.setdefault(r["cooco_breakdown"]["scene"], set()).add(r["cooco_breakdown"]["prediction"])
     assert all(len(v) == 1 for v in by_scene.values())
     # the samples file alone re-creates the breakdown (rows carry their ids)
-    from lmms_scene.metrics import naming
+    from lmms_scene.metrics import cooco_tables
     from lmms_scene.results import load
 
     (samples_file,) = out.rglob("*_samples_cooco_sample.jsonl")
     (alone,) = load(samples_file).results
-    (again,) = naming.breakdowns_of(alone)
+    again = cooco_tables.report_of(alone)  # what show and the HTML report read
     assert again["by_condition_noise"] == report["by_condition_noise"]
 
 

@@ -11,6 +11,33 @@ from PIL import Image
 from lmms_scene.metrics import naming
 
 
+def cooco_view(**reports_by_model):
+    """What ``show`` and the HTML report render: cooco_tables.view over one result per
+    report, each model's results labelled as ``show`` labels them."""
+    from pathlib import Path
+
+    from lmms_scene.metrics import cooco_tables
+    from lmms_scene.results import TaskResult, label_runs
+
+    results = [TaskResult(task=f"cooco_{k}", benchmark="cooco", metrics={naming.BREAKDOWN_KEY: rep}, config={}, model="m",
+                          model_args=f"pretrained=org/{m}", source=Path("."))
+               for m, reps in reports_by_model.items() for k, rep in enumerate(reps)]  # fmt: skip
+    labels, _ = label_runs(results)
+    return cooco_tables.view(results, labels)
+
+
+def table(view, title):
+    """The view's one table whose title starts with ``title``."""
+    (found,) = [t for t in view.tables if t.title.startswith(title)]
+    return found
+
+
+def row(tab, first):
+    """A table's row (display text of every cell) whose first cell is ``first``."""
+    (found,) = [r for r in tab.cells() if r[0] == first]
+    return found
+
+
 @pytest.fixture(autouse=True)
 def _tiny_clip_env(tiny_clip, monkeypatch):
     monkeypatch.setenv("LMMS_SCENE_CLIP_MODEL", str(tiny_clip))
@@ -137,10 +164,13 @@ def test_clean_rows_are_reported_apart_and_never_in_a_headline_mean():
     report = naming.report([e["cooco_breakdown"] for e in entries])
     assert report["overall"]["n"] == 2 and report["by_condition"]["clean"]["n"] == 1
     assert report["by_condition"]["clean"]["accuracy"] == 1.0
-    assert "| clean |" in naming.figure3_table({"m": naming.merge_reports([report])}, "accuracy")
+    fig3 = table(cooco_view(m=[report]), "COOCO Figure 3: accuracy")
+    assert row(fig3, "clean") == ["clean", "1.000 (n=1)"]
+    assert "| clean | 1.000 (n=1) |" in fig3.text()
     # a report without clean rows keeps the paper's five conditions
     plain = naming.report([entries[1]["cooco_breakdown"]])
-    assert "clean" not in naming.figure3_table({"m": naming.merge_reports([plain])}, "accuracy")
+    fig3 = table(cooco_view(m=[plain]), "COOCO Figure 3: accuracy")
+    assert [r[0] for r in fig3.rows] == list(naming.CONDITIONS) and "clean" not in fig3.text()
 
 
 def fake_row(image_id, condition, area, level, **scores):
@@ -218,22 +248,27 @@ def test_report_records_the_thresholds_scoring_applied(monkeypatch):
 def test_figure_tables_merge_level0_and_noise_reports():
     level0 = naming.breakdown([fake_row("a", "original", "none", 0.0, refclipscore=0.8)])
     noise = naming.breakdown([fake_row("a", "original", "target", 1.0, refclipscore=0.2, accuracy=0.0)])
-    grid = naming.merge_reports([level0, noise])
-    fig3 = naming.figure3_table({"m1": grid, "m2": naming.merge_reports([noise])})
-    assert "| original | 0.800 (n=1) |  |" in fig3
-    fig4 = naming.figure4_table(grid, "refclipscore")
-    assert fig4.splitlines()[0].startswith("| condition | no noise | context 0.5")
-    assert "| original | 0.800 (n=1) |  |  |  | 0.200 (n=1) |  |  |" in fig4
-    assert "| original | 1.000 (n=1) |  |  |  | 0.000 (n=1) |  |  |" in naming.figure4_table(grid, "accuracy")
+    view = cooco_view(m1=[level0, noise], m2=[noise])
+    fig3 = table(view, "COOCO Figure 3: RefCLIPScore")
+    assert fig3.header == ["condition", "m1", "m2"]
+    assert row(fig3, "original") == ["original", "0.800 (n=1)", ""]
+    assert "| original | 0.800 (n=1) |  |" in fig3.text()
+    fig4 = table(view, "COOCO Figure 4: RefCLIPScore by relatedness x noise area x level (m1;")
+    assert fig4.header[:3] == ["condition", "no noise", "context 0.5"]
+    assert "| original | 0.800 (n=1) |  |  |  | 0.200 (n=1) |  |  |" in fig4.text()
+    fig4b = table(view, "COOCO Figure 4: accuracy (CLIP text cosine >= 0.9) by relatedness x noise area x level (m1;")
+    assert row(fig4b, "original") == ["original", "1.000 (n=1)", "", "", "", "0.000 (n=1)", "", ""]
 
 
 def test_figure_cells_carry_an_interval_over_images():
     rows = [fake_row(f"i{k}", "low", "none", 0.0, refclipscore=v) for k, v in enumerate([0.1, 0.9, 0.5, 0.7])]
-    grid = naming.merge_reports([naming.breakdown(rows)])
-    cell = grid["low"]["none"]["0"]
+    report = naming.breakdown(rows)
+    cell = naming.merge_reports([report])["low"]["none"]["0"]
     lo, hi = cell["ci95"]["refclipscore"]
     assert 0.1 <= lo < cell["refclipscore"] < hi <= 0.9
-    assert f"| low | 0.550 [{lo:.3f}, {hi:.3f}] (n=4) |" in naming.figure3_table({"m": grid})
+    fig3 = table(cooco_view(m=[report]), "COOCO Figure 3: RefCLIPScore")
+    assert row(fig3, "low") == ["low", f"0.550 [{lo:.3f}, {hi:.3f}] (n=4)"]
+    assert f"| low | 0.550 [{lo:.3f}, {hi:.3f}] (n=4) |" in fig3.text()
 
 
 def test_duplicate_rows_with_different_outputs_are_an_error():
@@ -274,8 +309,14 @@ def test_show_tables_for_noise_runs_print_figure_4(tmp_path):
         [("original", "none", 0.0), ("original", "target", 0.5), ("low", "context", 1.0), ("low", "all", 0.5)])]  # fmt: skip
     result = TaskResult(task="cooco_noise", benchmark="cooco", metrics={naming.BREAKDOWN_KEY: naming.report(rows)},
                         config={}, model="m", model_args="pretrained=org/my-vlm", source=tmp_path)  # fmt: skip
-    text = naming.tables([result])
-    assert "## Figure 3: RefCLIPScore at noise level 0" in text and "| condition | my-vlm |" in text
-    assert "## Figure 4a: RefCLIPScore by relatedness x noise area x level (my-vlm)" in text
+    from lmms_scene.metrics import cooco_tables
+    from lmms_scene.results import label_runs
+
+    view = cooco_tables.view([result], label_runs([result])[0])
+    text = view.text()
+    assert "## COOCO Figure 3: RefCLIPScore at noise level 0" in text and "| condition | my-vlm |" in text
+    assert "## COOCO Figure 4: RefCLIPScore by relatedness x noise area x level (my-vlm;" in text
     assert "| low |  |  | 0.200 (n=1) |" in text  # low, context 1.0
-    assert "Not computed" not in text
+    fig4 = table(view, "COOCO Figure 4: RefCLIPScore")
+    assert row(fig4, "low")[:4] == ["low", "", "", "0.200 (n=1)"]
+    assert not any("not computed" in n for n in view.notes) and "not computed" not in text

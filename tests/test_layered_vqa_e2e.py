@@ -134,7 +134,7 @@ def test_headline_group_on_generated_data_and_show(run_lmms_eval, tmp_path):
 
     from lmms_scene.metrics import vqa
     from lmms_scene.registration import tasks_path
-    from lmms_scene.results import load
+    from lmms_scene.results import show_text
 
     folder = tmp_path / "tasks"
     shutil.copytree(tasks_path() / "layered_vqa", folder / "layered_vqa")
@@ -164,5 +164,8 @@ def test_headline_group_on_generated_data_and_show(run_lmms_eval, tmp_path):
     for s in L.SCHEDULES:
         rep = results["results"][L.task_name(s)]["layered_vqa_report,none"]
         assert rep["n_rows"] == report.rows and list(rep["by_schedule"]) == [s]
-    text = vqa.tables(load([out]).for_benchmark("layered_vqa"))
-    assert "retained Text %" in text and "| scene_blind |" in text and "Table 8" in text and "Figure 9" in text
+    text, code = show_text([out])
+    assert code == 0 and "## Layered-VQA Table 1: retained accuracy" in text and "| scene_blind |" in text
+    # the per-schedule tasks pooled from their logged samples into the tables that compare schedules
+    assert f"## Layered-VQA Table 8: relational extra loss (scene_blind; pooled from the logged samples of its {len(L.SCHEDULES)}" in text
+    assert "## Layered-VQA Figure 9:" in text

@@ -193,16 +193,24 @@ def test_judge_rows_majority_self_exclusion_and_failures():
 
 
 def test_tables_render_from_results():
-    from lmms_scene.results import TaskResult
+    from lmms_scene.metrics import layered_vqa_tables
+    from lmms_scene.results import TaskResult, label_runs
 
     rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "recap-v": lambda s, q: True,
                   "concat-v": lambda s, q: q != 2, "oracle": lambda s, q: True})  # fmt: skip
     res = TaskResult("layered_vqa_sample", "layered_vqa", {}, {}, "m", "pretrained=x/tiny", None, samples=[{"layered_vqa_report": r} for r in rows])
-    text = vqa.tables([res])
-    assert "Table 1" in text and "tiny" in text and "Table 7" in text and "Table 2" in text
+    view = layered_vqa_tables.view([res], label_runs([res])[0])
+    text = view.text()
+    titles = [t.title for t in view.tables]
+    for name in ("Table 1", "Table 2", "Table 7", "Figure 6", "Figure 8", "Figure 9"):
+        assert any(t.startswith((f"Layered-VQA {name}:", f"Layered-VQA {name} (")) for t in titles), (name, titles)
     # the headline first, in percent: Visual = mean(sharded-v 1/3, recap-v 1, concat-v 2/3) / full 1
-    assert "| model | retained Text % | retained Visual % | retained Layered % | full |" in text
-    assert "| tiny | - | 66.7" in text
+    t1 = view.tables[0]
+    assert t1.title.startswith("Layered-VQA Table 1") and t1.header[:5] == ["model", "retained text", "retained visual", "retained layered", "full"]
+    (line,) = t1.rows
+    assert line[0] == "tiny" and line[1] is None  # no question-in-text schedule ran: no Text column, never a 0
+    assert line[2].mean == pytest.approx(2 / 3) and line[2].scale == 100
+    assert t1.cells()[0][2].startswith("66.67") and "| tiny |  | 66.67" in text
     rep = vqa.report(rows, n_boot=50)
     # Figure 9: sharded-v costs 2/3 against full, recap-v recovers it all: no overshoot
     fig9 = rep["restoration"]["visual"]
@@ -215,9 +223,11 @@ def test_tables_render_from_results():
     by_attempt = rep["attempts"]["by_attempt"]
     assert list(by_attempt) == ["1", "2", "3", "4", "5"] and by_attempt["5"]["n"] == 12  # recap-v's fifth turn
     assert rep["attempts"]["baseline"]["accuracy"] == 1.0
-    assert "Figure 6" in text and "Figure 8" in text and "Figure 9" in text
     none = TaskResult("layered_vqa_full", "layered_vqa", {}, {}, "m", "", None, samples=None)
-    assert "without logged samples" in vqa.tables([none])
+    empty = layered_vqa_tables.view([none], label_runs([none])[0])
+    assert not empty.tables and not empty.used
+    ((_, why),) = empty.skipped
+    assert why.startswith("task layered_vqa_full: without logged samples") and "--log_samples" in why
 
 
 def test_repeats_expand_and_reliability():

@@ -139,18 +139,38 @@ def test_snus_ac_command_and_table2(tmp_path, capsys):
     rep = json.loads(capsys.readouterr().out)
     assert rep["summary"]["CESG"] == 0.0 and rep["corpus"]["bleu4"] > 0.3
     assert rep["provenance"]["spice_style"]["scorer"] == "spice_style"
+    # without --json: the same Table 2 that show prints, the AC row with the JSON's numbers
+    assert main(["snus-ac", "--input", str(refs)]) == 0
+    printed = capsys.readouterr().out
+    assert "## SNUS Table 2" in printed and "MET is NLTK's METEOR" in printed
+    head = next(line for line in printed.splitlines() if line.startswith("| Method |")).strip("|").split("|")
+    ac_line = next(line for line in printed.splitlines() if line.startswith("| AC (references, negation stripped) |"))
+    ac_cells = dict(zip([h.strip() for h in head], [c.strip() for c in ac_line.strip("|").split("|")], strict=True))
+    assert ac_cells["n"] == "2" and ac_cells["CESG"].startswith("0.00")
+    assert ac_cells["BL4"] == f"{100 * rep['corpus']['bleu4']:.2f}" and float(ac_cells["BL4"]) > 30
 
+    from lmms_scene.metrics import snus_tables
     from lmms_scene.metrics.cesg import report
-    from lmms_scene.results import TaskResult
+    from lmms_scene.results import TaskResult, label_runs
 
     rows = [{"image_id": "0", "output": "There is no guardrail.", "references": ["There is no guardrail."]},
             {"image_id": "1", "output": "", "references": ["The ladder is not secured."]}]  # fmt: skip
     full = report.corpus_report(rows)
     result = TaskResult("snus_sample", "snus", {"snus_report": {k: v for k, v in full.items()}}, {}, "scene_blind", "", tmp_path)
-    text = report.tables([result])
-    assert "| Method | n | ROU | MET | CID | BL4 | CAP* | CS | SPI* | METEOR-J | P_o |" in text
+    view = snus_tables.view([result], label_runs([result])[0])
+    text = view.text()
+    table2, behind, outcomes = view.tables
+    # every column of the paper's Table 2, the headline (CESG and its F1s) first
+    assert table2.header == ["Method", "n", "CESG", "F1_o", "F1_a", "F1_r", "P_o", "R_o", "P_r", "R_r", "P_a", "R_a",
+                             "ROU", "MET", "CID", "BL4", "CAP*", "CS", "SPI*", "METEOR-J"]  # fmt: skip
+    assert [r[0] for r in table2.rows] == ["scene_blind (snus_sample)", "AC (references, negation stripped)"]
     # the rows behind each mean: P_o over row 0 only (row 1 is empty), R_a over row 1
-    assert "Rows behind each CESG mean" in text and "| scene_blind (snus_sample) | 2 | 1 | 1 | 0 | 0 | 0 | 1 |" in text
+    assert behind.title.startswith("SNUS: rows behind each CESG mean")
+    assert behind.header == ["Method", "n", "P_o", "R_o", "P_r", "R_r", "P_a", "R_a"]
+    assert behind.cells()[0] == ["scene_blind (snus_sample)", "2", "1", "1", "0", "0", "0", "1"]
+    assert "| scene_blind (snus_sample) | 2 | 1 | 1 | 0 | 0 | 0 | 1 |" in text
     assert "MET is NLTK's METEOR" in text
     assert "AC (references, negation stripped)" in text and "not Java SPICE" in text
-    assert "1 empty outputs (scored 0)" in text
+    # one empty output (scored 0), nothing left unscored
+    counted = dict(zip(outcomes.header, outcomes.rows[0], strict=True))
+    assert counted["empty outputs"] == 1 and counted["rows"] == 2 and counted["scored"] == 2 and counted["unscored"] == 0

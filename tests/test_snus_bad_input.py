@@ -291,10 +291,17 @@ def test_an_output_that_is_not_one_text_is_recorded_unscored_and_counted(utils, 
     assert rep["n_unscored"] == 1 and rep["unscored"] == [{"image_id": docs[0]["image_id"], "reason": bad["unscored_reason"]}]
     assert rep["n"] == 2 and rep["model"]["counts"]["n"] == 2  # left out of the corpus, never a 0
     assert cesg == pytest.approx(1.0)
-    from lmms_scene.results import TaskResult
+    from lmms_scene.metrics import snus_tables
+    from lmms_scene.results import TaskResult, label_runs
 
-    text = report.tables([TaskResult("snus_sample", "snus", {"snus_report": rep}, {}, "m", "", Path("."))])
-    assert f"1 rows not scored (left out of every column): {docs[0]['image_id']}: {reason}" in text
+    result = TaskResult("snus_sample", "snus", {"snus_report": rep}, {}, "m", "", Path("."))
+    view = snus_tables.view([result], label_runs([result])[0])
+    assert f"m (snus_sample): 1 rows not scored (left out of every column): {docs[0]['image_id']}: {bad['unscored_reason']}" in view.notes
+    assert f"1 rows not scored (left out of every column): {docs[0]['image_id']}: {reason}" in view.text()
+    outcomes = dict(zip(view.tables[-1].header, view.tables[-1].rows[0], strict=True))
+    assert outcomes["unscored"] == 1 and outcomes["rows"] == 2  # counted apart, never a scored 0
+    # a row that could not be scored makes the run unrankable
+    assert any("1 rows could not be scored" in why for why in snus_tables.failures(rep)[1])
 
 
 @pytest.mark.parametrize(

@@ -160,7 +160,9 @@ def _snus_ac(args) -> int:
         json.dump(finite_or_none(rep), sys.stdout, indent=1, default=str, allow_nan=False)
         print()
         return 0
-    print(report.table2([("AC (references, negation stripped)", rep)]))
+    from lmms_scene.metrics import snus_tables
+
+    print(snus_tables.table2([(snus_tables.AC_LABEL, rep)]).text())
     print("\nscores x100. The baselines reward the affirmative opposite of the truth; CESG gives it 0.")
     return 0
 

@@ -149,7 +149,10 @@ def _model_reports(results: Sequence[Any], labels: Mapping[int, str], out: View)
             continue
         rep = report_of(r)
         if rep is None:
-            out.skipped.append((str(r.source), f"task {r.task}: no '{REPORT_KEY}' dict in its metrics (results from another lmms-scene version?)"))
+            why = (f"task {r.task}: without logged samples and without metrics (run with --log_samples, or give the results JSON)"
+                   if not r.metrics and not r.samples
+                   else f"task {r.task}: no '{REPORT_KEY}' dict in its metrics (results from another lmms-scene version?)")  # fmt: skip
+            out.skipped.append((str(r.source), why))
             continue
         entry["stored"].append((r, rep))
         entry["results"].append(r)

@@ -604,21 +604,12 @@ def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return breakdown(rows, provenance(models[0] if models else None))
 
 
-# -- Figures 3-4 as tables (``lmms-scene show``) -----------------------------------------
+# -- Figures 3-4 (their tables are :func:`lmms_scene.metrics.cooco_tables.view`) -----------
 
 #: Column order of Figure 4: no noise, then each area at 0.5 and 1.0.
 FIGURE4_SETTINGS: tuple[tuple[str, str], ...] = (("none", "0"),) + tuple(
     (area, level) for area in ("context", "target", "all") for level in ("0.5", "1")
 )
-
-
-def breakdowns_of(result) -> list[dict[str, Any]]:
-    """The COOCO breakdowns of one :class:`lmms_scene.results.TaskResult`: the one in its
-    metrics (a results JSON), else one recomputed from its logged samples."""
-    if isinstance(result.metrics.get(BREAKDOWN_KEY), Mapping):
-        return [result.metrics[BREAKDOWN_KEY]]
-    rows = result.rows(BREAKDOWN_KEY)
-    return [report(rows)] if rows else []
 
 
 def merge_reports(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -631,103 +622,3 @@ def merge_reports(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 for level, cell in levels.items():
                     grid.setdefault(condition, {}).setdefault(area, {}).setdefault(level, cell)
     return grid
-
-
-def _fmt_cell(cell: Mapping[str, Any] | None, metric: str) -> str:
-    from lmms_scene.results import with_interval
-
-    if not cell or cell.get(metric) is None:
-        return ""
-    interval = (cell.get("ci95") or {}).get(metric)
-    return f"{with_interval(cell[metric], interval)} (n={cell['n']})"
-
-
-def figure3_table(models: Mapping[str, Mapping[str, Any]], metric: str = "refclipscore") -> str:
-    """Figure 3: ``metric`` per model (columns) and condition (rows) at noise level 0,
-    each cell ``mean [95% interval] (n)``. ``models`` maps a model to its merged grid."""
-    from lmms_scene.results import markdown_table
-
-    names = list(models)
-    shown = _shown_conditions(models.values())
-    rows = [[c] + [_fmt_cell(models[m].get(c, {}).get("none", {}).get("0"), metric) for m in names] for c in shown]
-    return markdown_table(["condition", *names], rows)
-
-
-def _shown_conditions(grids: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
-    """The paper's five conditions, plus ``clean`` where a run evaluated clean images."""
-    return CONDITIONS + ((CLEAN,) if any(CLEAN in grid for grid in grids) else ())
-
-
-def figure4_table(grid: Mapping[str, Any], metric: str = "refclipscore") -> str:
-    """Figure 4: ``metric`` by condition (rows) x noise area and level (columns)."""
-    from lmms_scene.results import markdown_table
-
-    header = [f"{a} {lv}" if a != "none" else "no noise" for a, lv in FIGURE4_SETTINGS]
-    rows = [
-        [c] + [_fmt_cell(grid.get(c, {}).get(a, {}).get(lv), metric) for a, lv in FIGURE4_SETTINGS]
-        for c in _shown_conditions([grid])
-    ]
-    return markdown_table(["condition", *header], rows)
-
-
-def _scorer_line(reports: Sequence[Mapping[str, Any]]) -> str:
-    """Which checkpoint, thresholds and version computed the reports' scores."""
-    seen: dict[tuple, str] = {}
-    for rep in reports:
-        sc = rep.get("scorer", {})
-        clip = sc.get("clip_model") or sc.get("clip_metrics") or "?"
-        key = (clip, sc.get("accuracy_threshold"), sc.get("levenshtein_threshold"), sc.get("lmms_scene_version"))
-        seen[key] = (
-            f"CLIP {clip}; accuracy: CLIP text cosine >= {key[1]}; Levenshtein similarity >= {key[2]}; "
-            f"lmms-scene {key[3]}"
-        )
-    return " | ".join(seen.values())
-
-
-def tables(results: Sequence[Any]) -> str:
-    """COOCO's readable tables for ``lmms-scene show``: Figure 3 (RefCLIPScore and
-    accuracy at level 0, one column per model) and Figures 4a/4b (by relatedness x noise
-    area x level, per model), every cell with its 95% interval (images resampled) and n,
-    and the scorer that computed them."""
-    by_model: dict[str, list[dict[str, Any]]] = {}
-    for result in results:
-        by_model.setdefault(f"{result.label}", []).extend(breakdowns_of(result))
-    by_model = {m: reps for m, reps in by_model.items() if reps}
-    if not by_model:
-        return "no COOCO breakdown found (run with --log_samples, or give the results JSON)"
-    grids = {m: merge_reports(reps) for m, reps in by_model.items()}
-
-    def computed(grid: Mapping[str, Any], metric: str) -> bool:
-        cells = [cell for areas in grid.values() for levels in areas.values() for cell in levels.values()]
-        return any(cell.get(metric) is not None for cell in cells)
-
-    out = []
-    skipped = []
-    for metric, title in (("refclipscore", "RefCLIPScore"), ("accuracy", "accuracy (CLIP text cosine >= 0.9)"),
-                          ("levenshtein_accuracy", "Levenshtein accuracy")):  # fmt: skip
-        if not any(computed(g, metric) for g in grids.values()):
-            skipped.append(title)
-            continue
-        out.append(f"## Figure 3: {title} at noise level 0 (mean [95% CI] (n))\n\n{figure3_table(grids, metric)}")
-    for model, grid in grids.items():
-        if not any(a != "none" for areas in grid.values() for a in areas):
-            continue
-        for metric, title in (("refclipscore", "4a: RefCLIPScore"), ("accuracy", "4b: accuracy")):
-            if computed(grid, metric):
-                out.append(f"## Figure {title} by relatedness x noise area x level ({model})\n\n{figure4_table(grid, metric)}")
-    if skipped:
-        out.append(f"Not computed in these results (no CLIP checkpoint): {', '.join(skipped)}; Figure 4 likewise.")
-    reports = [r for reps in by_model.values() for r in reps]
-    capture = [
-        f"{m}: {r['context_capture_rate']:.3f} of incongruent answers ({r['context_capture_rate_among_wrong']:.3f} of wrong ones)"
-        for m, reps in by_model.items() for r in reps[:1]
-        if r.get("context_capture_rate") is not None and r.get("context_capture_rate_among_wrong") is not None
-    ]  # fmt: skip
-    if capture:
-        out.append("Context capture (output closer to the original target than to the gold): " + "; ".join(capture))
-    chosen = {selection_line(r["selection"]) for r in reports if isinstance(r.get("selection"), Mapping)}
-    if chosen:
-        out.append("Selection: " + "; ".join(sorted(chosen)))
-    out.append(f"Computed by: {_scorer_line(reports)}. Intervals: 95% percentile bootstrap, images resampled, "
-               f"{rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}.")  # fmt: skip
-    return "\n\n".join(out)

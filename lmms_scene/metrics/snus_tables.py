@@ -58,7 +58,8 @@ def failures(report: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     and CESG weights other than the paper's (a different metric, not the benchmark)."""
     model = report.get("model") or {}
     c = model.get("counts") or {}
-    counts = {"n": c.get("n"), "n_empty": c.get("n_empty_prediction"), "n_unscored": c.get("n_unscored", 0)}
+    # rows that could not be scored are left out of the model's corpus: the report counts them
+    counts = {"n": c.get("n"), "n_empty": c.get("n_empty_prediction"), "n_unscored": report.get("n_unscored", c.get("n_unscored", 0))}
     counts.update({k: v for k, v in c.items() if isinstance(v, (int, float)) and k not in counts})
     reasons = []
     if not isinstance(counts["n"], int) or counts["n_empty"] is None:
@@ -133,6 +134,19 @@ def _components(prov: Mapping[str, Any]) -> str:
             f"(not Java SPICE). CS: {clip_line}.")  # fmt: skip
 
 
+def table2(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
+    """Table 2 for ``(label, part)`` entries (a part: a report's ``model`` or ``ac`` dict): x100,
+    mean [95% CI over images], n = images scored; CESG and its F1s first, then the paper's
+    columns. ``show``, the HTML report and ``lmms-scene snus-ac`` print this one table."""
+    cesg = dict(snus_report.CESG_COLUMNS)
+    first = [(k, cesg[k]) for k in ("CESG", "F1_o", "F1_a", "F1_r")]
+    columns = [*first, *((k, h) for k, h in snus_report.CESG_COLUMNS if k not in dict(first)), *snus_report.BASELINES]
+    header = ["Method", "n", *(h for _, h in columns)]
+    rows = [[label, (part.get("counts") or {}).get("n_scored"), *(_value(part, k) for k, _ in columns)] for label, part in entries]
+    return Table("SNUS Table 2 (x100; mean [95% CI over images]; headline first, the paper's columns after)",
+                 header, rows, [CONVENTION], slug="snus-table2", key_columns=6)  # fmt: skip
+
+
 def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
     """Table 2 per (model, dataset) plus the AC row of each dataset, the rows behind each
     CESG mean, the outcome counts and the components that computed every column."""
@@ -152,7 +166,12 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
         entries.append((f"{label} ({r.task})", rep["model"]))
         if isinstance(rep.get("ac"), Mapping):
             acs.setdefault(str(r.fingerprint), (label, rep["ac"]))
-        counts.append((label, r.task, rep["model"].get("counts") or {}))
+        # rows that could not be scored are left out of the corpus; the report counts and names them
+        mc = rep["model"].get("counts") or {}
+        counts.append((label, r.task, {**mc, "n_unscored": rep.get("n_unscored", mc.get("n_unscored", 0))}))
+        if rep.get("n_unscored"):
+            named = "; ".join(f"{u.get('image_id')}: {u.get('reason')}" for u in (rep.get("unscored") or [])[:5])
+            out.notes.append(f"{label} ({r.task}): {rep['n_unscored']} rows not scored (left out of every column): {named}")
         prov = rep["model"].get("provenance") or {}
         out.runs.append(Run(label, [r.task], r.model, r.model_args, short_fingerprint(r.fingerprint), [str(r.source)],
                             [_components(prov)] if prov else [], r.limit))  # fmt: skip
@@ -163,13 +182,7 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
     for fp, (label, ac) in acs.items():
         entries.append((f"{AC_LABEL} [data {short_fingerprint(fp)}]" if several else AC_LABEL, ac))
     # the headline first (CESG and its F1s), then P/R, then the lexical baselines CESG must beat
-    cesg = dict(snus_report.CESG_COLUMNS)
-    first = [(k, cesg[k]) for k in ("CESG", "F1_o", "F1_a", "F1_r")]
-    columns = [*first, *((k, h) for k, h in snus_report.CESG_COLUMNS if k not in dict(first)), *snus_report.BASELINES]
-    header = ["Method", "n", *(h for _, h in columns)]
-    rows = [[label, (part.get("counts") or {}).get("n_scored"), *(_value(part, k) for k, _ in columns)] for label, part in entries]
-    out.tables.append(Table("SNUS Table 2 (x100; mean [95% CI over images]; headline first, the paper's columns after)",
-                            header, rows, [CONVENTION], slug="snus-table2", key_columns=6))  # fmt: skip
+    out.tables.append(table2(entries))
     keys = [f"{side}_{t}" for t in ("o", "r", "a") for side in ("P", "R")]
     behind = [[label, (part.get("counts") or {}).get("n_scored"),
                *(((part.get("counts") or {}).get("cesg_rows") or {}).get(k) for k in keys)] for label, part in entries]  # fmt: skip
