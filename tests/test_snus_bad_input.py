@@ -461,3 +461,23 @@ def test_a_replayed_lone_surrogate_keeps_the_samples_file_and_every_metric(run_l
     assert first["CESG"]["output"] == "There is no helmet." and first["CESG"]["output_sanitised"] is True
     assert "There is no helmet.\ufffd" in json.dumps(first["resps"], ensure_ascii=False)  # the raw record, made writable
     assert os.path.getsize(next(out.rglob("*_samples_snus_sample.jsonl"))) > 0
+
+
+@needs_java
+def test_a_submission_recomputes_and_counts_unscored_rows_as_the_report_does(utils, docs):
+    """The leaderboard's check (snus_tables.recompute, row_failures) reads an unscored row
+    as the stored report does: left out of the means, counted as unscored."""
+    from types import SimpleNamespace
+
+    from lmms_scene.metrics import snus_tables
+
+    with settings.override(clip_model="none"):
+        items = [utils.process_results(d, ["There is no net."])["CESG"] for d in docs[:4]]
+        items[1] = utils.process_results(docs[1], [["a", "b"]])["CESG"]
+        stored = utils.snus_report(items)
+    rows = snus_tables.verification_rows(SimpleNamespace(rows=lambda key: items))
+    again = snus_tables.recompute(rows)
+    assert again["cell"]["CESG"] == pytest.approx(stored["model"]["summary"]["CESG"], abs=1e-9)
+    assert again["cell"]["ci95"]["CESG"] == pytest.approx(stored["model"]["summary"]["ci95"]["CESG"], abs=1e-9)
+    assert snus_tables.recompute([r for r in rows if r["status"] != "unscored"])["cell"]["CESG"] == again["cell"]["CESG"]
+    assert snus_tables.row_failures(rows)["n_unscored"] == 1 == stored["n_unscored"]

@@ -87,7 +87,8 @@ def recompute(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The headline cell (the paper's corpus convention, intervals over images) and the
     data identity from a run's per-row P/R."""
     unique = rows_lib.dedupe(rows, snus_report.ID_FIELDS, same=()).rows
-    conv = corpus_scores(unique)
+    # as the stored corpus: rows recorded unscored are left out of the means (and counted)
+    conv = corpus_scores([r for r in unique if r.get("status") != "unscored"])
     cell = {k: conv[k] for k in KEYS if conv.get(k) is not None}
     cell["ci95"] = {k: v for k, v in (conv.get("ci95") or {}).items() if conv.get(k) is not None}
     return {"cell": cell, "dataset": identity(unique)}
@@ -102,7 +103,7 @@ def corpus_scores(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """What makes a run unrankable, counted from its rows."""
     return {"n_empty": sum(1 for r in rows if r.get("status") == "empty_prediction"),
-            "n_unscored": sum(1 for r in rows if str(r.get("status") or "").startswith("not scored"))}
+            "n_unscored": sum(1 for r in rows if r.get("status") == "unscored" or str(r.get("status") or "").startswith("not scored"))}
 
 
 # -- Table 2 ----------------------------------------------------------------------------------
