@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from lmms_scene import compat
 from lmms_scene.registration import install_task_path_hook, tasks_path
 
 
@@ -39,35 +40,21 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
             print(f"lmms-scene eval: --resume: {problem}", file=sys.stderr)
         print(f"lmms-scene eval: resuming {', '.join(map(str, resume.files))} ({resume.status()}): "
               f"{sum(len(v) for v in resume.outputs.values())} outputs served from it, the rest generated", file=sys.stderr)  # fmt: skip
-    import lmms_eval.__main__ as harness
-
     failures: list[BaseException] = []
-    original = harness.cli_evaluate_single
+    cli = compat.HarnessCLI(argv, failures.append)  # imports the harness's __main__
     original_evaluate = None
     if keep_journal:
-        import lmms_eval.evaluator as evaluator
-
-        original_evaluate = evaluator.evaluate
+        original_evaluate = compat.evaluator_module().evaluate
         J.install(None, chunk, announce=lambda message: print(message, file=sys.stderr), resume=resume)
         if not _output_path_of(argv):
             print("lmms-scene eval: no --output_path, so the harness saves nothing and no journal is kept", file=sys.stderr)
 
-    def evaluate_single(args):
-        try:
-            return original(args)
-        except SystemExit:
-            raise
-        except BaseException as err:
-            failures.append(err)
-            raise
-
-    saved_argv = sys.argv
-    harness.cli_evaluate_single = evaluate_single
-    sys.argv = ["lmms_eval", *argv]
     J.ACTIVE.journal = None
-    handlers = J.catch_signals()
+    handlers = None
     try:
-        harness.cli_evaluate()
+        with cli as cli_evaluate:
+            handlers = J.catch_signals()
+            cli_evaluate()
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     except KeyboardInterrupt as stop:
@@ -76,13 +63,10 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
         if err not in failures:
             failures.append(err)
     finally:
-        J.restore_signals(handlers)
-        harness.cli_evaluate_single = original
-        sys.argv = saved_argv
+        if handlers is not None:
+            J.restore_signals(handlers)
         if original_evaluate is not None:
-            import lmms_eval.evaluator as evaluator
-
-            evaluator.evaluate = original_evaluate
+            compat.evaluator_module().evaluate = original_evaluate
     stops = [f for f in failures if isinstance(f, KeyboardInterrupt)]
     if stops:
         return _interrupted(stops[-1])
@@ -151,9 +135,9 @@ def root_cause(err: BaseException) -> BaseException:
     seen = set()
     while id(err) not in seen:
         seen.add(id(err))
-        last = getattr(err, "last_attempt", None)
-        if last is not None and hasattr(last, "exception") and last.exception() is not None:
-            err = last.exception()
+        inner = compat.retry_cause(err)  # touch point retry-error
+        if inner is not None:
+            err = inner
             continue
         if err.__cause__ is not None and not type(err).__module__.startswith("lmms_scene"):
             # our own errors already say what went wrong and what to do: never the hub's cause behind them

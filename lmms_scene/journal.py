@@ -25,13 +25,13 @@ the repeat, request type, the request's plain arguments: prompt, generation kwar
 split; the output as the harness keeps it), ``end`` (``finished``, ``interrupted`` with
 the signal, or ``failed`` with the error; requests done of the total).
 
-The harness touch points (lmms-eval 0.7.3) are named here and nowhere else:
-``lmms_eval.evaluator.evaluate`` (wrapped: it receives the model and the built tasks),
-the model's ``generate_until`` / ``generate_until_multi_round`` (shadowed on the
-instance for the run), ``Instance.task_name/doc_id/idx/repeats/request_type/args``,
-``task.instances`` of the leaf tasks (``lmms_eval.evaluator_utils.get_task_list``) and
-``lmms_eval.api.instance.unwrap_generation_output`` (what the harness keeps of an
-output). A plain ``python -m lmms_eval`` run gets no journal.
+The harness touch points (lmms-eval 0.7.3) go through :mod:`lmms_scene.compat`:
+``lmms_eval.evaluator.evaluate`` (``evaluator``: wrapped, it receives the model and the
+built tasks), the model's ``generate_until`` / ``generate_until_multi_round`` (shadowed
+on the instance for the run), ``Instance.task_name/doc_id/idx/repeats/request_type/args``
+(``model-base``), ``task.instances`` of the leaf tasks (``compat.leaf_tasks``) and
+``lmms_eval.api.instance.unwrap_generation_output`` (``generation-output``: what the
+harness keeps of an output). A plain ``python -m lmms_eval`` run gets no journal.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from lmms_scene import compat
 
 VERSION = 1
 FOLDER = "lmms_scene_journal"
@@ -75,9 +77,7 @@ def request_arguments(request: Any) -> list:
 def kept_output(output: Any) -> tuple[Any, Any]:
     """What the harness keeps of a model's output (``unwrap_generation_output``: the text,
     a multi-round list, or ``str()`` of anything else) and its token counts."""
-    from lmms_eval.api.instance import unwrap_generation_output
-
-    text, counts = unwrap_generation_output(output)
+    text, counts = compat.unwrap_output(output)
     to_dict = getattr(counts, "to_dict", None)
     return text, (to_dict() if callable(to_dict) else None)
 
@@ -159,10 +159,8 @@ def header(cli_args: Any, lm: Any, chunk: int) -> dict[str, Any]:
 
 def plan(task_dict: Any) -> dict[str, Any]:
     """Every leaf task's requests as the harness built them (before any is answered)."""
-    from lmms_eval.evaluator_utils import get_task_list
-
     tasks: dict[str, Any] = {}
-    for output in get_task_list(task_dict):
+    for output in compat.leaf_tasks(task_dict):
         task = output.task
         instances = list(getattr(task, "instances", None) or [])
         types = sorted({i.request_type for i in instances})
@@ -250,13 +248,6 @@ def install(output_dir: str | Path | None, chunk: int, *, announce=print, resume
     journal), the requests it answered are served from it, checked to be the same
     requests, and only the others reach the model. Returns False (changing nothing) when
     the harness has no ``lmms_eval.evaluator.evaluate``; True when the wrapper is in place."""
-    from lmms_scene.harness import patch_once
-
-    try:
-        import lmms_eval.evaluator as evaluator
-    except Exception:  # pragma: no cover - the harness itself is broken
-        return False
-
     def wrap(original):
         def evaluate(*args, **kwargs):
             lm = kwargs.get("lm", args[0] if args else None)
@@ -314,7 +305,7 @@ def install(output_dir: str | Path | None, chunk: int, *, announce=print, resume
 
         return evaluate
 
-    return patch_once(evaluator, "evaluate", _MARK, wrap)
+    return compat.install_evaluate_wrapper(wrap, _MARK)
 
 
 # -- signals ----------------------------------------------------------------------------------

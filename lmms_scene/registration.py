@@ -19,14 +19,14 @@ task declares (``metadata.benchmark``) whatever folder it came from
 
 from __future__ import annotations
 
-import functools
-import inspect
 import os
 import threading
 import warnings
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from lmms_scene import compat
 
 _PATCH_MARK = "__lmms_scene_task_path__"
 #: task name -> YAML path, for every task the harness indexed in this process
@@ -56,14 +56,12 @@ def install_task_path_hook() -> bool:
 
     if settings.current().no_task_hook:
         return False
-    try:
-        from lmms_eval.tasks import TaskManager
-    except Exception as err:  # the harness itself is broken; not ours to report
-        warnings.warn(f"lmms-scene: could not import lmms_eval.tasks ({err}); use --include_path", stacklevel=2)
+    ours = tasks_path()
+    installed = compat.install_task_index_hook(str(ours), lambda p: _same(p, ours), record_index, _PATCH_MARK)
+    if installed is not True and installed != "shape":  # the harness itself is broken; not ours to report
+        warnings.warn(f"lmms-scene: {installed}; use --include_path", stacklevel=2)
         return False
-    # (once wrapped, inspect follows __wrapped__ to the harness's own signature)
-    params = list(inspect.signature(TaskManager.initialize_tasks).parameters)
-    if params[:3] != ["self", "include_path", "include_defaults"]:
+    if installed == "shape":
         warnings.warn(
             "lmms-scene: this lmms-eval's TaskManager differs from the tested 0.7.x one, so lmms-scene's "
             "tasks are not registered automatically. Pass them explicitly: "
@@ -71,23 +69,8 @@ def install_task_path_hook() -> bool:
             stacklevel=2,
         )
         return False
-    ours = tasks_path()
+    from lmms_scene.harness import install_prescore_hook, install_table_filter
 
-    def wrap(original):
-        @functools.wraps(original)
-        def initialize_tasks(self, include_path=None, include_defaults=True):
-            paths = [include_path] if isinstance(include_path, (str, os.PathLike)) else list(include_path or [])
-            if not any(_same(p, ours) for p in paths):
-                paths.append(str(ours))
-            index = original(self, include_path=paths, include_defaults=include_defaults)
-            record_index(index)
-            return index
-
-        return initialize_tasks
-
-    from lmms_scene.harness import install_prescore_hook, install_table_filter, patch_once
-
-    patch_once(TaskManager, "initialize_tasks", _PATCH_MARK, wrap)
     install_table_filter()
     install_prescore_hook()
     return True
@@ -109,18 +92,7 @@ def install_version_fix() -> bool:
     evaluator has already imported them by name, there too. The evaluator is not imported
     here: this runs while the harness loads its model registry, which may be in the
     middle of importing the evaluator."""
-    import sys
-
-    try:
-        from lmms_eval import utils as harness_utils
-    except Exception:  # noqa: BLE001 - the harness itself is broken; not ours to report
-        return False
     from lmms_scene import provenance
-
-    names = ("get_git_commit_hash", "get_git_branch_name", "get_lmms_eval_version_string")
-    if not all(callable(getattr(harness_utils, n, None)) for n in names):
-        warnings.warn("lmms-scene: this lmms-eval records its version differently from 0.7.3; results keep its own record", stacklevel=2)
-        return False
 
     def commit() -> str | None:
         return provenance.checkout_commit("lmms_eval")
@@ -128,17 +100,15 @@ def install_version_fix() -> bool:
     def branch() -> str | None:
         if commit() is None:
             return None
-        return provenance._git(Path(harness_utils.__file__).parent, "branch", "--show-current") or "detached"
+        return provenance._git(Path(compat.harness_folder()), "branch", "--show-current") or "detached"
 
     def version() -> str:
         return provenance.harness_version() or "unknown"
 
-    for name, fn in zip(names, (commit, branch, version)):
-        setattr(fn, _VERSION_MARK, True)
-        for module in (harness_utils, sys.modules.get("lmms_eval.evaluator")):
-            if module is not None and callable(getattr(module, name, None)) and not getattr(getattr(module, name), _VERSION_MARK, False):
-                setattr(module, name, fn)
-    return True
+    installed = compat.install_version_functions(commit, branch, version, _VERSION_MARK)
+    if installed is False:
+        warnings.warn("lmms-scene: this lmms-eval records its version differently from 0.7.3; results keep its own record", stacklevel=2)
+    return bool(installed)
 
 
 def record_index(index: Any) -> None:

@@ -17,13 +17,9 @@ MODELS = {
 def MANIFESTS():
     """Entry-point payload: the model manifests. Loading it also registers our task
     folder with the harness (route 3 in :mod:`lmms_scene.registration`)."""
-    from lmms_eval.models.registry_v2 import ModelManifest
-
+    from lmms_scene import compat
     from lmms_scene.registration import install_task_path_hook, install_version_fix
 
     install_version_fix()  # whatever LMMS_SCENE_NO_TASK_HOOK says: the results' versions must be true
     install_task_path_hook()
-    return [
-        ModelManifest(model_id=name, simple_class_path=simple, chat_class_path=chat)
-        for name, (simple, chat) in MODELS.items()
-    ]
+    return [compat.model_manifest(name, simple, chat) for name, (simple, chat) in MODELS.items()]

@@ -17,12 +17,48 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_eval.api.instance import Instance
-from lmms_eval.api.model import lmms
+from lmms_scene import compat
+from lmms_scene.compat import GenerationRequest
 
-# A task whose rounds never end would hang an evaluation; past this many rounds the
-# request fails with an error naming the task and document.
+lmms = compat.model_base()
+#: a harness request (``lmms_eval.api.instance.Instance``; touch point ``model-base``)
+Instance = Any
+
+# A task whose rounds never end would hang an evaluation: past this many rounds
+# ``echo``/``scene_blind`` fail the request with an error naming the task and document,
+# and ``scene_replay`` logs it and keeps the rounds so far (:func:`converse`).
 MAX_ROUNDS = 64
+
+
+class StopConversation(Exception):
+    """Raised by a round's ``answer`` to end the conversation, keeping the rounds before."""
+
+
+def converse(first: Any, answer: Any, next_turn: Any = None, on_limit: Any = None) -> tuple[list, list]:
+    """The one conversation loop of lmms-scene's models (``echo``, ``scene_blind``,
+    ``scene_replay``), following the harness's multi-round protocol.
+
+    ``answer(turns)`` answers the last of the turns so far; ``next_turn(round_idx,
+    previous_outputs, round_info) -> (turn, round_info)`` gives the next turn, None when
+    the task ends the conversation (no ``next_turn``: one round). Past :data:`MAX_ROUNDS`
+    rounds ``on_limit()`` is called (it may raise) and the loop stops; an ``answer`` that
+    raises :class:`StopConversation` stops it too. Returns the turns and the outputs."""
+    turns, outputs = [first], []
+    try:
+        outputs.append(answer(turns))
+        round_info = None
+        while next_turn is not None:
+            if len(outputs) >= MAX_ROUNDS:
+                on_limit()
+                break
+            turn, round_info = next_turn(len(outputs), list(outputs), round_info)
+            if turn is None:
+                break
+            turns.append(turn)
+            outputs.append(answer(turns))
+    except StopConversation:
+        pass
+    return turns, outputs
 
 
 @dataclass
@@ -115,9 +151,9 @@ class SceneModel(lmms):
         import torch.distributed as dist
 
         if dist.is_available() and dist.is_initialized():
-            self._rank, self._world_size = dist.get_rank(), dist.get_world_size()
-        if self._record_path and self._world_size > 1:
-            self._record_path = self._record_path.with_name(f"{self._record_path.name}.rank{self._rank}")
+            compat.set_process_group(self, dist.get_rank(), dist.get_world_size())
+        if self._record_path and self.world_size > 1:
+            self._record_path = self._record_path.with_name(f"{self._record_path.name}.rank{self.rank}")
 
     # --- what subclasses implement -------------------------------------------------
     def respond(self, info: RequestInfo, turns: list[Turn]) -> str:  # pragma: no cover
@@ -143,61 +179,45 @@ class SceneModel(lmms):
             return None
 
     def _answer(self, request: Instance, multi_round: bool):
-        args = request.args
+        req = GenerationRequest.of(request, chat=not self.is_simple, multi_round=multi_round)
         if self.is_simple:
-            return self._answer_simple(args, multi_round)
-        return self._answer_chat(args, multi_round)
+            return self._answer_simple(req, multi_round)
+        return self._answer_chat(req, multi_round)
 
-    def _answer_simple(self, args: tuple, multi_round: bool):
-        if multi_round:
-            context, _gen, doc_to_visual, doc_to_text, doc_id, task, split = args
-        else:
-            context, _gen, doc_to_visual, doc_id, task, split = args
-        info = RequestInfo(task, split, doc_id, self._doc(task, split, doc_id))
-        visuals = doc_to_visual(info.doc) if (self.looks_at_images and info.doc is not None) else []
+    def _answer_simple(self, req: GenerationRequest, multi_round: bool):
+        info = RequestInfo(req.task, req.split, req.doc_id, self._doc(req.task, req.split, req.doc_id))
+        visuals = req.doc_to_visual(info.doc) if (self.looks_at_images and info.doc is not None) else []
 
         def next_round(round_idx, previous, round_info):
-            visuals, text, terminal, _prev, round_info = doc_to_text(
+            visuals, text, terminal, _prev, round_info = req.doc_to_text(
                 info.doc, previous_output=previous, round_idx=round_idx, previous_round_info=round_info
             )
             turn = None if terminal else _turn_from_visuals(text, visuals if self.looks_at_images else [])
             return turn, round_info
 
-        return self._converse(info, _turn_from_visuals(context, visuals), next_round if multi_round else None)
+        return self._converse(info, _turn_from_visuals(req.context, visuals), next_round if multi_round else None)
 
-    def _answer_chat(self, args: tuple, multi_round: bool):
-        _context, doc_to_messages, _gen, doc_id, task, split = args
-        info = RequestInfo(task, split, doc_id, self._doc(task, split, doc_id))
+    def _answer_chat(self, req: GenerationRequest, multi_round: bool):
+        info = RequestInfo(req.task, req.split, req.doc_id, self._doc(req.task, req.split, req.doc_id))
 
         def next_round(round_idx, previous, round_info):
-            messages, terminal, _prev, round_info = doc_to_messages(
+            messages, terminal, _prev, round_info = req.doc_to_messages(
                 info.doc, round_idx=round_idx, previous_output=previous, previous_round_info=round_info
             )
             return (None if terminal else _turn_from_messages(messages)), round_info
 
-        return self._converse(info, _turn_from_messages(doc_to_messages(info.doc)), next_round if multi_round else None)
+        return self._converse(info, _turn_from_messages(req.doc_to_messages(info.doc)), next_round if multi_round else None)
 
     def _converse(self, info: RequestInfo, first: Turn, next_round):
         """Answer ``first``; with ``next_round`` (multi-round), keep asking it for the next
         turn (None when the task says the conversation is over) and answering."""
-        turns, outputs = [first], [_sanitised(self.respond(info, [first]))]
-        round_info = None
-        while next_round is not None:
-            self._check_rounds(info, len(outputs))
-            turn, round_info = next_round(len(outputs), list(outputs), round_info)
-            if turn is None:
-                break
-            turns.append(turn)
-            outputs.append(_sanitised(self.respond(info, turns)))
+
+        def too_many() -> None:
+            raise RuntimeError(f"task {info.task!r} doc {info.doc_id}: no terminal signal after {MAX_ROUNDS} rounds")
+
+        turns, outputs = converse(first, lambda turns: _sanitised(self.respond(info, turns)), next_round, too_many)
         self._record(info, turns, outputs)
         return outputs if next_round is not None else outputs[0]
-
-    @staticmethod
-    def _check_rounds(info: RequestInfo, round_idx: int) -> None:
-        if round_idx >= MAX_ROUNDS:
-            raise RuntimeError(
-                f"task {info.task!r} doc {info.doc_id}: no terminal signal after {MAX_ROUNDS} rounds"
-            )
 
     def _record(self, info: RequestInfo, turns: list[Turn], outputs: list[str]) -> None:
         if self._record_path is None:

@@ -17,17 +17,15 @@ so (:attr:`SceneFromSamples.single_logged`).
 
 from __future__ import annotations
 
-import ast
 import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_eval.api.instance import Instance
-from lmms_eval.api.model import lmms
-
+from lmms_scene import compat
 from lmms_scene.files import iter_jsonl
+from lmms_scene.models._base import Instance, lmms
 
 
 def task_of_samples_file(path: Path) -> str:
@@ -169,9 +167,8 @@ def _kept_repeats(value: Any) -> list | None:
     """The samples of Layered-VQA's ``KeepRepeats`` filter (its dict, or the ``str()`` of it
     the harness logs), else None."""
     if isinstance(value, str) and value.startswith("{'" + REPEATS_KEY + "'"):
-        try:
-            value = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
+        value = compat.literal(value)  # touch point stringified-values
+        if value is None:
             return None
     if isinstance(value, dict) and REPEATS_KEY in value:
         return list(value[REPEATS_KEY])

@@ -23,12 +23,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from lmms_eval.api.instance import Instance
-from lmms_eval.api.model import lmms
 from loguru import logger
 
-#: rounds asked at most per document, whatever the task says (a task must end itself first)
-MAX_ROUNDS = 64
+from lmms_scene import compat
+from lmms_scene.compat import GenerationRequest
+from lmms_scene.models._base import MAX_ROUNDS, Instance, StopConversation, converse, lmms
+
+__all__ = ["MAX_ROUNDS", "SceneReplay"]  # rounds asked at most per document: the models' one limit
 
 
 class SceneReplay(lmms):
@@ -40,16 +41,13 @@ class SceneReplay(lmms):
             raise ValueError("scene_replay: model_args must name the wrapped model, e.g. inner=qwen2_5_vl,pretrained=...")
         if inner == "scene_replay":
             raise ValueError("scene_replay: inner=scene_replay would wrap itself")
-        from lmms_eval import models
-
-        cls = models.get_model(inner, force_simple=not _truthy(inner_chat))
+        cls = compat.model_class(inner, force_simple=not _truthy(inner_chat))
         args = {k: v for k, v in kwargs.items() if v is not None}
         self.inner_name = inner
         self._inner = cls(**args)
         # the harness fills lm.task_dict in place; the inner model reads the same dict
         self._inner.task_dict = self.task_dict
-        self._rank = getattr(self._inner, "rank", 0)
-        self._world_size = getattr(self._inner, "world_size", 1)
+        compat.set_process_group(self, getattr(self._inner, "rank", 0), getattr(self._inner, "world_size", 1))
         self.device = getattr(self._inner, "device", "cpu")
         self.batch_size_per_gpu = 1
 
@@ -73,40 +71,41 @@ class SceneReplay(lmms):
 
     def _ask(self, text: str, visuals: list, gen_kwargs: dict, doc_id: int, task: str, split: str, metadata: dict) -> str:
         if self._inner.is_simple:
-            arguments = (text, copy.deepcopy(gen_kwargs), lambda _doc, v=list(visuals): v, doc_id, task, split)
+            request = GenerationRequest(text, copy.deepcopy(gen_kwargs), doc_id, task, split, doc_to_visual=lambda _doc, v=list(visuals): v)
         else:
 
             def doc_to_messages(_doc, v=list(visuals), t=text):
                 content = [{"type": "image", "url": img} for img in v] + [{"type": "text", "text": t}]
                 return [{"role": "user", "content": content}]
 
-            arguments = (text, doc_to_messages, copy.deepcopy(gen_kwargs), doc_id, task, split)
-        request = Instance(request_type="generate_until", arguments=arguments, idx=0, metadata=metadata)
-        out = self._inner.generate_until([request])
+            request = GenerationRequest(text, copy.deepcopy(gen_kwargs), doc_id, task, split, chat=True, doc_to_messages=doc_to_messages)
+        out = self._inner.generate_until([compat.make_request("generate_until", request.as_args(), metadata)])
         if not isinstance(out, (list, tuple)) or len(out) != 1:
             raise RuntimeError(f"{self.inner_name}.generate_until returned {out!r:.200} for one request")
         return "" if out[0] is None else str(out[0])
 
     def _converse(self, request: Instance) -> list[str]:
-        context, gen_kwargs, doc_to_visual, doc_to_text, doc_id, task, split = request.args
+        req = GenerationRequest.of(request, chat=False, multi_round=True)
+        task, doc_id = req.task, req.doc_id
         metadata = dict(request.metadata or {"task": task, "doc_id": doc_id, "repeats": 1})
-        doc = self.task_dict[task][split][doc_id]
-        outputs: list[str] = []
-        info = None
-        text, visuals = context, doc_to_visual(doc)
-        for round_idx in range(MAX_ROUNDS):
-            if round_idx > 0:
-                visuals, text, terminal, _prev, info = doc_to_text(
-                    doc, previous_output=list(outputs), round_idx=round_idx, previous_round_info=info
-                )
-                if terminal:
-                    return outputs
+        doc = self.task_dict[task][req.split][doc_id]
+
+        def answer(turns: list) -> str:
+            text, visuals = turns[-1]
             try:
-                outputs.append(self._ask(text, visuals or [], gen_kwargs, doc_id, task, split, metadata))
+                return self._ask(text, visuals or [], req.gen_kwargs, doc_id, task, req.split, metadata)
             except Exception as exc:  # the turns before are kept; the row records the early stop
-                logger.error(f"scene_replay: task {task!r} doc {doc_id} round {round_idx}: {self.inner_name} failed: {type(exc).__name__}: {exc}")
-                return outputs
-        logger.error(f"scene_replay: task {task!r} doc {doc_id}: no terminal signal after {MAX_ROUNDS} rounds")
+                logger.error(f"scene_replay: task {task!r} doc {doc_id} round {len(turns) - 1}: {self.inner_name} failed: {type(exc).__name__}: {exc}")
+                raise StopConversation from exc
+
+        def next_turn(round_idx: int, previous: list, info: Any):
+            visuals, text, terminal, _prev, info = req.doc_to_text(doc, previous_output=previous, round_idx=round_idx, previous_round_info=info)
+            return (None if terminal else (text, visuals)), info
+
+        def too_many() -> None:
+            logger.error(f"scene_replay: task {task!r} doc {doc_id}: no terminal signal after {MAX_ROUNDS} rounds")
+
+        _turns, outputs = converse((req.context, req.doc_to_visual(doc)), answer, next_turn, too_many)
         return outputs
 
 

@@ -1,0 +1,735 @@
+"""The one door to lmms-eval's internals: every import of a harness module and every
+patch lmms-scene installs goes through here.
+
+Each touch point is a small named function (or class) whose docstring says what it
+relies on; :data:`TOUCH_POINTS` lists them all with the harness versions they were
+verified on, and :func:`check` verifies that each one still holds against the installed
+harness (the attribute exists, the signature has the parameters we pass, the source
+still writes the keys we read), returning a message that names the touch point when it
+does not. ``tests/test_compat.py`` runs it for every touch point, so a harness upgrade
+that breaks one fails with that touch point's name.
+
+Nothing here imports lmms-eval at module level: importing :mod:`lmms_scene` (or this
+module) loads no harness; each function imports what it needs when it is called.
+
+The version gate: :func:`verified` says whether the installed lmms-eval is one the
+touch points were verified on; :func:`check` reports an unverified version next to each
+problem, so a failure on a new release reads "verified on 0.7.3, installed 0.8.0: ...".
+The patches themselves keep their own shape checks (a patch whose target is missing or
+shaped differently warns or does nothing; it never breaks the harness).
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+#: the distribution name of the harness
+HARNESS = "lmms-eval"
+#: lmms-eval releases every touch point below was verified on
+VERIFIED_VERSIONS = ("0.7.3",)
+
+
+def installed_version() -> str | None:
+    """The installed lmms-eval's version (``importlib.metadata``), or None."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(HARNESS)
+    except PackageNotFoundError:
+        return None
+
+
+def verified(versions: tuple[str, ...] = VERIFIED_VERSIONS) -> bool:
+    """Whether the installed lmms-eval is one of ``versions`` (the version gate)."""
+    return installed_version() in versions
+
+
+# -- a harness function wrapped once ---------------------------------------------------------
+
+
+def patch_once(owner: Any, name: str, mark: str, wrap: Any) -> bool:
+    """Replace ``owner.name`` by ``wrap(original)`` unless it is already our wrapper
+    (marked with the attribute ``mark``). Returns False, changing nothing, when the
+    harness has no such attribute; True when our wrapper is in place."""
+    original = getattr(owner, name, None)
+    if original is None:
+        return False
+    if getattr(original, mark, False):
+        return True
+    wrapper = wrap(original)
+    setattr(wrapper, mark, True)
+    setattr(wrapper, _ORIGINAL, original)
+    setattr(owner, name, wrapper)
+    return True
+
+
+_ORIGINAL = "__lmms_scene_original__"
+
+
+def unpatched(fn: Any) -> Any:
+    """The harness's own function behind our wrappers (:func:`patch_once`)."""
+    while hasattr(fn, _ORIGINAL):
+        fn = getattr(fn, _ORIGINAL)
+    return fn
+
+
+# -- models: base class, request class, registry -------------------------------------------------
+
+
+def model_base() -> type:
+    """lmms-eval's model base class ``lmms_eval.api.model.lmms`` (our models subclass it;
+    it sets ``_rank = 0`` / ``_world_size = 1`` and exposes them as ``rank`` / ``world_size``)."""
+    from lmms_eval.api.model import lmms
+
+    return lmms
+
+
+def request_class() -> type:
+    """lmms-eval's request ``lmms_eval.api.instance.Instance`` (a dataclass: ``request_type``,
+    ``arguments`` (exposed as ``args``), ``idx``, ``metadata``, ``task_name``, ``doc_id``,
+    ``repeats``, ``filtered_resps``)."""
+    from lmms_eval.api.instance import Instance
+
+    return Instance
+
+
+def make_request(request_type: str, arguments: tuple, metadata: dict, idx: int = 0) -> Any:
+    """A harness ``Instance`` built by lmms-scene (``scene_replay`` asks its inner model
+    one such ``generate_until`` request per round)."""
+    return request_class()(request_type=request_type, arguments=arguments, idx=idx, metadata=metadata)
+
+
+def model_class(name: str, force_simple: bool = False) -> type:
+    """The harness model class registered as ``name`` (``lmms_eval.models.get_model(name,
+    force_simple=...)``)."""
+    from lmms_eval import models
+
+    return models.get_model(name, force_simple=force_simple)
+
+
+def model_manifest(model_id: str, simple_class_path: str | None, chat_class_path: str | None) -> Any:
+    """One ``lmms_eval.models.registry_v2.ModelManifest`` (the payload of our
+    ``lmms_eval.models`` entry point)."""
+    from lmms_eval.models.registry_v2 import ModelManifest
+
+    return ModelManifest(model_id=model_id, simple_class_path=simple_class_path, chat_class_path=chat_class_path)
+
+
+def set_process_group(model: Any, rank: int, world_size: int) -> None:
+    """Record the process group a model runs in, in the base class's private
+    ``_rank`` / ``_world_size`` (what its ``rank`` / ``world_size`` properties read, and
+    what the harness shards documents by)."""
+    model._rank, model._world_size = rank, world_size
+
+
+# -- the one typed request ----------------------------------------------------------------------
+
+
+@dataclass
+class GenerationRequest:
+    """A ``generate_until`` / ``generate_until_multi_round`` request's ``Instance.args``,
+    by name. lmms-eval 0.7.3 packs them by position, three ways:
+
+    - simple class, ``generate_until``: ``(context, gen_kwargs, doc_to_visual, doc_id, task, split)``;
+    - simple class, multi-round: ``(context, gen_kwargs, doc_to_visual, doc_to_text, doc_id, task, split)``
+      (``doc_to_text`` called with ``round_idx`` / ``previous_output`` / ``previous_round_info``);
+    - chat class, either type: ``(context, doc_to_messages, gen_kwargs, doc_id, task, split)``.
+    """
+
+    context: str
+    gen_kwargs: dict
+    doc_id: int
+    task: str
+    split: str
+    chat: bool = False
+    doc_to_visual: Callable | None = None
+    doc_to_text: Callable | None = None
+    doc_to_messages: Callable | None = None
+
+    @classmethod
+    def from_args(cls, args: tuple, *, chat: bool, multi_round: bool) -> GenerationRequest:
+        if chat:
+            context, doc_to_messages, gen_kwargs, doc_id, task, split = args
+            return cls(context, gen_kwargs, doc_id, task, split, chat=True, doc_to_messages=doc_to_messages)
+        if multi_round:
+            context, gen_kwargs, doc_to_visual, doc_to_text, doc_id, task, split = args
+        else:
+            (context, gen_kwargs, doc_to_visual, doc_id, task, split), doc_to_text = args, None
+        return cls(context, gen_kwargs, doc_id, task, split, doc_to_visual=doc_to_visual, doc_to_text=doc_to_text)
+
+    @classmethod
+    def of(cls, request: Any, *, chat: bool, multi_round: bool) -> GenerationRequest:
+        """The request of a harness ``Instance`` (its ``args``)."""
+        return cls.from_args(request.args, chat=chat, multi_round=multi_round)
+
+    def as_args(self) -> tuple:
+        """The positional ``arguments`` of a single-round ``generate_until`` request."""
+        if self.chat:
+            return (self.context, self.doc_to_messages, self.gen_kwargs, self.doc_id, self.task, self.split)
+        return (self.context, self.gen_kwargs, self.doc_to_visual, self.doc_id, self.task, self.split)
+
+
+# -- per-round outputs -------------------------------------------------------------------------------
+
+
+def literal(text: str) -> Any:
+    """A Python literal the harness logged as its ``str()`` (a tuple of round outputs, a
+    filter's dict), parsed with :func:`ast.literal_eval` (literals only), else None."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+
+
+def round_outputs(results: Any) -> list[str]:
+    """The per-round answers of one multi-round document, as a list of strings.
+
+    ``process_results`` gets them in three shapes in lmms-eval 0.7.3: a list (chat
+    models, and lmms-scene's own models), a one-element list holding that list, or,
+    from the simple ``qwen2_vl``/``qwen2_5_vl``/``llava_onevision`` classes, the
+    ``str()`` of a tuple of strings (the harness stringifies their tuple). The last is
+    parsed back with :func:`ast.literal_eval`, which evaluates literals only.
+
+    >>> round_outputs(["('a', 'b')"])
+    ['a', 'b']
+    >>> round_outputs([["a", "b"]])
+    ['a', 'b']
+    """
+    if isinstance(results, (list, tuple)) and len(results) == 1 and isinstance(results[0], (list, tuple)):
+        results = results[0]
+    if isinstance(results, str):
+        results = [results]
+    outputs = list(results)
+    if len(outputs) == 1 and isinstance(outputs[0], str) and outputs[0].startswith("("):
+        parsed = literal(outputs[0])
+        if isinstance(parsed, tuple) and all(isinstance(x, str) for x in parsed):
+            return list(parsed)
+    return ["" if o is None else str(o) for o in outputs]
+
+
+def unwrap_output(output: Any) -> tuple[Any, Any]:
+    """What the harness keeps of a model's output and its token counts
+    (``lmms_eval.api.instance.unwrap_generation_output``)."""
+    from lmms_eval.api.instance import unwrap_generation_output
+
+    return unwrap_generation_output(output)
+
+
+# -- task index, printed table, filters, evaluator ----------------------------------------------------
+
+
+def install_task_index_hook(extra_path: str, same_path: Callable[[Any], bool], on_index: Callable[[Any], None],
+                            mark: str) -> bool | str:  # fmt: skip
+    """Make every ``lmms_eval.tasks.TaskManager.initialize_tasks(include_path,
+    include_defaults)`` also index ``extra_path`` and hand its index to ``on_index``.
+
+    Returns True when installed (or already); otherwise nothing changed and it returns
+    ``"shape"`` when the harness is not the tested shape, or the import error as a string."""
+    try:
+        from lmms_eval.tasks import TaskManager
+    except Exception as err:  # the harness itself is broken; not ours to report
+        return f"could not import lmms_eval.tasks ({err})"
+    # (once wrapped, inspect follows __wrapped__ to the harness's own signature)
+    params = list(inspect.signature(TaskManager.initialize_tasks).parameters)
+    if params[:3] != ["self", "include_path", "include_defaults"]:
+        return "shape"
+
+    def wrap(original):
+        @functools.wraps(original)
+        def initialize_tasks(self, include_path=None, include_defaults=True):
+            paths = [include_path] if isinstance(include_path, (str, os.PathLike)) else list(include_path or [])
+            if not any(same_path(p) for p in paths):
+                paths.append(extra_path)
+            index = original(self, include_path=paths, include_defaults=include_defaults)
+            on_index(index)
+            return index
+
+        return initialize_tasks
+
+    patch_once(TaskManager, "initialize_tasks", mark, wrap)
+    return True
+
+
+def task_manager() -> type:
+    """``lmms_eval.tasks.TaskManager`` (index of every task the harness knows)."""
+    from lmms_eval.tasks import TaskManager
+
+    return TaskManager
+
+
+_TABLE_MARK = "__lmms_scene_numbers_only__"
+
+
+def install_table_filter(filter_result: Callable[[dict], dict]) -> bool:
+    """Make ``lmms_eval.utils.make_table(result_dict, column, ...)`` print
+    ``filter_result(result_dict)``, where it is defined and in the modules that imported
+    it by name (``lmms_eval.evaluator``, ``lmms_eval.__main__``). Returns False (and
+    changes nothing) when the harness has no ``make_table``."""
+    try:
+        import lmms_eval.utils as harness_utils
+    except Exception:  # pragma: no cover - the harness itself is broken
+        return False
+    original = getattr(harness_utils, "make_table", None)
+
+    def wrap(make_table_fn):
+        def make_table(result_dict, column: str = "results", *args, **kwargs):
+            return make_table_fn(filter_result(result_dict), column, *args, **kwargs)
+
+        return make_table
+
+    if not patch_once(harness_utils, "make_table", _TABLE_MARK, wrap):
+        return False
+    # modules that imported the name before the hook ran hold the original
+    for name in ("lmms_eval.evaluator", "lmms_eval.__main__"):
+        module = sys.modules.get(name)
+        if module is not None and original is not None and getattr(module, "make_table", None) is original:
+            module.make_table = harness_utils.make_table
+    return True
+
+
+_PRESCORE_MARK = "__lmms_scene_prescore__"
+
+
+def install_after_filters(callback: Callable[[Any], None]) -> bool:
+    """After ``lmms_eval.api.task.ConfigurableTask.apply_filters(self)`` (every answer of
+    this process is in, filtered), call ``callback(task)``; a failing callback is a
+    warning naming the task, never an error. Returns whether the hook is installed."""
+    import warnings
+
+    try:
+        from lmms_eval.api.task import ConfigurableTask
+    except Exception:  # pragma: no cover - the harness itself is broken
+        return False
+
+    def wrap(original):
+        def apply_filters(self, *args, **kwargs):
+            out = original(self, *args, **kwargs)
+            try:
+                callback(self)
+            except Exception as err:
+                task = getattr(getattr(self, "config", None), "task", "?")
+                warnings.warn(f"lmms-scene: batch pre-scoring of {task} failed ({err!r}); scoring row by row", stacklevel=2)
+            return out
+
+        return apply_filters
+
+    return patch_once(ConfigurableTask, "apply_filters", _PRESCORE_MARK, wrap)
+
+
+def task_pairs(task: Any, filter_key: str = "none") -> list[tuple[Any, Any]]:
+    """``(doc, answer)`` for every request of a harness task after its filters ran, as
+    ``process_results`` will see them (lmms-eval 0.7.3: a request's ``doc_id`` indexes
+    ``task.eval_docs``; ``inst.filtered_resps[filter_key]``; a ``generate_until`` answer
+    is stripped)."""
+    docs = task.eval_docs
+    pairs = []
+    for inst in task.instances:
+        answer = inst.filtered_resps.get(filter_key)
+        if isinstance(answer, str):
+            answer = answer.strip()
+        pairs.append((docs[inst.doc_id], answer))
+    return pairs
+
+
+def evaluator_module() -> Any:
+    """``lmms_eval.evaluator`` (its ``evaluate(lm, task_dict, ..., cli_args=...)`` is what the
+    journal wraps)."""
+    import lmms_eval.evaluator as evaluator
+
+    return evaluator
+
+
+def install_evaluate_wrapper(wrap: Callable[[Callable], Callable], mark: str) -> bool:
+    """Wrap ``lmms_eval.evaluator.evaluate`` once (``wrap(original)``); False (changing
+    nothing) when the harness has none."""
+    try:
+        evaluator = evaluator_module()
+    except Exception:  # pragma: no cover - the harness itself is broken
+        return False
+    return patch_once(evaluator, "evaluate", mark, wrap)
+
+
+def leaf_tasks(task_dict: Any) -> list:
+    """The leaf tasks of a built task dict (``lmms_eval.evaluator_utils.get_task_list``:
+    each with ``.task`` (its ``instances``, ``config``) and ``.task_name``)."""
+    from lmms_eval.evaluator_utils import get_task_list
+
+    return get_task_list(task_dict)
+
+
+# -- the harness's version record --------------------------------------------------------------------
+
+VERSION_FUNCTIONS = ("get_git_commit_hash", "get_git_branch_name", "get_lmms_eval_version_string")
+
+
+def install_version_functions(commit: Callable, branch: Callable, version: Callable, mark: str) -> bool | None:
+    """Replace ``lmms_eval.utils``'s :data:`VERSION_FUNCTIONS` (what the results file and
+    banner record as the harness's commit, branch and version) by ours, there and in
+    ``lmms_eval.evaluator`` when it already imported them by name (the evaluator is not
+    imported here). None when the harness cannot be imported, False when it lacks them."""
+    try:
+        from lmms_eval import utils as harness_utils
+    except Exception:  # noqa: BLE001 - the harness itself is broken; not ours to report
+        return None
+    if not all(callable(getattr(harness_utils, n, None)) for n in VERSION_FUNCTIONS):
+        return False
+    for name, fn in zip(VERSION_FUNCTIONS, (commit, branch, version)):
+        setattr(fn, mark, True)
+        for module in (harness_utils, sys.modules.get("lmms_eval.evaluator")):
+            if module is not None and callable(getattr(module, name, None)) and not getattr(getattr(module, name), mark, False):
+                setattr(module, name, fn)
+    return True
+
+
+def harness_folder() -> str:
+    """The folder of the installed ``lmms_eval`` package."""
+    from lmms_eval import utils as harness_utils
+
+    return os.path.dirname(os.path.abspath(harness_utils.__file__))
+
+
+# -- the harness's command line ----------------------------------------------------------------------
+
+
+class HarnessCLI:
+    """Run ``lmms_eval.__main__.cli_evaluate()`` in this process as if ``argv`` were its
+    command line. Building it imports the harness's ``__main__``; within ``with`` it
+    ``sys.argv`` is ``["lmms_eval", *argv]`` and ``cli_evaluate_single(args)`` is wrapped
+    so every failure but ``SystemExit`` reaches ``on_failure`` (0.7.3 logs a failed
+    evaluation and exits 0); the block gets the function that starts the run. Both are
+    restored on the way out."""
+
+    def __init__(self, argv: list[str], on_failure: Callable[[BaseException], None]) -> None:
+        import lmms_eval.__main__ as harness
+
+        self._harness, self._argv, self._on_failure = harness, list(argv), on_failure
+        self._saved: tuple[Any, list[str]] | None = None
+
+    def __enter__(self) -> Callable[[], None]:
+        harness, original = self._harness, self._harness.cli_evaluate_single
+        on_failure = self._on_failure
+
+        def evaluate_single(args):
+            try:
+                return original(args)
+            except SystemExit:
+                raise
+            except BaseException as err:
+                on_failure(err)
+                raise
+
+        self._saved = (original, sys.argv)
+        harness.cli_evaluate_single = evaluate_single
+        sys.argv = ["lmms_eval", *self._argv]
+        return harness.cli_evaluate
+
+    def __exit__(self, *exc: Any) -> None:
+        original, argv = self._saved
+        self._harness.cli_evaluate_single = original
+        sys.argv = argv
+
+
+def eval_arg_parser() -> Any:
+    """The harness's own argument parser (``lmms_eval.__main__.parse_eval_args()`` returns
+    ``(parser, args)``)."""
+    import lmms_eval.__main__ as harness
+
+    parser, _ = harness.parse_eval_args()
+    return parser
+
+
+def retry_cause(err: BaseException) -> BaseException | None:
+    """The exception inside tenacity's ``RetryError`` (``last_attempt.exception()``: the
+    harness retries ``process_results`` 5 times with ``tenacity.retry``), else None."""
+    last = getattr(err, "last_attempt", None)
+    if last is not None and hasattr(last, "exception") and last.exception() is not None:
+        return last.exception()
+    return None
+
+
+# -- judges --------------------------------------------------------------------------------------------
+
+
+def judge_server(provider: str, **config: Any) -> Any:
+    """lmms-eval's judge client: ``lmms_eval.llm_judge.get_server(provider, ServerConfig(**config))``."""
+    from lmms_eval.llm_judge import ServerConfig, get_server
+
+    return get_server(provider, ServerConfig(**config))
+
+
+def judge_request(messages: list[dict], config: Any) -> Any:
+    """One ``lmms_eval.llm_judge.Request(messages=, config=)``."""
+    from lmms_eval.llm_judge import Request
+
+    return Request(messages=messages, config=config)
+
+
+# -- PIL's global flag ---------------------------------------------------------------------------------
+
+
+def harness_sets_truncated_images() -> bool:
+    """Whether importing the harness's task module leaves PIL's global
+    ``ImageFile.LOAD_TRUNCATED_IMAGES`` on (0.7.3's ``lmms_eval/api/task.py`` sets it at
+    import). Our decoders never read or set the flag (``data/release.py`` decodes in
+    full, ``analysis/extract.py`` turns it off around its own decoding)."""
+    import lmms_eval.api.task  # noqa: F401  (the import is what sets it)
+    from PIL import ImageFile
+
+    return bool(ImageFile.LOAD_TRUNCATED_IMAGES)
+
+
+# -- results files ---------------------------------------------------------------------------------------
+
+#: the keys of a harness ``*_results.json`` lmms-scene reads (results.py, from_samples.py,
+#: report/submission.py, evaluate.py): per-task metrics as ``"<metric>,<filter>"``
+RESULTS_KEYS = ("results", "group_subtasks", "configs", "versions", "n-samples", "config")
+#: keys under ``config`` lmms-scene reads
+RESULTS_CONFIG_KEYS = ("model", "model_args", "limit", "resolved_cli_args")
+
+
+# -- the table of touch points and the check ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TouchPoint:
+    name: str
+    #: what of the harness it touches
+    touches: str
+    #: where lmms-scene uses it
+    used_by: str
+    check: Callable[[], str | None]
+    verified: tuple[str, ...] = VERIFIED_VERSIONS
+
+
+class HarnessChanged(RuntimeError):
+    """A touch point no longer holds against the installed harness."""
+
+
+def _import(module: str) -> Any:
+    import importlib
+
+    return importlib.import_module(module)
+
+
+def _params(fn: Any) -> list[str]:
+    return list(inspect.signature(unpatched(fn)).parameters)
+
+
+def _needs_params(fn: Any, names: list[str]) -> str | None:
+    have = _params(fn)
+    missing = [n for n in names if n not in have]
+    return f"{getattr(fn, '__qualname__', fn)} has parameters {have}, lacks {missing}" if missing else None
+
+
+def _needs_attrs(owner: Any, names: list[str]) -> str | None:
+    missing = [n for n in names if not hasattr(owner, n)]
+    return f"{getattr(owner, '__name__', owner)} lacks {missing}" if missing else None
+
+
+def _source_has(module: str, needles: list[str]) -> str | None:
+    text = inspect.getsource(_import(module))
+    missing = [n for n in needles if n not in text]
+    return f"{module} no longer contains {missing}" if missing else None
+
+
+def _check_task_index() -> str | None:
+    params = _params(_import("lmms_eval.tasks").TaskManager.initialize_tasks)
+    if params[:3] != ["self", "include_path", "include_defaults"]:
+        return f"TaskManager.initialize_tasks has parameters {params}, not (self, include_path, include_defaults, ...)"
+    return None
+
+
+def _check_table() -> str | None:
+    fn = getattr(_import("lmms_eval.utils"), "make_table", None)
+    if fn is None:
+        return "lmms_eval.utils has no make_table"
+    params = _params(fn)
+    return None if params[:2] == ["result_dict", "column"] else f"make_table has parameters {params}, not (result_dict, column, ...)"
+
+
+def _check_apply_filters() -> str | None:
+    task = _import("lmms_eval.api.task").ConfigurableTask
+    return _needs_attrs(task, ["apply_filters", "eval_docs", "instances"]) or (
+        None if _params(task.apply_filters) == ["self"] else f"ConfigurableTask.apply_filters has parameters {_params(task.apply_filters)}, not (self)"
+    )
+
+
+def _check_cli() -> str | None:
+    main = _import("lmms_eval.__main__")
+    return _needs_attrs(main, ["cli_evaluate", "cli_evaluate_single", "parse_eval_args"]) or _needs_params(main.cli_evaluate_single, ["args"]) or (
+        None if "cli_evaluate_single(" in inspect.getsource(main.cli_evaluate) else "cli_evaluate no longer calls cli_evaluate_single by name"
+    )
+
+
+def _check_parse_eval_args() -> str | None:
+    fn = getattr(_import("lmms_eval.__main__"), "parse_eval_args", None)
+    if fn is None:
+        return "lmms_eval.__main__ has no parse_eval_args"
+    return None if _params(fn) == [] else f"parse_eval_args has parameters {_params(fn)}, not ()"
+
+
+def _check_entry_point() -> str | None:
+    from importlib.metadata import entry_points
+
+    ours = [e for e in entry_points(group="lmms_eval.models") if e.value.startswith("lmms_scene")]
+    if not ours:
+        return "no lmms_eval.models entry point of lmms_scene is installed (pip install -e .)"
+    manifest = _import("lmms_eval.models.registry_v2").ModelManifest
+    fields = getattr(manifest, "__dataclass_fields__", {})
+    missing = [f for f in ("model_id", "simple_class_path", "chat_class_path") if f not in fields]
+    if missing:
+        return f"ModelManifest lacks the fields {missing}"
+    return _needs_params(_import("lmms_eval.models").get_model, ["model_name", "force_simple"])
+
+
+def _check_version_functions() -> str | None:
+    return _needs_attrs(_import("lmms_eval.utils"), list(VERSION_FUNCTIONS))
+
+
+def _check_instance() -> str | None:
+    cls = _import("lmms_eval.api.instance").Instance
+    fields = getattr(cls, "__dataclass_fields__", {})
+    missing = [f for f in ("request_type", "arguments", "idx", "metadata", "task_name", "doc_id", "repeats", "filtered_resps") if f not in fields]
+    if missing:
+        return f"Instance lacks the fields {missing}"
+    return None if isinstance(getattr(cls, "args", None), property) else "Instance.args is no longer a property"
+
+
+def _check_request_args() -> str | None:
+    source = inspect.getsource(_import("lmms_eval.api.task"))
+    layouts = {
+        "simple generate_until": "arguments = (ctx, copy.deepcopy(self.config.generation_kwargs), self.doc_to_visual, doc_id, self.config.task, split)",
+        "simple multi-round": "arguments = (ctx, copy.deepcopy(self.config.generation_kwargs), self.doc_to_visual, partial(self.config.doc_to_text",
+        "chat": "arguments = (ctx, self.doc_to_messages, copy.deepcopy(self.config.generation_kwargs), doc_id, self.config.task, split)",
+    }
+    changed = [name for name, line in layouts.items() if line not in source]
+    return f"construct_requests packs {changed} requests differently from GenerationRequest's layout" if changed else None
+
+
+def _check_rank() -> str | None:
+    base = _import("lmms_eval.api.model").lmms
+    source = inspect.getsource(base)
+    if "self._rank" not in source or "self._world_size" not in source:
+        return "lmms no longer keeps _rank/_world_size"
+    return None if isinstance(getattr(base, "rank", None), property) and isinstance(getattr(base, "world_size", None), property) else "lmms.rank/world_size are no longer properties"
+
+
+def _check_unwrap() -> str | None:
+    module = _import("lmms_eval.api.instance")
+    if not callable(getattr(module, "unwrap_generation_output", None)):
+        return "lmms_eval.api.instance has no unwrap_generation_output"
+    text, _counts = module.unwrap_generation_output(["a", "b"])
+    return None if text == ["a", "b"] else f"unwrap_generation_output(['a', 'b']) keeps {text!r}, not the list"
+
+
+def _check_evaluator() -> str | None:
+    evaluator = _import("lmms_eval.evaluator")
+    return _needs_params(evaluator.evaluate, ["lm", "task_dict", "cli_args"]) or _needs_attrs(
+        _import("lmms_eval.evaluator_utils"), ["get_task_list"])  # fmt: skip
+
+
+def _check_stringified() -> str | None:
+    # the harness logs a non-JSON value (a tuple of round outputs, a filter's dict) as its str()
+    return _source_has("lmms_eval.evaluator", ["filtered_resps"])
+
+
+def _check_results_keys() -> str | None:
+    return _source_has("lmms_eval.evaluator", [f'"{k}"' for k in RESULTS_KEYS if k != "config"] + ['results["config"]', '"resolved_cli_args"'])
+
+
+def _check_retry() -> str | None:
+    import tenacity
+
+    if not hasattr(tenacity.RetryError, "last_attempt") and "last_attempt" not in inspect.getsource(tenacity.RetryError):
+        return "tenacity.RetryError no longer has last_attempt"
+    return _source_has("lmms_eval.api.task", ["@retry(stop=(stop_after_attempt(5)"])
+
+
+def _check_judge() -> str | None:
+    module = _import("lmms_eval.llm_judge")
+    problem = _needs_attrs(module, ["ServerConfig", "get_server", "Request"])
+    if problem:
+        return problem
+    return _needs_params(module.get_server, ["server_name", "config"]) or _needs_params(
+        module.ServerConfig, ["model_name", "temperature", "max_tokens", "timeout", "num_retries", "retry_delay"])  # fmt: skip
+
+
+def _check_pil() -> str | None:
+    return None if harness_sets_truncated_images() else (
+        "importing lmms_eval.api.task no longer turns PIL's LOAD_TRUNCATED_IMAGES on (the defences may be dropped)")  # fmt: skip
+
+
+TOUCH_POINTS: tuple[TouchPoint, ...] = (
+    TouchPoint("task-index", "lmms_eval.tasks.TaskManager.initialize_tasks(self, include_path, include_defaults) wrapped",
+               "registration.install_task_path_hook", _check_task_index),
+    TouchPoint("printed-table", "lmms_eval.utils.make_table(result_dict, column, ...) wrapped (also in evaluator, __main__)",
+               "harness.install_table_filter", _check_table),
+    TouchPoint("apply-filters", "ConfigurableTask.apply_filters(self) wrapped; task.eval_docs, task.instances, filtered_resps",
+               "harness.install_prescore_hook", _check_apply_filters),
+    TouchPoint("cli-evaluate", "lmms_eval.__main__.cli_evaluate / cli_evaluate_single(args) swapped, sys.argv swapped",
+               "evaluate.run_harness", _check_cli),
+    TouchPoint("eval-arg-parser", "lmms_eval.__main__.parse_eval_args() -> (parser, args)",
+               "tests/test_docs_commands.py", _check_parse_eval_args),
+    TouchPoint("models-entry-point", "lmms_eval.models entry-point group, registry_v2.ModelManifest, models.get_model(name, force_simple)",
+               "models.MANIFESTS (installs task-index, printed-table, apply-filters, version-functions), models.replay", _check_entry_point),
+    TouchPoint("version-functions", "lmms_eval.utils.get_git_commit_hash / get_git_branch_name / get_lmms_eval_version_string replaced",
+               "registration.install_version_fix", _check_version_functions),
+    TouchPoint("model-base", "lmms_eval.api.model.lmms subclassed; Instance fields read (task_name, doc_id, idx, repeats, ...)",
+               "models._base, models.replay, models.from_samples, journal", _check_instance),
+    TouchPoint("request-args", "Instance.args packed by position (three layouts)", "GenerationRequest: models._base, models.replay",
+               _check_request_args),
+    TouchPoint("process-group", "lmms's private _rank / _world_size behind rank / world_size", "models._base, models.replay",
+               _check_rank),
+    TouchPoint("generation-output", "lmms_eval.api.instance.unwrap_generation_output", "journal.kept_output", _check_unwrap),
+    TouchPoint("evaluator", "lmms_eval.evaluator.evaluate(lm, task_dict, ..., cli_args) wrapped; evaluator_utils.get_task_list",
+               "journal.install, journal.plan, evaluate.run_harness", _check_evaluator),
+    TouchPoint("stringified-values", "the harness logs tuples and dicts as their str()", "round_outputs, models.from_samples._kept_repeats",
+               _check_stringified),
+    TouchPoint("results-keys", f"*_results.json keys {RESULTS_KEYS} and config's {RESULTS_CONFIG_KEYS}",
+               "results.py, models.from_samples.run_options, report/submission.py, evaluate.py", _check_results_keys),
+    TouchPoint("retry-error", "tenacity.RetryError.last_attempt around process_results (5 attempts)", "evaluate.root_cause",
+               _check_retry),
+    TouchPoint("llm-judge", "lmms_eval.llm_judge.ServerConfig / get_server(server_name, config) / Request", "judges.py",
+               _check_judge),
+    TouchPoint("pil-truncated-flag", "PIL's global ImageFile.LOAD_TRUNCATED_IMAGES, set on by lmms_eval.api.task at import",
+               "data/release.decode_image, analysis/extract.py", _check_pil),
+)  # fmt: skip
+
+
+def touch_point(name: str) -> TouchPoint:
+    for tp in TOUCH_POINTS:
+        if tp.name == name:
+            return tp
+    raise KeyError(f"no lmms-eval touch point {name!r}; known: {[t.name for t in TOUCH_POINTS]}")
+
+
+def check(name: str | None = None) -> list[str]:
+    """Verify touch points (one by ``name``, else all) against the installed harness.
+    Returns one message per touch point that no longer holds, each naming it, what it
+    touches and the versions it was verified on; an empty list when all hold."""
+    problems = []
+    version = installed_version()
+    for tp in [touch_point(name)] if name else TOUCH_POINTS:
+        try:
+            problem = tp.check()
+        except Exception as err:  # an import or attribute gone is the answer, not a crash
+            problem = f"{type(err).__name__}: {err}"
+        if problem:
+            gate = "" if version in tp.verified else f"; installed lmms-eval {version}"
+            problems.append(f"lmms-eval touch point {tp.name!r} ({tp.touches}; used by {tp.used_by}; verified on "
+                            f"{', '.join(tp.verified)}{gate}) no longer holds: {problem}")  # fmt: skip
+    return problems
+
+
+def require(name: str | None = None) -> None:
+    """:func:`check`, raising :class:`HarnessChanged` with every problem."""
+    problems = check(name)
+    if problems:
+        raise HarnessChanged("\n".join(problems))
