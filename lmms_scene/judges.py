@@ -174,9 +174,9 @@ def make_client(spec: JudgeSpec) -> Any:
     """
     if spec.provider == "hf":
         return HFJudge(spec.model, max_new_tokens=spec.max_tokens)
-    from lmms_eval.llm_judge import ServerConfig, get_server
+    from lmms_scene import compat
 
-    config = ServerConfig(
+    config = dict(
         model_name=spec.model,
         temperature=0.0,
         max_tokens=spec.max_tokens,
@@ -186,12 +186,11 @@ def make_client(spec: JudgeSpec) -> Any:
     )
     if spec.base_url and spec.provider in ("openai", "local"):
         # lmms-eval's local provider speaks the OpenAI chat protocol with no key
-        client = get_server("local", config)
+        client = compat.judge_server("local", **config)
         url = spec.base_url.rstrip("/")
         client.api_url = url if url.endswith("/chat/completions") else url + "/chat/completions"
         return client
-    client = get_server(spec.provider, config)
-    return client
+    return compat.judge_server(spec.provider, **config)
 
 
 class _Reply:
@@ -279,9 +278,9 @@ def ask(spec: JudgeSpec, prompt: str, *, client: Any = None) -> JudgeReply:
     try:
         if client is None:
             client = _client(spec)
-        from lmms_eval.llm_judge import Request
+        from lmms_scene import compat
 
-        response = client.evaluate(Request(messages=[{"role": "user", "content": prompt}], config=getattr(client, "config", None)))
+        response = client.evaluate(compat.judge_request([{"role": "user", "content": prompt}], getattr(client, "config", None)))
     except Exception as exc:  # a judge failure is data, not a crash
         kind = TIMEOUT if _is_timeout(exc) else ERROR
         return JudgeReply(spec.name, None, None, kind, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)

@@ -87,8 +87,12 @@ def test_task_reads_the_one_hub_location():
     text = (snus.tasks_folder() / "_default_template_yaml").read_text()
     assert f"dataset_path: {snus.HUB_REPO}" in text
     assert "benchmark: snus" in text
-    sample = yaml.safe_load((snus.tasks_folder() / "snus_sample.yaml").read_text())
+    from lmms_scene.registration import read_task_yaml
+
+    sample = read_task_yaml(snus.tasks_folder() / "snus_sample.yaml")
     assert sample["task"] == "snus_sample"
+    # the embedded sample runs anywhere (CLIP not at hand: recorded as not computed)
+    assert sample["process_docs"].endswith("snus.utils.process_docs_sample")
 
 
 def test_blind_prior_is_the_most_frequent_statements():
