@@ -205,6 +205,20 @@ def test_an_output_that_is_not_one_text_is_recorded_unscored(sample, utils, resu
     assert row["scored"] is False and row["unscored_reason"] == reason
     assert all("score" not in entries[key] for key in naming.HEADLINE)
     assert row["output"] is None or isinstance(row["output"], str)
+    # show / report name it with its reason; submit counts it (the run is unrankable)
+    from pathlib import Path
+
+    from lmms_scene.metrics import cooco_tables
+    from lmms_scene.results import TaskResult, label_runs
+
+    with settings.override(clip_model="none"):
+        rep = naming.report([row])
+    result = TaskResult("cooco_sample", "cooco", {naming.BREAKDOWN_KEY: rep}, {}, "m", "", Path("."))
+    view = cooco_tables.view([result], label_runs([result])[0])
+    assert f"m (cooco_sample): 1 rows not scored (left out of every column): {row['image_id']}/{row['condition']}" in " ".join(view.notes)
+    assert reason in view.text()
+    counts, reasons = cooco_tables.failures(rep)
+    assert counts["n_unscored"] == 1 and "1 rows could not be scored" in reasons
 
 
 def test_one_text_in_a_list_is_that_text(sample, utils):

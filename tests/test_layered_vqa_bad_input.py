@@ -293,6 +293,18 @@ def test_a_conversation_that_stopped_early_is_counted_unscored_with_its_reason(u
     rep = vqa.report([stopped, full])
     assert rep["n_unscored"] == 1 and rep["unscored"][0]["reason"] == stopped["unscored_reason"]
     assert rep["unscored"][0]["question_id"] == doc["question_id"] and rep["n_failed_conversations"] == 1
+    # show / report name it with its reason; submit counts it (the run is unrankable)
+    from pathlib import Path
+
+    from lmms_scene.metrics import layered_vqa_tables
+    from lmms_scene.results import TaskResult, label_runs
+
+    result = TaskResult("layered_vqa_sample", "layered_vqa", {"layered_vqa_report": rep}, {}, "m", "", Path("."))
+    view = layered_vqa_tables.view([result], label_runs([result])[0])
+    assert f"m (layered_vqa_sample): 1 rows not scored (left out of every column): {doc['question_id']}/sharded-q" in " ".join(view.notes)
+    assert stopped["unscored_reason"] in view.text()
+    counts, reasons = layered_vqa_tables.failures(rep)
+    assert counts["n_unscored"] == 1 and reasons == ["1 failed conversations"]
 
 
 def test_a_grader_failure_is_recorded_not_raised(utils, sample_docs, monkeypatch):

@@ -15,7 +15,7 @@ from typing import Any
 
 from lmms_scene.metrics import naming
 from lmms_scene.metrics import rows as rows_lib
-from lmms_scene.report.tables import Plot, Run, Table, Value, View, value_of
+from lmms_scene.report.tables import Plot, Run, Table, Value, View, unscored_note, value_of
 
 REPORT_KEY = naming.BREAKDOWN_KEY
 ID_FIELDS = naming.ID_FIELDS
@@ -197,6 +197,9 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
             st = rep.get("output_statistics") or {}
             stats.append([m, r.task, st.get("n"), st.get("n_empty"), st.get("n_verbose"), st.get("n_unscored"),
                           rep.get("n_duplicate_rows_dropped")])  # fmt: skip
+            if note := unscored_note(f"{m} ({r.task})", st.get("n_unscored"), st.get("unscored"),
+                                     ("image_id", "condition", "noise_area", "noise_level")):  # fmt: skip
+                out.notes.append(note)
     out.tables.append(Table("COOCO: outputs (every one scored; unscored rows are counted, never zeros)",
                             ["model", "task", "n", "empty", "verbose", "unscored", "duplicates dropped"], stats,
                             slug="cooco-outputs", key_columns=2))  # fmt: skip

@@ -19,7 +19,7 @@ from typing import Any
 
 from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.metrics import vqa
-from lmms_scene.report.tables import Plot, Run, Table, Value, View, value_of
+from lmms_scene.report.tables import Plot, Run, Table, Value, View, unscored_note, value_of
 
 REPORT_KEY = "layered_vqa_report"
 COLUMNS = ("text", "visual", "layered")
@@ -68,12 +68,17 @@ def failures(report: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     rate = cell.get("empty_output_rate")
     n_empty = round(rate * n) if isinstance(rate, (int, float)) and isinstance(n, int) else None
     failed = report.get("n_failed_conversations")
-    counts: dict[str, Any] = {"n": n, "n_empty": n_empty, "n_unscored": failed, "n_failed_conversations": failed}
+    unscored = report.get("n_unscored")
+    worst = max(v for v in (failed, unscored, 0) if isinstance(v, int))
+    counts: dict[str, Any] = {"n": n, "n_empty": n_empty, "n_unscored": worst if failed is not None else None,
+                              "n_failed_conversations": failed}  # fmt: skip
     reasons = []
     if not isinstance(n, int) or n_empty is None or failed is None:
         reasons.append(f"its {REPORT_KEY} does not record how many outputs were empty or failed")
     elif failed:
         reasons.append(f"{failed} failed conversations")
+    if isinstance(unscored, int) and unscored and unscored != failed:
+        reasons.append(f"{unscored} rows could not be scored")
     judges = report.get("judges")
     if isinstance(judges, Mapping):
         counts["judge_failed_calls"] = judges.get("failed_calls", 0)
@@ -221,6 +226,11 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
           if isinstance(c := (rep.get("overall") or {}).get("cannot_tell_rate"), (int, float)) and c]  # fmt: skip
     if ct:
         out.notes.append("Replies the rule grader could not read an answer from (cannot tell, counted as not right): " + "; ".join(ct))
+    for m, e in models.items():
+        for r, rep in e["stored"]:
+            if note := unscored_note(f"{m} ({r.task})", rep.get("n_unscored"), rep.get("unscored"),
+                                     ("question_id", "schedule", "repeat")):  # fmt: skip
+                out.notes.append(note)
     return out
 
 

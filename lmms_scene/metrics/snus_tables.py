@@ -17,7 +17,7 @@ from typing import Any
 from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.metrics.cesg import report as snus_report
 from lmms_scene.metrics.cesg.score import DEFAULT_WEIGHTS, KEYS
-from lmms_scene.report.tables import Run, Table, Value, View
+from lmms_scene.report.tables import Run, Table, Value, View, unscored_note
 
 REPORT_KEY = "snus_report"
 VERIFY_FIELDS: tuple[str, ...] = ("image_id", "references", *KEYS, "status")
@@ -170,9 +170,8 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
         # rows that could not be scored are left out of the corpus; the report counts and names them
         mc = rep["model"].get("counts") or {}
         counts.append((label, r.task, {**mc, "n_unscored": rep.get("n_unscored", mc.get("n_unscored", 0))}))
-        if rep.get("n_unscored"):
-            named = "; ".join(f"{u.get('image_id')}: {u.get('reason')}" for u in (rep.get("unscored") or [])[:5])
-            out.notes.append(f"{label} ({r.task}): {rep['n_unscored']} rows not scored (left out of every column): {named}")
+        if note := unscored_note(f"{label} ({r.task})", rep.get("n_unscored"), rep.get("unscored"), ("image_id",)):
+            out.notes.append(note)
         prov = rep["model"].get("provenance") or {}
         out.runs.append(Run(label, [r.task], r.model, r.model_args, short_fingerprint(r.fingerprint), [str(r.source)],
                             [_components(prov)] if prov else [], r.limit))  # fmt: skip

@@ -249,6 +249,20 @@ class View:
         return "\n\n".join(parts) if parts else f"no {self.title} results to show"
 
 
+def unscored_note(where: str, n: Any, listed: Any, id_fields: Sequence[str], shown: int = 5) -> str | None:
+    """The note a view gives rows recorded unscored: how many, and the first ``shown`` with
+    their ids and reasons (a report's ``n_unscored`` / ``unscored``), or None when none."""
+    if not isinstance(n, int) or n <= 0:
+        return None
+    named = []
+    for u in (listed if isinstance(listed, Sequence) else [])[:shown]:
+        if isinstance(u, Mapping):
+            ids = "/".join(str(u.get(k)) for k in id_fields if u.get(k) is not None)
+            named.append(f"{ids}: {u.get('reason')}")
+    more = f" (and {n - len(named)} more)" if n > len(named) and named else ""
+    return f"{where}: {n} rows not scored (left out of every column): " + ("; ".join(named) or "reasons not recorded") + more
+
+
 def cell_text(c: Any) -> str:
     """A cell as display text (every renderer prints this)."""
     return _text(c)
