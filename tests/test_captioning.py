@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
+from conftest import java_available
 
 from lmms_scene.metrics.captioning import SCORERS, check_corpus, get, score_all
 from lmms_scene.metrics.captioning.capture_style import CaptureStyle
@@ -18,7 +18,7 @@ REFS = {
     "c": ["The welder is working without gloves or goggles."],
 }
 AC = {k: strip_negation(v[0]) for k, v in REFS.items()}
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="pycocoevalcap needs Java")
+needs_java = pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")
 
 
 def test_every_scorer_declares_name_and_provenance():

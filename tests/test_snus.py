@@ -82,8 +82,6 @@ def test_build_errors_name_row_and_field(tmp_path, record, message):
 
 
 def test_task_reads_the_one_hub_location():
-    import yaml
-
     text = (snus.tasks_folder() / "_default_template_yaml").read_text()
     assert f"dataset_path: {snus.HUB_REPO}" in text
     assert "benchmark: snus" in text
@@ -130,9 +128,9 @@ def test_cesg_command(tmp_path, capsys):
 
 
 def test_snus_ac_command_and_table2(tmp_path, capsys):
-    import shutil
+    from conftest import java_available
 
-    if shutil.which("java") is None:
+    if not java_available():
         pytest.skip("pycocoevalcap needs Java")
     from lmms_scene.cli import main
 

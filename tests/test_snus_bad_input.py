@@ -8,19 +8,19 @@ import io
 import json
 import math
 import os
-import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import java_available
 from PIL import Image, ImageFile
 
 from lmms_scene import cache, cli, settings
 from lmms_scene.data import recheck, snus
 from lmms_scene.metrics.cesg import report
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="pycocoevalcap needs Java")
+needs_java = pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")
 SURROGATE = "There is no helmet.\ud800"
 
 
@@ -459,7 +459,8 @@ def test_a_replayed_lone_surrogate_keeps_the_samples_file_and_every_metric(run_l
     assert len(rows) == 12
     first = next(r for r in rows if r["doc_id"] == 0)
     assert first["CESG"]["output"] == "There is no helmet." and first["CESG"]["output_sanitised"] is True
-    assert "There is no helmet.\ufffd" in json.dumps(first["resps"], ensure_ascii=False)  # the raw record, made writable
+    # the raw record, made writable (lmms-eval logs it once, as filtered_resps, when the filters changed nothing else)
+    assert "There is no helmet.\ufffd" in json.dumps(first.get("resps", first["filtered_resps"]), ensure_ascii=False)
     assert os.path.getsize(next(out.rglob("*_samples_snus_sample.jsonl"))) > 0
 
 

@@ -5,11 +5,11 @@ per-row scores saved in every row (so in the samples file)."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 import types
 
 import pytest
+from conftest import java_available
 
 from lmms_scene import settings
 from lmms_scene.metrics.cesg import cesg_score, report
@@ -17,7 +17,7 @@ from lmms_scene.metrics.cesg.score import parse_components
 from lmms_scene.nlp import MissingNLPComponent
 from test_cesg import tiny_t5  # noqa: F401  (the tiny random T5 fixture)
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="pycocoevalcap needs Java")
+needs_java = pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")
 
 
 def test_components_setting_is_parsed_with_errors_naming_the_key():

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import re
 
-import shutil
 
 import pytest
-from conftest import find_samples
+from conftest import find_samples, java_available
 
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(shutil.which("java") is None, reason="pycocoevalcap needs Java")]
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")]
 
 KEYS = ("CESG", "P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r", "rouge_l", "meteor_nltk", "meteor_java", "cider", "bleu4", "capture_style", "spice_style")
 

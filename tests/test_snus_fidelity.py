@@ -6,16 +6,16 @@ scores, and the bad inputs of every new reader path."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import java_available
 
 from lmms_scene.metrics.cesg import KEYS, cesg_graph, cesg_score, checks
 from lmms_scene.metrics.cesg.negation import lexical_negation, normalise_lists, strip_negation
 
-needs_java = pytest.mark.skipif(shutil.which("java") is None, reason="pycocoevalcap needs Java")
+needs_java = pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")
 REF = "There is no fire extinguisher."
 
 

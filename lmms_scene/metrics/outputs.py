@@ -174,13 +174,14 @@ def make_writable(resp: list) -> None:
 
 
 class SanitiseResponses:
-    """lmms-eval filter (a task's ``filter_list``, before ``take_first``): every response
-    cleaned (:func:`clean_response`) for what scores it; and, in the harness's own record
-    of the raw response (``inst.resps``, which its samples file writes), each lone
-    surrogate replaced by U+FFFD (:func:`make_writable`), without which lmms-eval 0.7.3
-    cannot write the samples file at all ("Could not save sample results"). Nothing else
-    in the raw record changes; the scored row says what sanitising changed
-    (``output_sanitised``, ``output_changes``)."""
+    """lmms-eval filter (a task's ``filter_list``, before ``take_first``): in the harness's
+    own record of the raw response (``inst.resps``, which its samples file writes) and in
+    what it hands on, each lone surrogate is replaced by U+FFFD (:func:`make_writable`),
+    without which lmms-eval 0.7.3 cannot write the samples file at all ("Could not save
+    sample results"). Nothing else changes here: the row function sanitises what it scores
+    (:func:`read_output`, which drops U+FFFD too, so a replay scores as the original) and
+    its row says what sanitising changed (``output_sanitised``, ``output_changes``); had
+    this filter cleaned the text, every row would say nothing was changed."""
 
     def __init__(self, **kwargs: Any) -> None:
         if kwargs:
@@ -191,5 +192,11 @@ class SanitiseResponses:
         for resp in resps:
             if isinstance(resp, list):
                 make_writable(resp)  # the harness's own list: its samples file writes it
-            out.append(clean_response(list(resp)) if isinstance(resp, (list, tuple)) else clean_response(resp))
+                out.append(list(resp))
+            elif isinstance(resp, tuple):
+                inner = list(resp)
+                make_writable(inner)
+                out.append(inner)
+            else:
+                out.append(unwritable(resp) if isinstance(resp, str) else resp)
         return out
