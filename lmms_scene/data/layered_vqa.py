@@ -596,8 +596,8 @@ class KeepRepeats:
     from the rounds of one conversation. Every reply is sanitised on the way
     (:func:`lmms_scene.metrics.outputs.clean_response`), and lone surrogates in the
     harness's raw record are replaced so that its samples file can be written
-    (:class:`lmms_scene.metrics.outputs.SanitiseResponses` does the same for SNUS and
-    COOCO)."""
+    (:class:`lmms_scene.metrics.outputs.SanitiseResponses` does that for SNUS and
+    COOCO, whose row functions then sanitise and record what they changed)."""
 
     def __init__(self, **kwargs: Any) -> None:
         if kwargs:
