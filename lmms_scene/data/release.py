@@ -29,7 +29,7 @@ from __future__ import annotations
 import io
 import struct
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
@@ -235,3 +235,16 @@ def hub_roots() -> list[Path]:
         pass
     return roots
 
+
+def decode_row_image(cell: Any, where: str) -> tuple[Any, str | None]:
+    """A loaded row's ``image`` cell decoded in full: ``(image, None)``, or ``(None, the
+    problem)`` naming the row and field (the load-time re-check of every builder)."""
+    try:
+        data, _ = image_cell_bytes(cell, where, "image", hub_roots())
+    except (ValueError, OSError) as exc:
+        return None, str(exc)
+    name = Path(str(cell["path"])).name if isinstance(cell, Mapping) and cell.get("path") else "(the row's bytes)"
+    try:
+        return decode_image(data, name), None
+    except ValueError as exc:
+        return None, f"{where}: field 'image': {exc}"

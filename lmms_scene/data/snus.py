@@ -318,16 +318,9 @@ def loaded_row_problem(row: Mapping[str, Any], index: int) -> str | None:
     for name in ("missing_objects", "missing_attributes", "missing_relations"):
         if row.get(name) is not None and not isinstance(row[name], list):
             return f"{where}: field {name!r}: expected a list, got {type(row[name]).__name__}"
-    cell = row.get("image")
-    try:
-        data, _ = release.image_cell_bytes(cell, where, "image", release.hub_roots())
-    except (ValueError, OSError) as exc:
-        return str(exc)
-    name = Path(str(cell["path"])).name if isinstance(cell, Mapping) and cell.get("path") else "(the row's bytes)"
-    try:
-        release.decode_image(data, name)
-    except ValueError as exc:
-        return f"{where}: field 'image': {exc}"
+    _, problem = release.decode_row_image(row.get("image"), where)
+    if problem:
+        return problem
     return None
 
 

@@ -1021,16 +1021,9 @@ def loaded_row_problem(row: Mapping[str, Any], index: int) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             return f"{where}: field {name!r}: expected a positive integer, got {value!r}"
         size.append(value)
-    cell = row.get("image")
-    try:
-        data, _ = release.image_cell_bytes(cell, where, "image", release.hub_roots())
-    except (ValueError, OSError) as exc:
-        return str(exc)
-    name = Path(str(cell["path"])).name if isinstance(cell, Mapping) and cell.get("path") else "(the row's bytes)"
-    try:
-        pil = release.decode_image(data, name)
-    except ValueError as exc:
-        return f"{where}: field 'image': {exc}"
+    pil, problem = release.decode_row_image(row.get("image"), where)
+    if problem:
+        return problem
     if tuple(pil.size) != tuple(size):
         return (
             f"{where}: fields 'width', 'height': the row says {size[0]}x{size[1]} but its image is "
