@@ -228,7 +228,8 @@ def bench_task_path(model, processor, n: int, batch: int) -> dict:
 
     from lmms_scene import cache, settings
     from lmms_scene.data import cooco
-    from lmms_scene.metrics import clip, naming
+    from lmms_scene.metrics import clip
+    from lmms_scene.metrics.cooco import scoring
     from lmms_scene.tasks.cooco import utils
 
     docs = noise_grid_docs(n)
@@ -245,7 +246,7 @@ def bench_task_path(model, processor, n: int, batch: int) -> dict:
         for e in entries:
             for k, v in e.items():
                 per_key.setdefault(k, []).append(v)
-        aggregated = {k: (utils.breakdown(v) if k == naming.BREAKDOWN_KEY else utils.mean_score(v)) for k, v in per_key.items()}
+        aggregated = {k: (utils.breakdown(v) if k == scoring.BREAKDOWN_KEY else utils.mean_score(v)) for k, v in per_key.items()}
         return time.perf_counter() - start, aggregated
 
     with settings.override(clip_model=MODEL_NAME):
@@ -254,7 +255,7 @@ def bench_task_path(model, processor, n: int, batch: int) -> dict:
     assert abs(agg_row["refclipscore"] - aggregated["refclipscore"]) < 1e-6
 
     crops = [torch.from_numpy(np.array(cooco.target_crop(d))).permute(2, 0, 1) for d in docs]
-    texts = [naming.long_form(naming.normalise_output(d["answer"])) for d in docs]
+    texts = [scoring.long_form(scoring.normalise_output(d["answer"])) for d in docs]
     metric = CLIPScore(model_name_or_path=lambda: (_TensorFeatures(model), processor))
     start = time.perf_counter()
     for s in range(0, len(docs), batch):

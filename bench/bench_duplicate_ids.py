@@ -1,5 +1,5 @@
 """The duplicate-id checks of ``lmms-scene cesg`` / ``snus-ac`` (``cli.snus._unique_ids``)
-and of the Layered-VQA builder (``data.layered_vqa.repeated``), against the quadratic
+and of the Layered-VQA builder (``data.layered_vqa.schema.repeated``), against the quadratic
 ``ids.count(i)`` checks they replaced (issue 16), in the same run on the same ids.
 
 Ids: ``--n`` distinct strings plus one repeat at the end (the worst case: the whole list
@@ -28,7 +28,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from lmms_scene.cli.snus import _unique_ids
-    from lmms_scene.data.layered_vqa import repeated
+    from lmms_scene.data.layered_vqa.schema import repeated
 
     ids = [f"id-{k:07d}" for k in range(args.n)] + ["id-0000000"]
     rows = [{"id": i, "_line": k + 1} for k, i in enumerate(ids)]

@@ -1,6 +1,6 @@
 """Benchmark of Layered-VQA's delivery machinery and layer compositing on the CPU.
 
-1. Delivery: turns per second of :func:`lmms_scene.data.layered_vqa.deliver` over all
+1. Delivery: turns per second of :func:`lmms_scene.data.layered_vqa.delivery.deliver` over all
    16 schedules on a generated 6-layer item (text and views only, as the harness builds
    each round's prompt), and with every turn's images rendered (what ``doc_to_visual``
    and each round pay), and of one whole harness round (``simple_round``: transcript +
@@ -57,26 +57,27 @@ def main() -> None:
     from PIL import Image
 
     from lmms_scene import compositing
-    from lmms_scene.data import layered_vqa as L
-    from lmms_scene.data import layered_vqa_synth as S
+    from lmms_scene.data.layered_vqa import synth as S
+    from lmms_scene.data.layered_vqa.delivery import SCHEDULES, deliver
+    from lmms_scene.data.layered_vqa.rounds import simple_round, turns_of
 
     out: dict = {}
     items = S.generate(1, seed=0, size=(320, 240))
     item = next(i for i in items if len(i["layers"]) == 6)
-    schedules = list(L.SCHEDULES)
-    n_turns = sum(len(L.deliver(item, s)) for s in schedules)
+    schedules = list(SCHEDULES)
+    n_turns = sum(len(deliver(item, s)) for s in schedules)
 
-    t = _timeit(lambda: [L.deliver(item, s, check=False) for s in schedules], args.repeats * 10)
+    t = _timeit(lambda: [deliver(item, s, check=False) for s in schedules], args.repeats * 10)
     out["delivery_turns_per_s_text_only"] = round(n_turns / t)
-    t_checked = _timeit(lambda: [L.deliver(item, s) for s in schedules], args.repeats * 10)
+    t_checked = _timeit(lambda: [deliver(item, s) for s in schedules], args.repeats * 10)
     out["delivery_turns_per_s_with_validation"] = round(n_turns / t_checked)
-    t_img = _timeit(lambda: [[t.images for t in L.deliver(item, s, check=False)] for s in schedules], args.repeats)
+    t_img = _timeit(lambda: [[t.images for t in deliver(item, s, check=False)] for s in schedules], args.repeats)
     out["delivery_turns_per_s_with_images_320x240"] = round(n_turns / t_img)
 
     doc = dict(item, schedule="recap-v", seed=0)
-    turns = L.turns_of(doc)
+    turns = turns_of(doc)
     prev = [f"reply {k}" for k in range(len(turns))]
-    t_round = _timeit(lambda: [L.simple_round(doc, prev[:k], round_idx=k) for k in range(1, len(turns))], args.repeats)
+    t_round = _timeit(lambda: [simple_round(doc, prev[:k], round_idx=k) for k in range(1, len(turns))], args.repeats)
     out["harness_rounds_per_s_recap_v_320x240"] = round((len(turns) - 1) / t_round)
     out["turns_per_item_all_schedules"] = n_turns
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_scene.data import layered_vqa_schedules
+from lmms_scene.data.layered_vqa import schedules as layered_vqa_schedules
 
 #: The YAML ``metadata`` key through which a task declares its benchmark.
 METADATA_KEY = "benchmark"
@@ -88,7 +88,8 @@ class Benchmark:
     groups: tuple[str, ...]
     #: the tasks on the embedded sample split (offline)
     sample_tasks: tuple[str, ...]
-    #: module with the schema, builders and ``build_sample(folder)``
+    #: module with ``features()``, the builders and ``build_sample(folder)`` (the package
+    #: ``lmms_scene.data.<bench>``; Layered-VQA's builder module: that package re-exports nothing)
     data_module: str
     #: ``module:function`` answering ``(doc, prompt) -> str`` for ``scene_blind``
     blind_prior: str
@@ -193,7 +194,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("accuracy", "accuracy (CLIP text cosine >= 0.9)"),
             Metric("levenshtein_accuracy", "Levenshtein accuracy"),
         ),
-        results_module="lmms_scene.metrics.cooco_tables",
+        results_module="lmms_scene.metrics.cooco.tables",
         builder="lmms_scene.data.cooco:publish_build",
         # the COCO-derived images keep their Flickr licenses; the annotations are CC BY 4.0
         release=Release(hub="fmerlo/COOCO", split="test", license="other"),
@@ -221,7 +222,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("F1_a", "F1 attributes"),
             Metric("F1_r", "F1 relations"),
         ),
-        results_module="lmms_scene.metrics.snus_tables",
+        results_module="lmms_scene.metrics.snus.tables",
         builder="lmms_scene.data.snus:publish_build",
         # the release's hub location is not published yet: no run is the official benchmark
         release=Release(hub=None, split="test", license="other"),
@@ -237,7 +238,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         tasks=layered_vqa_schedules.TASKS,
         groups=("layered_vqa",),
         sample_tasks=("layered_vqa_sample",),
-        data_module="lmms_scene.data.layered_vqa",
+        data_module="lmms_scene.data.layered_vqa.builder",
         blind_prior="lmms_scene.baselines.layered_vqa:blind_answer",
         docs="docs/layered_vqa.md",
         cli_name="layered-vqa",
@@ -250,8 +251,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("retained_layered", "retained accuracy, Layered", high=None),
             Metric("accuracy", "final-turn accuracy (every schedule)"),
         ),
-        results_module="lmms_scene.metrics.layered_vqa_tables",
-        builder="lmms_scene.data.layered_vqa:publish_build",
+        results_module="lmms_scene.metrics.layered_vqa.tables",
+        builder="lmms_scene.data.layered_vqa.builder:publish_build",
         # 93 scenes / 300 questions in the paper; no public location is known yet
         release=Release(hub=None, split="test", license="other"),
         n_counts="questions x schedules",

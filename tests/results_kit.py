@@ -34,8 +34,9 @@ def cooco_items(clip_dir: str | None, noise: bool = False, shift: int = 0, fill:
     mix's empty answer becomes the gold), for runs a leaderboard ranks."""
     import os
 
-    from lmms_scene import cache
     from lmms_scene.tasks.cooco import utils
+
+    from lmms_scene import cache
 
     os.environ["LMMS_SCENE_CLIP_MODEL"] = clip_dir or "none"
     cache.clear()
@@ -57,13 +58,14 @@ def snus_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
 
 
 def layered_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
-    from lmms_scene.data import layered_vqa as L
     from lmms_scene.tasks.layered_vqa import utils
+
+    from lmms_scene.data.layered_vqa.rounds import turns_of
 
     docs = utils.process_docs_sample(_dataset("tasks/layered_vqa/sample/layered_vqa_sample.parquet"))
     out = []
     for i, doc in enumerate(docs):
-        replies = layered_replies(doc, L.turns_of(doc), i + shift)
+        replies = layered_replies(doc, turns_of(doc), i + shift)
         if fill and not replies[-1].strip():
             replies[-1] = doc["answer"]
         out.append(utils.process_results(doc, [replies]))

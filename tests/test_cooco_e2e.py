@@ -64,7 +64,7 @@ def test_cooco_sample_through_scene_blind(run_lmms_eval, tiny_clip):
         by_scene.setdefault(r["cooco_breakdown"]["scene"], set()).add(r["cooco_breakdown"]["prediction"])
     assert all(len(v) == 1 for v in by_scene.values())
     # the samples file alone re-creates the breakdown (rows carry their ids)
-    from lmms_scene.metrics import cooco_tables
+    from lmms_scene.metrics.cooco import tables as cooco_tables
     from lmms_scene.results import load
 
     (samples_file,) = out.rglob("*_samples_cooco_sample.jsonl")

@@ -8,7 +8,8 @@ import random
 import pytest
 from PIL import Image
 
-from lmms_scene.metrics import naming
+from lmms_scene.data.cooco.schema import NAMING_CONDITIONS
+from lmms_scene.metrics.cooco import scoring
 
 
 def cooco_view(**reports_by_model):
@@ -16,10 +17,10 @@ def cooco_view(**reports_by_model):
     report, each model's results labelled as ``show`` labels them."""
     from pathlib import Path
 
-    from lmms_scene.metrics import cooco_tables
+    from lmms_scene.metrics.cooco import tables as cooco_tables
     from lmms_scene.results import TaskResult, label_runs
 
-    results = [TaskResult(task=f"cooco_{k}", benchmark="cooco", metrics={naming.BREAKDOWN_KEY: rep}, config={}, model="m",
+    results = [TaskResult(task=f"cooco_{k}", benchmark="cooco", metrics={scoring.BREAKDOWN_KEY: rep}, config={}, model="m",
                           model_args=f"pretrained=org/{m}", source=Path("."))
                for m, reps in reports_by_model.items() for k, rep in enumerate(reps)]  # fmt: skip
     labels, _ = label_runs(results)
@@ -70,19 +71,19 @@ def _tiny_clip_env(tiny_clip, monkeypatch):
     ],
 )
 def test_normalise_output(raw, expected):
-    assert naming.normalise_output(raw) == expected
+    assert scoring.normalise_output(raw) == expected
 
 
 def test_long_form_and_label():
-    assert naming.long_form("laptop") == "A photo depicts a laptop"
-    assert naming.long_form("oven") == "A photo depicts an oven"
-    assert naming.normalise_label("potted_plant") == "potted plant"
+    assert scoring.long_form("laptop") == "A photo depicts a laptop"
+    assert scoring.long_form("oven") == "A photo depicts an oven"
+    assert scoring.normalise_label("potted_plant") == "potted plant"
 
 
 def test_levenshtein_similarity_is_rapidfuzz_ratio():
-    assert naming.levenshtein_similarity("laptop", "laptop") == 1.0
-    assert naming.levenshtein_similarity("laptops", "laptop") == pytest.approx(12 / 13)
-    assert naming.levenshtein_similarity("", "laptop") == 0.0
+    assert scoring.levenshtein_similarity("laptop", "laptop") == 1.0
+    assert scoring.levenshtein_similarity("laptops", "laptop") == pytest.approx(12 / 13)
+    assert scoring.levenshtein_similarity("", "laptop") == 0.0
 
 
 def item(output, condition="low", **kw):
@@ -101,7 +102,7 @@ def item(output, condition="low", **kw):
 
 
 def test_correct_answer_scores_accuracy_and_is_not_captured():
-    row = naming.score_rows([item("Ham.")])[0]
+    row = scoring.score_rows([item("Ham.")])[0]
     assert row["prediction"] == "ham"
     assert row["accuracy"] == 1.0 and row["levenshtein_accuracy"] == 1.0
     assert row["text_similarity"] == pytest.approx(1.0, abs=1e-5)
@@ -109,20 +110,20 @@ def test_correct_answer_scores_accuracy_and_is_not_captured():
 
 
 def test_naming_the_original_target_is_context_capture():
-    row = naming.score_rows([item("a laptop")])[0]
+    row = scoring.score_rows([item("a laptop")])[0]
     assert row["context_captured"] is True
     assert row["output_target_similarity"] == pytest.approx(1.0, abs=1e-5)
     assert row["levenshtein_accuracy"] == 0.0
 
 
 def test_capture_is_undefined_on_congruent_items():
-    rows = naming.score_rows([item("laptop", condition="original"), item("", condition="same_target")])
+    rows = scoring.score_rows([item("laptop", condition="original"), item("", condition="same_target")])
     assert rows[0]["context_captured"] is None and rows[1]["context_captured"] is None
 
 
 def test_empty_very_long_and_non_english_outputs_are_scored_and_counted():
     outputs = ["", "   .<|im_end|>", "laptop " * 3000, "ノートパソコン", "jambon", "ham"]
-    rows = naming.score_rows([item(o, image_id=f"i{k}") for k, o in enumerate(outputs)])
+    rows = scoring.score_rows([item(o, image_id=f"i{k}") for k, o in enumerate(outputs)])
     assert [r["empty"] for r in rows] == [True, True, False, False, False, False]
     for r in rows[:2]:
         assert r["accuracy"] == r["refclipscore"] == r["levenshtein_accuracy"] == 0.0
@@ -132,7 +133,7 @@ def test_empty_very_long_and_non_english_outputs_are_scored_and_counted():
     for r in rows[2:]:
         assert 0.0 <= r["refclipscore"] <= 2.5 and -1.0 <= r["output_scene_similarity"] <= 1.0
     assert rows[2]["output_words"] == 3000 and rows[3]["non_ascii"] is True
-    report = naming.breakdown(rows)
+    report = scoring.breakdown(rows)
     stats = report["output_statistics"]
     assert stats["n"] == 6 and stats["n_empty"] == 2 and stats["empty_output_rate"] == pytest.approx(2 / 6)
     assert stats["n_verbose"] == 1 and stats["n_non_ascii"] == 1
@@ -150,27 +151,27 @@ def test_empty_very_long_and_non_english_outputs_are_scored_and_counted():
 
 def test_unknown_condition_is_rejected_naming_the_row():
     with pytest.raises(ValueError, match="img_bogus.*unknown condition 'bogus'"):
-        naming.score_rows([item("x", condition="bogus")])
+        scoring.score_rows([item("x", condition="bogus")])
 
 
 def test_clean_rows_are_reported_apart_and_never_in_a_headline_mean():
     # clean images (LMMS_SCENE_COOCO_CLEAN=include) are scored against the removed target
-    rows = naming.score_rows([item("laptop", condition="clean", gold="laptop"), item("ham"), item("laptop", image_id="x")])
+    rows = scoring.score_rows([item("laptop", condition="clean", gold="laptop"), item("ham"), item("laptop", image_id="x")])
     assert rows[0]["accuracy"] == 1.0 and rows[0]["context_captured"] is None
-    entries = [naming.metric_entries(r) for r in rows]
+    entries = [scoring.metric_entries(r) for r in rows]
     # the headline accuracy is over the two naming items only (1 and 0), not 2 of 3
-    assert naming.mean_score([e["accuracy"] for e in entries]) == pytest.approx(0.5)
+    assert scoring.mean_score([e["accuracy"] for e in entries]) == pytest.approx(0.5)
     assert "score" not in entries[0]["accuracy"]
-    report = naming.report([e["cooco_breakdown"] for e in entries])
+    report = scoring.report([e["cooco_breakdown"] for e in entries])
     assert report["overall"]["n"] == 2 and report["by_condition"]["clean"]["n"] == 1
     assert report["by_condition"]["clean"]["accuracy"] == 1.0
     fig3 = table(cooco_view(m=[report]), "COOCO Figure 3: accuracy")
     assert row(fig3, "clean") == ["clean", "1.000 (n=1)"]
     assert "| clean | 1.000 (n=1) |" in fig3.text()
     # a report without clean rows keeps the paper's five conditions
-    plain = naming.report([entries[1]["cooco_breakdown"]])
+    plain = scoring.report([entries[1]["cooco_breakdown"]])
     fig3 = table(cooco_view(m=[plain]), "COOCO Figure 3: accuracy")
-    assert [r[0] for r in fig3.rows] == list(naming.CONDITIONS) and "clean" not in fig3.text()
+    assert [r[0] for r in fig3.rows] == list(NAMING_CONDITIONS) and "clean" not in fig3.text()
 
 
 def fake_row(image_id, condition, area, level, **scores):
@@ -193,10 +194,10 @@ def test_breakdown_is_keyed_by_ids_not_positions():
         fake_row("a", "original", "target", 1.0, accuracy=0.0),
         fake_row("b", "low", "context", 1.0, accuracy=1.0, context_captured=True),
     ]
-    expected = naming.breakdown(rows)
+    expected = scoring.breakdown(rows)
     shuffled = rows[::-1] + rows[:2]  # out of order, with duplicates (multi-process gathers)
     random.Random(0).shuffle(shuffled)
-    got = naming.breakdown(shuffled)
+    got = scoring.breakdown(shuffled)
     # the duplicates are dropped, and said to be
     assert expected["n_duplicate_rows_dropped"] == 0 and got["n_duplicate_rows_dropped"] == 2
     assert {**got, "n_duplicate_rows_dropped": 0} == expected
@@ -212,18 +213,18 @@ def test_breakdown_is_keyed_by_ids_not_positions():
 
 def test_metric_entries_and_mean_score():
     rows = [fake_row("a", "original", "none", 0.0), fake_row("b", "low", "none", 0.0, context_captured=True)]
-    entries = [naming.metric_entries(r) for r in rows]
+    entries = [scoring.metric_entries(r) for r in rows]
     assert "score" not in entries[0]["context_capture_rate"]  # congruent: no value
     assert entries[1]["context_capture_rate"]["score"] == 1.0
-    assert entries[0][naming.BREAKDOWN_KEY] == rows[0]
+    assert entries[0][scoring.BREAKDOWN_KEY] == rows[0]
     capture = [e["context_capture_rate"] for e in entries]
-    assert naming.mean_score(capture + capture) == 1.0  # duplicates do not count twice
-    assert naming.mean_score([e["accuracy"] for e in entries]) == 1.0
-    assert naming.mean_score([]) is None
+    assert scoring.mean_score(capture + capture) == 1.0  # duplicates do not count twice
+    assert scoring.mean_score([e["accuracy"] for e in entries]) == 1.0
+    assert scoring.mean_score([]) is None
 
 
 def test_report_names_its_scorer_and_checkpoint():
-    report = naming.report([fake_row("a", "original", "none", 0.0)])
+    report = scoring.report([fake_row("a", "original", "none", 0.0)])
     scorer = report["scorer"]
     assert scorer["scorer"] == "cooco_naming" and scorer["clip_model"] == "tiny" == scorer["checkpoint"]
     assert scorer["device"] in ("cpu", "cuda")
@@ -234,20 +235,20 @@ def test_report_names_its_scorer_and_checkpoint():
 
 def test_report_records_the_thresholds_scoring_applied(monkeypatch):
     # the record reads the thresholds in force, so it cannot drift from what was applied
-    row = naming.score_rows([item("laptop", condition="original")])[0]
+    row = scoring.score_rows([item("laptop", condition="original")])[0]
     assert row["text_similarity"] == pytest.approx(1.0, abs=1e-5) and row["accuracy"] == 1.0
-    monkeypatch.setattr(naming, "ACCURACY_THRESHOLD", 1.5)
-    monkeypatch.setattr(naming, "LEVENSHTEIN_THRESHOLD", 1.01)
-    strict = naming.score_rows([item("laptop", condition="original")])[0]
+    monkeypatch.setattr(scoring, "ACCURACY_THRESHOLD", 1.5)
+    monkeypatch.setattr(scoring, "LEVENSHTEIN_THRESHOLD", 1.01)
+    strict = scoring.score_rows([item("laptop", condition="original")])[0]
     assert strict["accuracy"] == 0.0 and strict["levenshtein_accuracy"] == 0.0
-    scorer = naming.report([strict])["scorer"]
+    scorer = scoring.report([strict])["scorer"]
     assert scorer["thresholds"]["accuracy_text_cosine"] == 1.5 == scorer["accuracy_threshold"]
     assert scorer["thresholds"]["levenshtein_similarity"] == 1.01 == scorer["levenshtein_threshold"]
 
 
 def test_figure_tables_merge_level0_and_noise_reports():
-    level0 = naming.breakdown([fake_row("a", "original", "none", 0.0, refclipscore=0.8)])
-    noise = naming.breakdown([fake_row("a", "original", "target", 1.0, refclipscore=0.2, accuracy=0.0)])
+    level0 = scoring.breakdown([fake_row("a", "original", "none", 0.0, refclipscore=0.8)])
+    noise = scoring.breakdown([fake_row("a", "original", "target", 1.0, refclipscore=0.2, accuracy=0.0)])
     view = cooco_view(m1=[level0, noise], m2=[noise])
     fig3 = table(view, "COOCO Figure 3: RefCLIPScore")
     assert fig3.header == ["condition", "m1", "m2"]
@@ -262,8 +263,8 @@ def test_figure_tables_merge_level0_and_noise_reports():
 
 def test_figure_cells_carry_an_interval_over_images():
     rows = [fake_row(f"i{k}", "low", "none", 0.0, refclipscore=v) for k, v in enumerate([0.1, 0.9, 0.5, 0.7])]
-    report = naming.breakdown(rows)
-    cell = naming.merge_reports([report])["low"]["none"]["0"]
+    report = scoring.breakdown(rows)
+    cell = scoring.merge_reports([report])["low"]["none"]["0"]
     lo, hi = cell["ci95"]["refclipscore"]
     assert 0.1 <= lo < cell["refclipscore"] < hi <= 0.9
     fig3 = table(cooco_view(m=[report]), "COOCO Figure 3: RefCLIPScore")
@@ -273,10 +274,10 @@ def test_figure_cells_carry_an_interval_over_images():
 
 def test_duplicate_rows_with_different_outputs_are_an_error():
     same = [fake_row("a", "low", "none", 0.0, output="ham"), fake_row("a", "low", "none", 0.0, output="ham")]
-    assert naming.breakdown(same)["n_duplicate_rows_dropped"] == 1
+    assert scoring.breakdown(same)["n_duplicate_rows_dropped"] == 1
     clash = [fake_row("a", "low", "none", 0.0, output="ham"), fake_row("a", "low", "none", 0.0, output="laptop")]
-    with pytest.raises(naming.DuplicateRowError, match="'a'.*'ham'.*'laptop'"):
-        naming.breakdown(clash)
+    with pytest.raises(scoring.DuplicateRowError, match="'a'.*'ham'.*'laptop'"):
+        scoring.breakdown(clash)
 
 
 def test_capture_among_wrong_answers_is_reported_apart():
@@ -288,7 +289,7 @@ def test_capture_among_wrong_answers_is_reported_apart():
         fake_row("d", "low", "none", 0.0, accuracy=1.0, context_captured=False),
         fake_row("e", "original", "none", 0.0, accuracy=0.0),
     ]
-    report = naming.breakdown(rows)
+    report = scoring.breakdown(rows)
     assert report["context_capture_rate"] == pytest.approx(2 / 4)
     assert report["context_capture_rate_among_wrong"] == pytest.approx(1 / 2)
 
@@ -296,7 +297,7 @@ def test_capture_among_wrong_answers_is_reported_apart():
 def test_report_with_several_clip_models_names_none_of_them(monkeypatch):
     monkeypatch.setenv("LMMS_SCENE_CLIP_MODEL", "env-clip")
     rows = [fake_row("a", "original", "none", 0.0, clip_model="clip-1"), fake_row("b", "original", "none", 0.0, clip_model="clip-2")]
-    report = naming.report(rows)
+    report = scoring.report(rows)
     assert report["scorer"]["clip_model"] == "mixed"
     assert report["scorer"]["clip_models"] == ["clip-1", "clip-2"] == report["clip_models"]
     assert "env-clip" not in str(report["scorer"])
@@ -307,9 +308,9 @@ def test_show_tables_for_noise_runs_print_figure_4(tmp_path):
 
     rows = [fake_row(f"i{k}", c, a, lv, refclipscore=0.1 * k) for k, (c, a, lv) in enumerate(
         [("original", "none", 0.0), ("original", "target", 0.5), ("low", "context", 1.0), ("low", "all", 0.5)])]  # fmt: skip
-    result = TaskResult(task="cooco_noise", benchmark="cooco", metrics={naming.BREAKDOWN_KEY: naming.report(rows)},
+    result = TaskResult(task="cooco_noise", benchmark="cooco", metrics={scoring.BREAKDOWN_KEY: scoring.report(rows)},
                         config={}, model="m", model_args="pretrained=org/my-vlm", source=tmp_path)  # fmt: skip
-    from lmms_scene.metrics import cooco_tables
+    from lmms_scene.metrics.cooco import tables as cooco_tables
     from lmms_scene.results import label_runs
 
     view = cooco_tables.view([result], label_runs([result])[0])

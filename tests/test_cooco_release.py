@@ -481,7 +481,7 @@ def test_scene_blind_evaluates_the_authors_release_through_the_harness(run_lmms_
     # the blind prior answers from the scene label as the metadata spells it
     answers = {r["cooco_breakdown"]["scene"]: r["cooco_breakdown"]["prediction"] for r in find_samples(out, "cooco_authors")}
     from lmms_scene.baselines.cooco import blind_answer
-    from lmms_scene.metrics.naming import normalise_output
+    from lmms_scene.metrics.cooco.scoring import normalise_output
 
     assert answers["cubicle/office"] == normalise_output(blind_answer({"scene": "cubicle/office"}, ""))
     # lmms-scene show says what was left out

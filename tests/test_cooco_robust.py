@@ -14,7 +14,8 @@ import pytest
 from conftest import REPO
 from lmms_scene import cache, settings
 from lmms_scene.data import cooco
-from lmms_scene.metrics import clip, naming
+from lmms_scene.metrics import clip
+from lmms_scene.metrics.cooco import scoring
 
 SAMPLE = REPO / "tasks" / "cooco" / cooco.SAMPLE_FILE
 
@@ -62,7 +63,7 @@ def test_batch_prescoring_gives_the_per_row_numbers_and_is_used(utils, raw, monk
     cache.clear()
     assert utils.prescore([(d, o[0]) for d, o in zip(docs, outs)]) == len(docs)
     calls = []
-    monkeypatch.setattr(naming, "score_rows", lambda *a, **k: calls.append(a) or [])
+    monkeypatch.setattr(scoring, "score_rows", lambda *a, **k: calls.append(a) or [])
     ahead = [utils.process_results(d, o) for d, o in zip(docs, outs)]
     assert calls == []  # every row came from the batch pass
     assert all(_same(a, b) for a, b in zip(per_row, ahead))
@@ -71,11 +72,11 @@ def test_batch_prescoring_gives_the_per_row_numbers_and_is_used(utils, raw, monk
 def test_no_output_is_recorded_unscored_not_zero(utils, raw):
     doc, other = list(utils.process_docs(raw))[:2]
     entries = utils.process_results(doc, [])
-    row = entries[naming.BREAKDOWN_KEY]
+    row = entries[scoring.BREAKDOWN_KEY]
     assert row["scored"] is False and "no model output" in row["unscored_reason"]
     assert row["accuracy"] is None and row["levenshtein_accuracy"] is None and row["refclipscore"] is None
     assert "score" not in entries["accuracy"]  # left out of the headline mean, not counted as 0
-    report = naming.report([row, naming.score_doc(other, other["gold_label"])])
+    report = scoring.report([row, scoring.score_doc(other, other["gold_label"])])
     assert report["output_statistics"]["n_unscored"] == 1
     assert report["output_statistics"]["unscored"][0]["image_id"] == doc["image_id"]
     assert report["overall"]["accuracy"] == 1.0 and report["overall"]["not_computed"]["accuracy"] == 1
@@ -84,7 +85,7 @@ def test_no_output_is_recorded_unscored_not_zero(utils, raw):
 def test_a_bad_image_is_recorded_with_its_reason(utils, raw):
     doc = dict(next(iter(utils.process_docs(raw))))
     doc["width"] += 7  # the stored size no longer matches the pixels
-    row = utils.process_results(doc, ["cup"])[naming.BREAKDOWN_KEY]
+    row = utils.process_results(doc, ["cup"])[scoring.BREAKDOWN_KEY]
     assert row["scored"] is False
     assert doc["image_id"] in row["unscored_reason"] and "decoded image is" in row["unscored_reason"]
     assert row["refclipscore"] is None and row["output"] == "cup"
@@ -96,11 +97,11 @@ def test_a_bad_image_is_recorded_with_its_reason(utils, raw):
 )
 def test_unsafe_outputs_are_sanitised_scored_and_flagged(utils, raw, output, clean):
     doc = next(iter(utils.process_docs(raw)))
-    row = utils.process_results(doc, [output])[naming.BREAKDOWN_KEY]
+    row = utils.process_results(doc, [output])[scoring.BREAKDOWN_KEY]
     assert row["scored"] is True and row["output_sanitised"] is True and row["output"] == clean
     assert row["refclipscore"] is not None
     row.get("output").encode("utf-8")  # writable as UTF-8 (a lone surrogate is not)
-    assert naming.report([row])["output_statistics"]["n_sanitised"] == 1
+    assert scoring.report([row])["output_statistics"]["n_sanitised"] == 1
 
 
 def test_a_missing_clip_stops_when_the_task_is_built(raw, tmp_path, monkeypatch):
@@ -150,7 +151,7 @@ def test_a_registered_clip_is_found_on_the_device_encoder_uses(tiny_clip, monkey
 def test_aggregations_record_a_failure_instead_of_losing_the_run(utils, raw):
     doc = next(iter(utils.process_docs(raw)))
     a, b = utils.process_results(doc, ["cup"]), utils.process_results(doc, ["mug"])  # one id, two answers
-    report = utils.breakdown([a[naming.BREAKDOWN_KEY], b[naming.BREAKDOWN_KEY]])
+    report = utils.breakdown([a[scoring.BREAKDOWN_KEY], b[scoring.BREAKDOWN_KEY]])
     assert "DuplicateRowError" in report["error"] and "'cup' vs 'mug'" in report["error"]
     assert utils.mean_score([a["accuracy"], b["accuracy"]]) is None
 

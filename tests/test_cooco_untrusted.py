@@ -16,7 +16,7 @@ from PIL import Image
 
 from lmms_scene import cache, settings
 from lmms_scene.data import cooco, recheck
-from lmms_scene.metrics import naming
+from lmms_scene.metrics.cooco import scoring
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "tasks" / "cooco" / cooco.SAMPLE_FILE
@@ -132,10 +132,10 @@ def test_a_bad_row_of_a_built_dataset_is_recorded_unscored_before_generation(sam
     # ... and recorded unscored with the reason, counted in the breakdown
     with settings.override(clip_model="none"):
         entries = utils.process_results(doc, ["cup"])
-        row = entries[naming.BREAKDOWN_KEY]
+        row = entries[scoring.BREAKDOWN_KEY]
         assert row["scored"] is False and re.search(reason, row["unscored_reason"]) and row["levenshtein_accuracy"] is None
         assert "score" not in entries["levenshtein_accuracy"]
-        rows = [utils.process_results(d, [d["gold_label"]])[naming.BREAKDOWN_KEY] for d in docs]
+        rows = [utils.process_results(d, [d["gold_label"]])[scoring.BREAKDOWN_KEY] for d in docs]
         stats = utils.breakdown(rows)["output_statistics"]
     assert stats["n_unscored"] == 1 and re.search(reason, stats["unscored"][0]["reason"])
 
@@ -201,19 +201,19 @@ def test_an_output_that_is_not_one_text_is_recorded_unscored(sample, utils, resu
     with settings.override(clip_model="none"):
         doc = next(iter(utils.process_docs(sample)))
         entries = utils.process_results(doc, results)
-    row = entries[naming.BREAKDOWN_KEY]
+    row = entries[scoring.BREAKDOWN_KEY]
     assert row["scored"] is False and row["unscored_reason"] == reason
-    assert all("score" not in entries[key] for key in naming.HEADLINE)
+    assert all("score" not in entries[key] for key in scoring.HEADLINE)
     assert row["output"] is None or isinstance(row["output"], str)
     # show / report name it with its reason; submit counts it (the run is unrankable)
     from pathlib import Path
 
-    from lmms_scene.metrics import cooco_tables
+    from lmms_scene.metrics.cooco import tables as cooco_tables
     from lmms_scene.results import TaskResult, label_runs
 
     with settings.override(clip_model="none"):
-        rep = naming.report([row])
-    result = TaskResult("cooco_sample", "cooco", {naming.BREAKDOWN_KEY: rep}, {}, "m", "", Path("."))
+        rep = scoring.report([row])
+    result = TaskResult("cooco_sample", "cooco", {scoring.BREAKDOWN_KEY: rep}, {}, "m", "", Path("."))
     view = cooco_tables.view([result], label_runs([result])[0])
     assert f"m (cooco_sample): 1 rows not scored (left out of every column): {row['image_id']}/{row['condition']}" in " ".join(view.notes)
     assert reason in view.text()
@@ -224,9 +224,9 @@ def test_an_output_that_is_not_one_text_is_recorded_unscored(sample, utils, resu
 def test_one_text_in_a_list_is_that_text(sample, utils):
     with settings.override(clip_model="none"):
         doc = next(iter(utils.process_docs(sample)))
-        row = utils.process_results(doc, [[doc["gold_label"]]])[naming.BREAKDOWN_KEY]
+        row = utils.process_results(doc, [[doc["gold_label"]]])[scoring.BREAKDOWN_KEY]
     assert row["scored"] is True and row["levenshtein_accuracy"] == 1.0
-    assert row["output_changes"] == [] and row["prediction"] == naming.normalise_output(doc["gold_label"])
+    assert row["output_changes"] == [] and row["prediction"] == scoring.normalise_output(doc["gold_label"])
 
 
 def test_a_failing_clip_at_scoring_time_is_recorded_not_raised(sample, utils, monkeypatch, tiny_clip):
@@ -240,7 +240,7 @@ def test_a_failing_clip_at_scoring_time_is_recorded_not_raised(sample, utils, mo
 
         monkeypatch.setattr(clip, "ref_clip_components", gone)
         cache.clear()
-        row = utils.process_results(doc, ["cup"])[naming.BREAKDOWN_KEY]
+        row = utils.process_results(doc, ["cup"])[scoring.BREAKDOWN_KEY]
     assert row["scored"] is False and "the checkpoint folder was deleted" in row["unscored_reason"]
 
 

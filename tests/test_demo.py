@@ -10,7 +10,8 @@ import pytest
 from PIL import Image
 
 from conftest import find_results, harness_env
-from lmms_scene.metrics import clip, naming
+from lmms_scene.metrics import clip
+from lmms_scene.metrics.cooco import scoring
 
 
 def _item(output: str, condition: str = "low", image_id: str = "1") -> dict:
@@ -21,17 +22,17 @@ def _item(output: str, condition: str = "low", image_id: str = "1") -> dict:
 
 
 def test_clip_off_records_clip_metrics_as_not_computed():
-    rows = naming.score_rows([_item("ham"), _item("", image_id="2"), _item("teapot", "original")], model="none")
+    rows = scoring.score_rows([_item("ham"), _item("", image_id="2"), _item("teapot", "original")], model="none")
     for row in rows:
-        assert all(row[name] is None for name in naming.CLIP_FIELDS), row
+        assert all(row[name] is None for name in scoring.CLIP_FIELDS), row
         assert row["clip_model"] is None
     assert [r["levenshtein_accuracy"] for r in rows] == [1.0, 0.0, 0.0]
-    report = naming.report(rows)
+    report = scoring.report(rows)
     assert report["scorer"]["clip_model"] is None
     assert "not computed" in report["scorer"]["clip_metrics"]
     assert report["clip_models"] == []
     assert "refclipscore" not in report["overall"] and report["overall"]["levenshtein_accuracy"] == pytest.approx(1 / 3)
-    assert naming.mean_score([naming.metric_entries(r)["refclipscore"] for r in rows]) is None
+    assert scoring.mean_score([scoring.metric_entries(r)["refclipscore"] for r in rows]) is None
     with pytest.raises(clip.ClipModelUnavailable, match="switched off"):
         clip.encoder("none")
 

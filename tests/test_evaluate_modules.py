@@ -93,19 +93,19 @@ def test_cesg_module_equals_the_library(module_outputs):
 def test_naming_accuracy_module_equals_the_cooco_rows(module_outputs, tiny_clip):
     from PIL import Image
 
-    from lmms_scene.metrics import naming
+    from lmms_scene.metrics.cooco import scoring
 
     items = [
         {"image_id": f"i{k}", "condition": "original", "noise_area": "none", "noise_level": 0.0, "scene": "kitchen",
          "target": gold, "gold": gold, "output": output, "crop": Image.new("RGB", (32, 32), (10 * k, 50, 90))}
         for k, (output, gold) in enumerate(NAMING)
     ]  # fmt: skip
-    rows = naming.score_rows(items, model=str(tiny_clip))
+    rows = scoring.score_rows(items, model=str(tiny_clip))
     out = module_outputs["naming"]
     assert [r["accuracy"] for r in out["per_item"]] == [r["accuracy"] for r in rows]
     assert [r["levenshtein_accuracy"] for r in out["per_item"]] == [r["levenshtein_accuracy"] for r in rows]
-    assert out["accuracy"] == pytest.approx(naming.mean_of(rows, "accuracy"))
-    assert out["levenshtein_accuracy"] == pytest.approx(naming.mean_of(rows, "levenshtein_accuracy"))
+    assert out["accuracy"] == pytest.approx(scoring.mean_of(rows, "accuracy"))
+    assert out["levenshtein_accuracy"] == pytest.approx(scoring.mean_of(rows, "levenshtein_accuracy"))
     sims = [r["text_similarity"] for r in out["per_item"]]
     assert sims[2] is None and rows[2]["text_similarity"] is None  # the empty answer: not computed, counted wrong
     assert [s for s in sims if s is not None] == pytest.approx([r["text_similarity"] for r in rows if r["text_similarity"] is not None])

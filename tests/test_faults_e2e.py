@@ -136,7 +136,7 @@ def test_rescore_replays_every_repeat_as_logged(tmp_path):
     """A --repeats 2 run whose repeats differ (its second repeat answers some questions
     right where the first is wrong): the rescore replays both, so unreliability is what
     the logged answers give, not 0; the rescore of the rescore reproduces it."""
-    from lmms_scene.metrics import vqa
+    from lmms_scene.metrics.layered_vqa import aggregation
 
     run = tmp_path / "run"
     first = _run(["eval", "--model", "scene_blind", "--tasks", "layered_vqa_sample,cooco_sample", "--limit", "16", "--repeats", "2",
@@ -161,7 +161,7 @@ def test_rescore_replays_every_repeat_as_logged(tmp_path):
     assert "--repeats 2" in done.stdout and "cooco_sample: the samples hold the first of 2 answers" in done.stdout
     res = find_results(once)
     assert res["configs"]["layered_vqa_sample"]["repeats"] == 2 and res["config"]["limit"] == 16
-    rows = vqa.expand_repeats(s["layered_vqa_report"] for s in find_samples(once, "layered_vqa_sample"))
+    rows = aggregation.expand_repeats(s["layered_vqa_report"] for s in find_samples(once, "layered_vqa_sample"))
     assert len(rows) == 32
     # every repeat replayed as logged: the second repeat's final answers are the edited ones
     by_key = {(r["question_id"], r["schedule"], r["repeat"]): r for r in rows}

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from lmms_scene import judges
-from lmms_scene.data import layered_vqa as L
-from lmms_scene.metrics import vqa
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES
+from lmms_scene.metrics.layered_vqa import judging
 
 pytestmark = [pytest.mark.e2e, pytest.mark.weights]
 
@@ -64,8 +64,9 @@ def test_local_judge_replies_are_parsed_strictly(smollm2_judge):
 def test_judge_cli_with_a_real_local_model(tmp_path, smollm2_gguf, smollm2_judge, capsys):
     """`lmms-scene layered-vqa judge --judges hf:PATH`: two judges backed by the real
     weights, one of them the evaluated model itself (asked, never voting)."""
-    from lmms_scene.cli import main
     from test_layered_vqa_metrics import _rows
+
+    from lmms_scene.cli import main
 
     rows = _rows({"full": lambda s, q: q != 1}, scenes=2)
     run = tmp_path / "out" / "model"
@@ -96,5 +97,5 @@ def test_judge_cli_with_a_real_local_model(tmp_path, smollm2_gguf, smollm2_judge
     assert rep["judges"]["no_consensus"] == sum(1 for r in judged if r["correct"] is None)
     assert rep["overall"].get("not_computed", {}).get("accuracy", 0) == rep["judges"]["no_consensus"]
     assert ["smol", "smol"] in saved["self_cells"]
-    assert vqa.self_preference({"smol": judged}).keys() <= {"smol", "other"}
-    assert L.SCHEDULES  # the rows came through the task's own scoring
+    assert judging.self_preference({"smol": judged}).keys() <= {"smol", "other"}
+    assert SCHEDULES  # the rows came through the task's own scoring

@@ -17,9 +17,13 @@ from pathlib import Path
 import pytest
 
 from lmms_scene import judges
-from lmms_scene.data import layered_vqa as L
+from lmms_scene.data.layered_vqa.builder import build_synthetic
+from lmms_scene.data.layered_vqa.rounds import turns_of
+from lmms_scene.data.layered_vqa.sample import toy_item
+from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
+from lmms_scene.data.layered_vqa.views import schedule_docs
 from lmms_scene.judges import JudgeSpec, parse_verdict, read_verdict
-from lmms_scene.metrics import vqa
+from lmms_scene.metrics.layered_vqa import aggregation, judging, scoring
 
 LABELLED = Path(__file__).parent / "data" / "judge_verdicts.jsonl"
 _VALUE = {"yes": True, "no": False, None: None}
@@ -120,28 +124,28 @@ def test_no_other_module_parses_verdicts():
 
 
 def _doc(q=0, s=0, schedule="sharded-q"):
-    return dict(L.toy_item(4), scene_id=f"s{s}", question_id=f"s{s}-q{q}", question_type=L.QUESTION_TYPES[q], schedule=schedule, seed=0)
+    return dict(toy_item(4), scene_id=f"s{s}", question_id=f"s{s}-q{q}", question_type=QUESTION_TYPES[q], schedule=schedule, seed=0)
 
 
 def test_a_stopped_conversation_is_never_judged_and_a_yes_cannot_make_it_correct():
     docs = [_doc(q=q) for q in range(3)]
-    turns = L.turns_of(docs[0])
+    turns = turns_of(docs[0])
     assert len(turns) > 1
-    stopped = vqa.score_row(docs[0], ["A red square."], turns)  # one reply of several turns
-    finished = vqa.score_row(docs[1], ["Got it."] * (len(turns) - 1) + ["A green circle."], L.turns_of(docs[1]))
-    empty = vqa.score_row(docs[2], ["Got it."] * (len(turns) - 1) + [""], L.turns_of(docs[2]))
+    stopped = scoring.score_row(docs[0], ["A red square."], turns)  # one reply of several turns
+    finished = scoring.score_row(docs[1], ["Got it."] * (len(turns) - 1) + ["A green circle."], turns_of(docs[1]))
+    empty = scoring.score_row(docs[2], ["Got it."] * (len(turns) - 1) + [""], turns_of(docs[2]))
     assert stopped["failure"] and stopped["correct"] is None and finished["correct"] is False
     yes = _Client("Yes.")
-    judged = vqa.judge_rows([stopped, finished, empty], [JudgeSpec("a", "org/A")], model="m", model_args="", clients={"a": yes})
+    judged = judging.judge_rows([stopped, finished, empty], [JudgeSpec("a", "org/A")], model="m", model_args="", clients={"a": yes})
     assert yes.n == 1  # only the finished, non-empty conversation reached the judge
     by_output = {r["output"]: r for r in judged}
     s, f, e = by_output["A red square."], by_output["A green circle."], by_output[""]
-    assert s["correct"] is None and s["judge"] == {"judged": False, "reason": vqa.NOT_JUDGED_STOPPED, "failure": stopped["failure"]}
-    assert e["correct"] is False and e["judge"]["reason"] == vqa.NOT_JUDGED_EMPTY
+    assert s["correct"] is None and s["judge"] == {"judged": False, "reason": judging.NOT_JUDGED_STOPPED, "failure": stopped["failure"]}
+    assert e["correct"] is False and e["judge"]["reason"] == judging.NOT_JUDGED_EMPTY
     assert f["correct"] is True and f["judge"]["judged"] and f["rule_correct"] is False
-    summary = vqa.judge_summary(judged)
+    summary = judging.judge_summary(judged)
     assert summary == {**summary, "rows": 3, "judged": 1, "not_judged": 2, "not_judged_stopped": 1, "not_judged_empty": 1}
-    rep = vqa.report(judged, n_boot=20)
+    rep = aggregation.report(judged, n_boot=20)
     # the stopped conversation is left out of accuracy (counted), never a judged success
     assert rep["n_failed_conversations"] == 1 and rep["overall"]["accuracy"] == pytest.approx(0.5)
     assert rep["overall"]["not_computed"]["accuracy"] == 1
@@ -149,28 +153,28 @@ def test_a_stopped_conversation_is_never_judged_and_a_yes_cannot_make_it_correct
 
 def test_every_repeat_is_judged_as_a_row_of_its_own():
     doc = _doc(schedule="full")
-    turns = L.turns_of(doc)
-    first = vqa.score_row(doc, ["A red square."], turns, repeat=0)
-    second = vqa.score_row(doc, ["A green circle."], turns, repeat=1)
+    turns = turns_of(doc)
+    first = scoring.score_row(doc, ["A red square."], turns, repeat=0)
+    second = scoring.score_row(doc, ["A green circle."], turns, repeat=1)
     row = dict(first, repeat_rows=[second])  # how process_results logs a --repeats 2 run
     client = _Client("Yes.")
-    judged = vqa.judge_rows([row], [JudgeSpec("a", "org/A")], model="m", model_args="", clients={"a": client})
+    judged = judging.judge_rows([row], [JudgeSpec("a", "org/A")], model="m", model_args="", clients={"a": client})
     assert client.n == 2 and [r["repeat"] for r in judged] == [0, 1]
     assert all(r["grader"] == "llm_judge_majority" and "repeat_rows" not in r for r in judged)
 
 
 def test_rows_without_question_texts_are_refused_before_any_judge_is_asked():
-    row = vqa.score_row(_doc(schedule="full"), ["A red square."], L.turns_of(_doc(schedule="full")))
+    row = scoring.score_row(_doc(schedule="full"), ["A red square."], turns_of(_doc(schedule="full")))
     assert row["question"] == _doc()["question"]  # the run logs what it asked
     old = {k: v for k, v in row.items() if k != "question"}
     client = _Client("Yes.")
     with pytest.raises(ValueError, match="no question text"):
-        vqa.judge_rows([old], [JudgeSpec("a", "m")], model="judged-model", model_args="", clients={"a": client})
+        judging.judge_rows([old], [JudgeSpec("a", "m")], model="judged-model", model_args="", clients={"a": client})
     with pytest.raises(ValueError, match="differ from the run's own"):
-        vqa.judge_rows([row], [JudgeSpec("a", "m")], model="judged-model", model_args="", clients={"a": client},
+        judging.judge_rows([row], [JudgeSpec("a", "m")], model="judged-model", model_args="", clients={"a": client},
                        questions={row["question_id"]: "What colour is the sky?"})  # fmt: skip
     assert client.n == 0
-    judged = vqa.judge_rows([old], [JudgeSpec("a", "m")], model="judged-model", model_args="", clients={"a": client},
+    judged = judging.judge_rows([old], [JudgeSpec("a", "m")], model="judged-model", model_args="", clients={"a": client},
                             questions={row["question_id"]: row["question"]})  # fmt: skip
     assert client.n == 1 and judged[0]["correct"] is True
 
@@ -183,12 +187,12 @@ def _built_run(tmp_path: Path, with_question: bool) -> tuple[Path, Path, list[di
     embedded sample's (synth-0000-q0, ...) with other texts."""
     import datasets
 
-    report = L.build_synthetic(tmp_path / "built", scenes=3, seed=7, size=(64, 48))
+    report = build_synthetic(tmp_path / "built", scenes=3, seed=7, size=(64, 48))
     data = datasets.load_dataset("parquet", data_files={"test": str(report.out)})["test"]
-    docs = L.schedule_docs(data, ["full"])
+    docs = schedule_docs(data, ["full"])
     rows = []
     for i in range(len(docs)):
-        row = vqa.score_row(docs[i], [docs[i]["answer"]], L.turns_of(docs[i]))
+        row = scoring.score_row(docs[i], [docs[i]["answer"]], turns_of(docs[i]))
         if not with_question:
             row.pop("question")
         rows.append(row)

@@ -14,10 +14,21 @@ import pytest
 from PIL import Image, ImageFile
 
 from lmms_scene import cli
-from lmms_scene.data import layered_vqa as L
-from lmms_scene.data import layered_vqa_synth as S
 from lmms_scene.data import recheck
-from lmms_scene.metrics import vqa
+from lmms_scene.data.layered_vqa import synth as S
+from lmms_scene.data.layered_vqa.builder import build_release, max_turns
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES, deliver
+from lmms_scene.data.layered_vqa.rounds import (
+    MAX_LAYERS,
+    MAX_ROUNDS,
+    REPEATS_KEY,
+    KeepRepeats,
+    turns_of,
+)
+from lmms_scene.data.layered_vqa.sample import toy_item
+from lmms_scene.data.layered_vqa.schema import COLUMNS, features, n_layers, repeated
+from lmms_scene.data.layered_vqa.views import schedule_docs
+from lmms_scene.metrics.layered_vqa import aggregation, scoring
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +45,7 @@ def write_release(root: Path, items) -> Path:
             img.save(d / "layers" / f"{k}_{name.replace(' ', '-')}.png")
     with open(root / "questions.jsonl", "w") as f:
         for it in items:
-            f.write(json.dumps({k: it[k] for k in L.COLUMNS if k not in ("composite", "layers", "layer_names")}) + "\n")
+            f.write(json.dumps({k: it[k] for k in COLUMNS if k not in ("composite", "layers", "layer_names")}) + "\n")
     return root
 
 
@@ -45,7 +56,7 @@ def edit_questions(root: Path, change) -> None:
 
 def build_error(root: Path, out: Path) -> str:
     with pytest.raises((ValueError, FileNotFoundError)) as caught:
-        L.build_release(root, out)
+        build_release(root, out)
     assert not out.exists()  # nothing written when a check fails
     return str(caught.value)
 
@@ -112,25 +123,25 @@ def test_a_damaged_png_is_a_one_line_error_naming_it(tmp_path, items, capsys, mo
 
 
 def test_a_40_layer_scene_is_refused_at_build_naming_the_limit(tmp_path):
-    item = L.toy_item(40, size=(48, 8))
+    item = toy_item(40, size=(48, 8))
     item["scene_id"], item["question_id"] = "deep", "deep-0"
     root = write_release(tmp_path / "rel", [item])
     message = build_error(root, tmp_path / "out")
-    assert f"40 layers, more than the {L.MAX_LAYERS} a scene may have" in message and f"at most {L.MAX_ROUNDS} rounds" in message
+    assert f"40 layers, more than the {MAX_LAYERS} a scene may have" in message and f"at most {MAX_ROUNDS} rounds" in message
 
 
 def test_a_question_in_32_shards_is_refused_at_build(tmp_path, items):
     root = write_release(tmp_path / "rel", items[:1])
-    edit_questions(root, lambda q: {**q, "shards": [{"text": f"part {i}.", "supporting_layers": []} for i in range(L.MAX_ROUNDS)]})
+    edit_questions(root, lambda q: {**q, "shards": [{"text": f"part {i}.", "supporting_layers": []} for i in range(MAX_ROUNDS)]})
     message = build_error(root, tmp_path / "out")
     assert "schedule 'recap-q' needs 33 turns, more than the 32 rounds" in message and "every evaluation of this release would fail" in message
 
 
 def test_the_longest_schedule_is_found_by_delivering_every_schedule(items):
     for item in items:
-        turns, schedule = L.max_turns(item)
-        assert turns == max(len(L.deliver(item, s)) for s in L.SCHEDULES)
-        assert turns == max(L.n_layers(item), len(item["shards"])) + 1 and schedule in ("recap-v", "recap-q")
+        turns, schedule = max_turns(item)
+        assert turns == max(len(deliver(item, s)) for s in SCHEDULES)
+        assert turns == max(n_layers(item), len(item["shards"])) + 1 and schedule in ("recap-v", "recap-q")
 
 
 @pytest.mark.parametrize(
@@ -157,7 +168,7 @@ def test_a_repeated_question_id_is_found_in_one_pass(tmp_path, items):
     (root / "questions.jsonl").write_text((root / "questions.jsonl").read_text() * 2)
     assert "repeated question_id" in build_error(root, tmp_path / "out")
     ids = [f"q{k}" for k in range(40_000)] + ["q7", "q3", "q7"]
-    assert L.repeated(ids) == ["q7", "q3"]  # 40k ids: milliseconds (quadratic: 23 s, bench/bench_duplicate_ids.py)
+    assert repeated(ids) == ["q7", "q3"]  # 40k ids: milliseconds (quadratic: 23 s, bench/bench_duplicate_ids.py)
 
 
 # -- the tasks: rows re-checked at load -------------------------------------------------------
@@ -167,7 +178,7 @@ def test_a_repeated_question_id_is_found_in_one_pass(tmp_path, items):
 def data(items):
     import datasets
 
-    return datasets.Dataset.from_list(S.generate(3, seed=1, size=(64, 48)), features=L.features())
+    return datasets.Dataset.from_list(S.generate(3, seed=1, size=(64, 48)), features=features())
 
 
 def _png(image) -> bytes:
@@ -205,7 +216,7 @@ def _with_row(data, index: int, change):
 def test_a_bad_row_at_load_is_a_stand_in_scored_as_unscored(data, change, reason):
     bad = _with_row(data, 1, change)
     with pytest.warns(UserWarning, match=f"1 of {len(data)} rows failed the check"):
-        docs = L.schedule_docs(bad, list(L.SCHEDULES))
+        docs = schedule_docs(bad, list(SCHEDULES))
     assert len(docs) == 16 * len(data)  # nothing dropped
     stand_ins = [k for k in range(len(docs)) if recheck.problem_of(docs[k])]
     assert stand_ins == list(range(16, 32)) and re.search(reason, recheck.problem_of(docs[16]))
@@ -215,28 +226,28 @@ def test_a_bad_row_at_load_is_a_stand_in_scored_as_unscored(data, change, reason
         doc = docs[k]
         assert all(image.size == (recheck.STAND_IN_SIDE,) * 2 for image in utils.doc_to_visual(doc))
         assert recheck.UNUSABLE_PROMPT in utils.doc_to_text(doc)
-        n = len(L.turns_of(doc))
+        n = len(turns_of(doc))
         row = utils.process_results(doc, [["Blue."] * n])["accuracy"]
         assert row["scored"] is False and re.search(reason, row["unscored_reason"]) and row["correct"] is None
     good = docs[0]
-    row = utils.process_results(good, [["x"] * len(L.turns_of(good))])["accuracy"]
+    row = utils.process_results(good, [["x"] * len(turns_of(good))])["accuracy"]
     assert row["scored"] is True and row.get("unscored_reason") is None
 
 
 def test_every_row_bad_a_missing_column_or_a_repeated_item_stops_before_the_model_runs(data):
     with pytest.raises(ValueError, match=rf"the Layered-VQA dataset: nothing to evaluate: all {len(data)} rows failed"):
-        L.schedule_docs(data.map(lambda r: {"question_type": "trivia"}), ["full"])
+        schedule_docs(data.map(lambda r: {"question_type": "trivia"}), ["full"])
     with pytest.raises(ValueError, match=r"Layered-VQA data lacks the fields \['answer'\]"):
-        L.schedule_docs(data.remove_columns(["answer"]), ["full"])
+        schedule_docs(data.remove_columns(["answer"]), ["full"])
     import datasets
 
     twice = datasets.concatenate_datasets([data, data.select([0])])
     with pytest.raises(ValueError, match=rf"row {len(data)}: item '.*' \(scene '.*'\) repeats row 0"):
-        L.schedule_docs(twice, ["full"])
+        schedule_docs(twice, ["full"])
 
 
 def test_a_good_dataset_is_not_copied(data):
-    assert recheck.PROBLEM not in L.schedule_docs(data, ["full"]).column_names
+    assert recheck.PROBLEM not in schedule_docs(data, ["full"]).column_names
 
 
 # -- the row function: never raises ------------------------------------------------------------
@@ -245,7 +256,6 @@ def test_a_good_dataset_is_not_copied(data):
 @pytest.fixture(scope="module")
 def sample_docs():
     import datasets
-
     from lmms_scene.tasks.layered_vqa import utils
 
     raw = datasets.load_dataset("parquet", data_files={"test": str(Path(utils.__file__).parent / "sample" / "layered_vqa_sample.parquet")})["test"]
@@ -286,24 +296,24 @@ def test_results_of_any_shape_never_raise(utils, sample_docs, results):
 
 def test_a_conversation_that_stopped_early_is_counted_unscored_with_its_reason(utils, sample_docs):
     doc = _doc(sample_docs, "sharded-q")
-    n = len(L.turns_of(doc))
+    n = len(turns_of(doc))
     stopped = utils.process_results(doc, [["Got it."]])["accuracy"]
     full = utils.process_results(_doc(sample_docs, "full"), [["A red square."]])["accuracy"]
     assert stopped["unscored_reason"] == f"conversation stopped after 1 of {n} turns"
-    rep = vqa.report([stopped, full])
+    rep = aggregation.report([stopped, full])
     assert rep["n_unscored"] == 1 and rep["unscored"][0]["reason"] == stopped["unscored_reason"]
     assert rep["unscored"][0]["question_id"] == doc["question_id"] and rep["n_failed_conversations"] == 1
     # show / report name it with its reason; submit counts it (the run is unrankable)
     from pathlib import Path
 
-    from lmms_scene.metrics import layered_vqa_tables
+    from lmms_scene.metrics.layered_vqa import tables
     from lmms_scene.results import TaskResult, label_runs
 
     result = TaskResult("layered_vqa_sample", "layered_vqa", {"layered_vqa_report": rep}, {}, "m", "", Path("."))
-    view = layered_vqa_tables.view([result], label_runs([result])[0])
+    view = tables.view([result], label_runs([result])[0])
     assert f"m (layered_vqa_sample): 1 rows not scored (left out of every column): {doc['question_id']}/sharded-q" in " ".join(view.notes)
     assert stopped["unscored_reason"] in view.text()
-    counts, reasons = layered_vqa_tables.failures(rep)
+    counts, reasons = tables.failures(rep)
     assert counts["n_unscored"] == 1 and reasons == ["1 failed conversations"]
 
 
@@ -311,15 +321,15 @@ def test_a_grader_failure_is_recorded_not_raised(utils, sample_docs, monkeypatch
     def broken(*args, **kwargs):
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(vqa, "grade", broken)
+    monkeypatch.setattr(scoring, "grade", broken)
     row = utils.process_results(_doc(sample_docs, "full"), [["A red square."]])["accuracy"]
     assert row["scored"] is False and row["unscored_reason"] == "RecursionError: maximum recursion depth exceeded"
-    assert vqa.report([row])["n_unscored"] == 1
+    assert aggregation.report([row])["n_unscored"] == 1
 
 
 def test_process_results_from_four_threads_equals_one_thread(utils, sample_docs):
     docs = [sample_docs[k] for k in range(32)]
-    results = [[["Blue.\ud800"] * len(L.turns_of(d))] if k % 3 else 42 for k, d in enumerate(docs)]
+    results = [[["Blue.\ud800"] * len(turns_of(d))] if k % 3 else 42 for k, d in enumerate(docs)]
     serial = [utils.process_results(d, r)["accuracy"] for d, r in zip(docs, results)]
     with ThreadPoolExecutor(4) as pool:
         threaded = [e["accuracy"] for e in pool.map(utils.process_results, docs, results)]
@@ -339,12 +349,12 @@ def test_process_results_from_four_threads_equals_one_thread(utils, sample_docs)
     ids=["hyphen-range", "en-dash-range", "to-range", "reversed", "range-out-of-range", "huge-range"],
 )
 def test_a_layer_range_selects_every_layer_in_it(text, n_layers, expected):
-    assert vqa.parse_selection(text, n_layers)[0] == expected
+    assert scoring.parse_selection(text, n_layers)[0] == expected
 
 
 def test_keep_repeats_sanitises_and_makes_the_raw_record_writable():
     raw = [["Blue.\ud800", "Red."], [("a\ud800", "b")]]
-    out = L.KeepRepeats().apply(raw, None)
-    assert out == [{L.REPEATS_KEY: ["Blue.", "Red."]}, {L.REPEATS_KEY: [("a", "b")]}]
+    out = KeepRepeats().apply(raw, None)
+    assert out == [{REPEATS_KEY: ["Blue.", "Red."]}, {REPEATS_KEY: [("a", "b")]}]
     assert raw == [["Blue.\ufffd", "Red."], [("a\ufffd", "b")]]  # the harness's own record, in place
     json.dumps(raw, ensure_ascii=False).encode("utf-8")

@@ -10,8 +10,19 @@ import numpy as np
 import pytest
 
 from lmms_scene import compositing
-from lmms_scene.data import layered_vqa as L
-from lmms_scene.data import layered_vqa_synth as S
+from lmms_scene.data.layered_vqa import synth as S
+from lmms_scene.data.layered_vqa.builder import build_release
+from lmms_scene.data.layered_vqa.delivery import LAYER, PHRASES, SCHEDULES, deliver
+from lmms_scene.data.layered_vqa.rounds import MAX_ROUNDS, turns_of
+from lmms_scene.data.layered_vqa.sample import build_sample, toy_item
+from lmms_scene.data.layered_vqa.schema import (
+    COLUMNS,
+    QUESTION_TYPES,
+    depth,
+    features,
+    validate,
+)
+from lmms_scene.data.layered_vqa.views import PLACEHOLDER_FILE, schedule_docs
 
 
 @pytest.fixture(scope="module")
@@ -25,13 +36,13 @@ def test_generator_is_deterministic_and_exact(items):
     assert items[0]["composite"].tobytes() == again[0]["composite"].tobytes()
     assert [i["question"] for i in S.generate(6, seed=1, size=(96, 72))] != [i["question"] for i in items]
     for item in items:
-        L.validate(item)
+        validate(item)
         assert compositing.recomposition_error(item["layers"], item["composite"]).max_difference == 0
         assert item["layers"][0].mode == "RGBA" and np.asarray(item["layers"][0])[..., 3].min() == 255
 
 
 def test_generator_covers_every_type_and_answers_from_geometry(items):
-    assert {i["question_type"] for i in items} == set(L.QUESTION_TYPES)
+    assert {i["question_type"] for i in items} == set(QUESTION_TYPES)
     for item in items:
         names = item["layer_names"]
         minimal = item["minimal_sufficient_layers"]
@@ -50,10 +61,10 @@ def test_generator_covers_every_type_and_answers_from_geometry(items):
 
 
 def test_every_depth_present_and_all_schedules_deliver(items):
-    assert {L.depth(i) for i in items} >= {2, 3, 4, 5, 6}
+    assert {depth(i) for i in items} >= {2, 3, 4, 5, 6}
     for item in items:
-        for schedule in L.SCHEDULES:
-            turns = L.deliver(item, schedule)
+        for schedule in SCHEDULES:
+            turns = deliver(item, schedule)
             assert all(len(t.images) == len(t.views) for t in turns)
 
 
@@ -67,15 +78,15 @@ def test_generator_rejects_bad_arguments():
 def test_build_sample_writes_the_schema(tmp_path):
     import datasets
 
-    path, placeholder = L.build_sample(tmp_path, scenes=2)
-    assert placeholder == tmp_path / L.PLACEHOLDER_FILE and placeholder.is_file()
+    path, placeholder = build_sample(tmp_path, scenes=2)
+    assert placeholder == tmp_path / PLACEHOLDER_FILE and placeholder.is_file()
     data = datasets.load_dataset("parquet", data_files={"test": str(path)})["test"]
-    assert list(data.features) == list(L.COLUMNS)
+    assert list(data.features) == list(COLUMNS)
     row = data[0]
     assert row["layers"][1].mode == "RGBA" and isinstance(row["shards"][0]["supporting_layers"], list)
-    docs = L.schedule_docs(data, list(L.SCHEDULES))
+    docs = schedule_docs(data, list(SCHEDULES))
     assert len(docs) == 16 * len(data)
-    assert [docs[i]["schedule"] for i in range(16)] == list(L.SCHEDULES)  # item-major
+    assert [docs[i]["schedule"] for i in range(16)] == list(SCHEDULES)  # item-major
     assert docs[0]["n_layers"] == len(row["layers"])
 
 
@@ -98,7 +109,7 @@ def _release(root: Path, items):
             img.save(d / "layers" / f"{k}_{name.replace(' ', '-')}.png")
     with open(root / "questions.jsonl", "w") as f:
         for it in items:
-            f.write(json.dumps({k: it[k] for k in L.COLUMNS if k not in ("composite", "layers", "layer_names")}) + "\n")
+            f.write(json.dumps({k: it[k] for k in COLUMNS if k not in ("composite", "layers", "layer_names")}) + "\n")
 
 
 def test_build_release_round_trip_and_checks(tmp_path, items):
@@ -106,7 +117,7 @@ def test_build_release_round_trip_and_checks(tmp_path, items):
 
     some = [i for i in items if i["scene_id"] in ("synth-0000", "synth-0001")]
     _release(tmp_path / "rel", some)
-    report = L.build_release(tmp_path / "rel", tmp_path / "out", name="rel")
+    report = build_release(tmp_path / "rel", tmp_path / "out", name="rel")
     assert report.rows == len(some) and report.scenes == 2 and set(report.max_difference.values()) == {0}
     assert report.out == tmp_path / "out" / "data" / "test-00000-of-00001.parquet" and report.card == tmp_path / "out" / "README.md"
     assert report.groups == ["layered_vqa_rel"] and len(report.tasks) == 16
@@ -123,7 +134,7 @@ def test_build_release_round_trip_and_checks(tmp_path, items):
     img.putpixel((0, 0), (255, 0, 255, 255))
     img.save(first)
     with pytest.raises(ValueError, match=r"scene 'synth-0001': layers do not recompose the composite: max pixel difference \d+ > tolerance 2"):
-        L.build_release(tmp_path / "rel", tmp_path / "out-bad")
+        build_release(tmp_path / "rel", tmp_path / "out-bad")
     assert not (tmp_path / "out-bad").exists()  # nothing written when a check fails
 
     # a shard naming a layer that does not exist
@@ -133,7 +144,7 @@ def test_build_release_round_trip_and_checks(tmp_path, items):
     rec["shards"][1]["supporting_layers"] = [42]
     (tmp_path / "rel2" / "questions.jsonl").write_text(json.dumps(rec) + "\n")
     with pytest.raises(ValueError, match=r"questions.jsonl line 1: item 'synth-0000-q0' .*layer index 42 out of range"):
-        L.build_release(tmp_path / "rel2", tmp_path / "out2")
+        build_release(tmp_path / "rel2", tmp_path / "out2")
 
 
 def test_build_release_layer_size_mismatch(tmp_path, items):
@@ -143,7 +154,7 @@ def test_build_release_layer_size_mismatch(tmp_path, items):
     layer = sorted((tmp_path / "rel" / "scenes" / "synth-0000" / "layers").glob("2_*.png"))[0]
     Image.open(layer).resize((10, 10)).save(layer)
     with pytest.raises(ValueError, match=r"scene 'synth-0000': layer 2 .* is 10x10"):
-        L.build_release(tmp_path / "rel", tmp_path / "o")
+        build_release(tmp_path / "rel", tmp_path / "o")
 
 
 def test_cli_build_synth_and_errors(tmp_path, capsys):
@@ -164,10 +175,10 @@ def test_blind_prior_is_text_only_and_names_layers_when_asked():
     from lmms_scene.baselines.layered_vqa import blind_answer, prior
 
     answers = prior()["answers"]
-    assert set(answers) == set(L.QUESTION_TYPES)
+    assert set(answers) == set(QUESTION_TYPES)
     doc = {"question_type": "counting"}
     assert blind_answer(doc, "How many?") == answers["counting"]
-    assert "\nLayers: " in blind_answer(doc, L.PHRASES["selection"])
+    assert "\nLayers: " in blind_answer(doc, PHRASES["selection"])
 
 
 class _FakeInner:
@@ -200,7 +211,7 @@ def _request(model, schedule):
     from lmms_eval.api.instance import Instance
     from lmms_scene.tasks.layered_vqa import utils
 
-    doc = dict(L.toy_item(4), schedule=schedule, seed=0)
+    doc = dict(toy_item(4), schedule=schedule, seed=0)
     model.task_dict["t"] = {"test": [doc]}
     args = (utils.doc_to_text(doc), {"max_new_tokens": 4}, utils.doc_to_visual, utils.doc_to_text, 0, "t", "test")
     return Instance("generate_until_multi_round", args, 0, metadata={"task": "t", "doc_id": 0, "repeats": 1}), doc
@@ -218,13 +229,13 @@ def test_replay_asks_once_per_turn_with_history(monkeypatch):
 
 
 def test_replay_keeps_turns_before_a_failure(monkeypatch):
-    from lmms_scene.metrics import vqa
+    from lmms_scene.metrics.layered_vqa import scoring
 
     model = _replay(monkeypatch, fail_at=2)
     request, doc = _request(model, "sharded-v")
     (outputs,) = model.generate_until_multi_round([request])
     assert outputs == ["answer 1", "answer 2"]
-    row = vqa.score_row(doc, outputs, L.turns_of(doc))
+    row = scoring.score_row(doc, outputs, turns_of(doc))
     assert row["failure"] == "conversation stopped after 2 of 4 turns" and row["correct"] is None
 
 
@@ -238,19 +249,19 @@ def test_replay_needs_an_inner_model():
 def test_schedule_docs_rejects_conversations_past_the_round_cap(monkeypatch):
     import datasets
 
-    item = L.toy_item(3)
-    item["shards"] = [{"text": f"part {i}.", "supporting_layers": []} for i in range(L.MAX_ROUNDS + 1)]
-    data = datasets.Dataset.from_list([item], features=L.features())
-    assert len(L.schedule_docs(data, ["full"])) == 1
+    item = toy_item(3)
+    item["shards"] = [{"text": f"part {i}.", "supporting_layers": []} for i in range(MAX_ROUNDS + 1)]
+    data = datasets.Dataset.from_list([item], features=features())
+    assert len(schedule_docs(data, ["full"])) == 1
     with pytest.raises(ValueError, match=r"row 0: item 'toy-0' .*'sharded-q' needs 33 turns, more than the 32 rounds"):
-        L.schedule_docs(data, ["full", "sharded-q"])
+        schedule_docs(data, ["full", "sharded-q"])
 
 
 def test_generated_scenes_show_their_answers():
     """Over 500 generated scenes: every question's supporting objects are at least half
     visible in the composite (later layers in front) and in their own lone layer, which is
     shown on a background at least MIN_BACKGROUND_DISTANCE from every object colour."""
-    from lmms_scene.data.layered_vqa import View, render_view
+    from lmms_scene.data.layered_vqa.delivery import View, render_view
 
     items = S.generate(500, seed=0, size=(64, 48))
     assert len(items) > 2000
@@ -265,7 +276,7 @@ def test_generated_scenes_show_their_answers():
                 for later in alphas[k + 1 :]:
                     covered |= later
                 in_composite = (alphas[k] & ~covered).sum() / alphas[k].sum()
-                lone = np.asarray(render_view(item, View(L.LAYER, (k,)))).astype(float)
+                lone = np.asarray(render_view(item, View(LAYER, (k,)))).astype(float)
                 bg = lone[~alphas[k]][0]
                 assert (lone[~alphas[k]] == bg).all()
                 dist = np.sqrt(((lone[alphas[k]] - bg) ** 2).sum(axis=1))

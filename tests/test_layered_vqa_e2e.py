@@ -11,7 +11,11 @@ from __future__ import annotations
 import pytest
 from conftest import find_samples
 
-from lmms_scene.data import layered_vqa as L
+from lmms_scene.data.layered_vqa.builder import build_synthetic
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES
+from lmms_scene.data.layered_vqa.rounds import turns_of
+from lmms_scene.data.layered_vqa.schedules import task_name
+from lmms_scene.data.layered_vqa.views import PLACEHOLDER_FILE, schedule_docs
 
 pytestmark = pytest.mark.e2e
 
@@ -25,15 +29,15 @@ def _turn_counts():
     from lmms_scene.registration import tasks_path
 
     data = datasets.load_dataset("parquet", data_files={"test": str(tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet")})["test"]
-    docs = L.schedule_docs(data, list(L.SCHEDULES))
-    return [len(L.turns_of(docs[i])) for i in range(len(docs))], docs
+    docs = schedule_docs(data, list(SCHEDULES))
+    return [len(turns_of(docs[i])) for i in range(len(docs))], docs
 
 
 def check_run(results, out, n_docs):
     res = results["results"][TASK]
     rep = res["layered_vqa_report,none"]
     assert rep["n_rows"] == n_docs and rep["grader"] == "rule" and rep["scorer"]["grader"] == "rule"
-    assert set(rep["by_schedule"]) <= set(L.SCHEDULES)
+    assert set(rep["by_schedule"]) <= set(SCHEDULES)
     assert 0.0 <= res["accuracy,none"] <= 1.0
     rows = find_samples(out, TASK)
     assert len(rows) == n_docs
@@ -54,7 +58,7 @@ def test_sample_through_scene_blind(run_lmms_eval):
     assert code == 0, log[-3000:]
     counts, _ = _turn_counts()
     rep, rows = check_run(results, out, len(counts))
-    assert list(rep["by_schedule"]) == list(L.SCHEDULES)
+    assert list(rep["by_schedule"]) == list(SCHEDULES)
     # the blind prior answers the same on every turn of every schedule: nothing retained or lost
     assert all(v["retained_accuracy"] == pytest.approx(1.0) for v in rep["retained"]["by_column"].values())
     assert set(rep["evidence"]) == {"all-lyr", "oracle"}
@@ -66,19 +70,19 @@ def test_sample_through_scene_blind(run_lmms_eval):
 
 def test_sample_through_qwen2_5_vl_multi_round(run_lmms_eval, tiny_qwen_vl):
     pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
-    n = len(L.SCHEDULES)  # item-major docs: the first item under every schedule
+    n = len(SCHEDULES)  # item-major docs: the first item under every schedule
     code, results, out, log = run_lmms_eval(
         ["--model", "qwen2_5_vl", "--force_simple", "--model_args", f"pretrained={tiny_qwen_vl},{QWEN_ARGS}",
          "--gen_kwargs", "max_new_tokens=4", "--batch_size", "1", "--limit", str(n), "--tasks", TASK]
     )  # fmt: skip
     assert code == 0, log[-3000:]
     rep, _rows = check_run(results, out, n)
-    assert list(rep["by_schedule"]) == list(L.SCHEDULES)
+    assert list(rep["by_schedule"]) == list(SCHEDULES)
 
 
 def test_sample_through_scene_replay(run_lmms_eval, tiny_qwen_vl):
     pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
-    n = len(L.SCHEDULES)
+    n = len(SCHEDULES)
     code, results, out, log = run_lmms_eval(
         ["--model", "scene_replay", "--model_args", f"inner=qwen2_5_vl,pretrained={tiny_qwen_vl},{QWEN_ARGS}",
          "--gen_kwargs", "max_new_tokens=4", "--batch_size", "1", "--limit", str(n), "--tasks", TASK]
@@ -93,25 +97,25 @@ def test_sample_through_a_chat_model_and_repeats(run_lmms_eval, tmp_path):
     import json
 
     record = tmp_path / "echo.jsonl"
-    n = len(L.SCHEDULES)
+    n = len(SCHEDULES)
     code, results, _out, log = run_lmms_eval(
         ["--model", "echo", "--model_args", f"record={record}", "--limit", str(n), "--repeats", "2", "--tasks", TASK]
     )
     assert code == 0, log[-3000:]
     rep = results["results"][TASK]["layered_vqa_report,none"]
-    assert rep["n_rows"] == 2 * n and set(rep["reliability"]) == set(L.SCHEDULES)
+    assert rep["n_rows"] == 2 * n and set(rep["reliability"]) == set(SCHEDULES)
     lines = [json.loads(x) for x in record.read_text().splitlines()]
     assert len(lines) == 2 * n and {x["variant"] for x in lines} == {"chat"}
     _, docs = _turn_counts()
     for line in lines:
-        turns = L.turns_of(docs[line["doc_id"]])
+        turns = turns_of(docs[line["doc_id"]])
         assert [t["n_images"] for t in line["turns"]] == [len(t.views) for t in turns]
 
 
 def test_llava_hf_has_no_multi_round_and_runs_through_scene_replay(run_lmms_eval, tiny_llava):
     """lmms-eval's simple ``llava_hf`` raises NotImplementedError for multi-round; wrapped
     by ``scene_replay`` it answers every turn of every schedule."""
-    n = len(L.SCHEDULES)
+    n = len(SCHEDULES)
     args = ["--gen_kwargs", "max_new_tokens=4", "--batch_size", "1", "--limit", str(n), "--tasks", TASK]
     llava = f"pretrained={tiny_llava},device=cpu,device_map=cpu"
     code, _results, _out, log = run_lmms_eval(["--model", "llava_hf", "--model_args", llava, *args])
@@ -132,28 +136,28 @@ def test_headline_group_on_generated_data_and_show(run_lmms_eval, tmp_path):
     tasks into Table 1 with the retained columns."""
     import shutil
 
-    from lmms_scene.metrics import vqa
+    from lmms_scene.metrics.layered_vqa import aggregation
     from lmms_scene.registration import tasks_path
     from lmms_scene.results import show_text
 
     folder = tmp_path / "tasks"
     shutil.copytree(tasks_path() / "layered_vqa", folder / "layered_vqa")
-    report = L.build_synthetic(tmp_path / "built", scenes=3, seed=7, size=(64, 48))
+    report = build_synthetic(tmp_path / "built", scenes=3, seed=7, size=(64, 48))
     template = folder / "layered_vqa" / "_default_template_yaml"
     text = template.read_text()
-    assert text.count(f"    test: {L.PLACEHOLDER_FILE.as_posix()}\n") == 1
-    template.write_text(text.replace(f"    test: {L.PLACEHOLDER_FILE.as_posix()}\n", f"    test: {report.out.resolve()}\n"))
+    assert text.count(f"    test: {PLACEHOLDER_FILE.as_posix()}\n") == 1
+    template.write_text(text.replace(f"    test: {PLACEHOLDER_FILE.as_posix()}\n", f"    test: {report.out.resolve()}\n"))
     code, results, out, log = run_lmms_eval(
         ["--model", "scene_blind", "--tasks", "layered_vqa"], include=folder, env={"LMMS_SCENE_NO_TASK_HOOK": "1"}
     )
     assert code == 0, log[-3000:]
-    assert set(results["results"]) >= {L.task_name(s) for s in L.SCHEDULES}
+    assert set(results["results"]) >= {task_name(s) for s in SCHEDULES}
     # the group's headline: Table 1's retained accuracy, combined from the schedules' parts
     # (no accuracy pooled over the 16 schedules: the paper has none)
     assert "accuracy,none" not in results["groups"]["layered_vqa"]
-    parts = {s: results["results"][L.task_name(s)]["retained_text,none"] for s in L.SCHEDULES}
+    parts = {s: results["results"][task_name(s)]["retained_text,none"] for s in SCHEDULES}
     assert all(p["schedule"] == s and p["n_graded"] > 0 for s, p in parts.items()), parts
-    for column, scheds in vqa.RETAINED_COLUMNS.items():
+    for column, scheds in aggregation.RETAINED_COLUMNS.items():
         group_value = results["groups"]["layered_vqa"][f"retained_{column},none"]
         if parts["full"]["n_correct"] == 0:
             assert group_value is None  # nothing right under full: undefined, never 0 or inf
@@ -161,11 +165,11 @@ def test_headline_group_on_generated_data_and_show(run_lmms_eval, tmp_path):
         base = parts["full"]["n_correct"] / parts["full"]["n_graded"]
         accs = [parts[s]["n_correct"] / parts[s]["n_graded"] for s in scheds]
         assert group_value == pytest.approx(sum(accs) / len(accs) / base)
-    for s in L.SCHEDULES:
-        rep = results["results"][L.task_name(s)]["layered_vqa_report,none"]
+    for s in SCHEDULES:
+        rep = results["results"][task_name(s)]["layered_vqa_report,none"]
         assert rep["n_rows"] == report.rows and list(rep["by_schedule"]) == [s]
     text, code = show_text([out])
     assert code == 0 and "## Layered-VQA Table 1: retained accuracy" in text and "| scene_blind |" in text
     # the per-schedule tasks pooled from their logged samples into the tables that compare schedules
-    assert f"## Layered-VQA Table 8: relational extra loss (scene_blind; pooled from the logged samples of its {len(L.SCHEDULES)}" in text
+    assert f"## Layered-VQA Table 8: relational extra loss (scene_blind; pooled from the logged samples of its {len(SCHEDULES)}" in text
     assert "## Layered-VQA Figure 9:" in text

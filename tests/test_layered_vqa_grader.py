@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from lmms_scene.metrics import vqa
-from lmms_scene.metrics.vqa_grader import CANNOT_TELL, CORRECT, WRONG, answer_kind, grade, grade_answers, read_answers
+from lmms_scene.metrics.layered_vqa import scoring
+from lmms_scene.metrics.layered_vqa.grader import CANNOT_TELL, CORRECT, WRONG, answer_kind, grade, grade_answers, read_answers
 
 DATA = Path(__file__).parent / "data"
 #: 245 replies written while the grader was built, 72 written before it was run on them
@@ -18,7 +18,7 @@ SETS = {"development": DATA / "layered_vqa_replies.jsonl", "held_out": DATA / "l
 
 @pytest.fixture(scope="module")
 def wordnet():
-    lemma_names, source = vqa.default_lemma_names()
+    lemma_names, source = scoring.default_lemma_names()
     return lemma_names
 
 
@@ -110,7 +110,7 @@ def test_cli_grade_text_json_and_bad_input(tmp_path, capsys):
     assert main(["layered-vqa", "grade", "--input", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [g["verdict"] for g in doc["grades"]] == ["correct", "wrong", "cannot_tell"] and doc["summary"]["verdicts"]["cannot_tell"] == 1
-    assert doc["summary"]["grader"]["grader"] == "lmms_scene.metrics.vqa_grader.grade"
+    assert doc["summary"]["grader"]["grader"] == "lmms_scene.metrics.layered_vqa.grader.grade"
     for bad, message in [
         ({"id": "x", "gold": "Two.", "answer": "2"}, "line 1: missing field 'question_type'"),
         ({"id": "x", "gold": "Two.", "question_type": "trivia", "answer": "2"}, "line 1: question_type: 'trivia' is not one of"),

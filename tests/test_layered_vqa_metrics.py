@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from lmms_scene.data import layered_vqa as L
-from lmms_scene.metrics import vqa
-from lmms_scene.metrics.vqa import grade, parse_selection, selection_scores
+from lmms_scene.data.layered_vqa.delivery import SELECTION
+from lmms_scene.data.layered_vqa.rounds import KeepRepeats, conversations, turns_of
+from lmms_scene.data.layered_vqa.sample import toy_item
+from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
+from lmms_scene.metrics.layered_vqa import aggregation, judging, scoring
+from lmms_scene.metrics.layered_vqa.grader import grade
+from lmms_scene.metrics.layered_vqa.scoring import parse_selection, selection_scores
 
 
 def fake_lemmas(word):
@@ -57,7 +61,7 @@ def test_empty_is_recorded_as_empty():
 
 
 def test_grader_with_real_wordnet_if_installed():
-    lemma_names, source = vqa.default_lemma_names()
+    lemma_names, source = scoring.default_lemma_names()
     if lemma_names is None:
         pytest.skip(source)
     assert grade("a feeding bottle", "A bottle.", "direct ask", lemma_names=lemma_names).correct
@@ -77,47 +81,47 @@ def test_selection_parsing_and_scores():
 
 
 def test_attempt_detection_and_bins():
-    assert vqa.is_attempt("A red square.")
+    assert scoring.is_attempt("A red square.")
     # an ordinary answer after an acknowledgment is an answer
-    assert vqa.is_attempt("Got it. The object is a triangle.")
-    assert vqa.is_attempt("Got it. The object is a triangle.", grade("Got it. The object is a triangle.", "A triangle.", "direct ask"))
-    assert not vqa.is_attempt("Got it.") and not vqa.is_attempt("Okay, I'm ready for the next part.")
+    assert scoring.is_attempt("Got it. The object is a triangle.")
+    assert scoring.is_attempt("Got it. The object is a triangle.", grade("Got it. The object is a triangle.", "A triangle.", "direct ask"))
+    assert not scoring.is_attempt("Got it.") and not scoring.is_attempt("Okay, I'm ready for the next part.")
     hedge = "It could be a circle, a square or a triangle."
-    assert not vqa.is_attempt(hedge, grade(hedge, "A circle.", "direct ask"))
-    assert not vqa.is_attempt("Sure, please provide the rest of the question.")
-    assert not vqa.is_attempt("What do you want to know?")
-    assert not vqa.is_attempt("")
-    assert [vqa.position_bin(t, 5) for t in range(5)] == list(vqa.POSITION_BINS)
-    assert [vqa.position_bin(t, 3) for t in range(3)] == ["earliest", "midway", "latest"]
+    assert not scoring.is_attempt(hedge, grade(hedge, "A circle.", "direct ask"))
+    assert not scoring.is_attempt("Sure, please provide the rest of the question.")
+    assert not scoring.is_attempt("What do you want to know?")
+    assert not scoring.is_attempt("")
+    assert [scoring.position_bin(t, 5) for t in range(5)] == list(scoring.POSITION_BINS)
+    assert [scoring.position_bin(t, 3) for t in range(3)] == ["earliest", "midway", "latest"]
     with pytest.raises(ValueError):
-        vqa.position_bin(0, 1)
+        scoring.position_bin(0, 1)
 
 
 def _doc(schedule):
-    return dict(L.toy_item(4), schedule=schedule, seed=0)
+    return dict(toy_item(4), schedule=schedule, seed=0)
 
 
 def test_score_row_grounding_commit_and_failures():
     doc = _doc("sharded-v")  # 4 turns, evidence complete at turn 2
-    turns = L.turns_of(doc)
-    row = vqa.score_row(doc, ["Please show me more.", "A red square.", "A red square.", "A red square."], turns, lemma_names=fake_lemmas)
+    turns = turns_of(doc)
+    row = scoring.score_row(doc, ["Please show me more.", "A red square.", "A red square.", "A red square."], turns, lemma_names=fake_lemmas)
     assert row["correct"] and row["first_attempt"] == 1 and row["grounded"] is False and row["committed"]
     assert row["attempt_bin"] == "early" and row["grounded_correct"] is False and row["n_turns"] == 4
-    late = vqa.score_row(doc, ["Go ahead.", "Waiting for more.", "A blue square.", "A red square."], turns)
+    late = scoring.score_row(doc, ["Go ahead.", "Waiting for more.", "A blue square.", "A red square."], turns)
     assert late["grounded"] is True and late["committed"] is False and late["grounded_correct"] is True
-    short = vqa.score_row(dict(doc, question_id="toy-1"), ["A red square."], turns)
+    short = scoring.score_row(dict(doc, question_id="toy-1"), ["A red square."], turns)
     assert short["failure"] == "conversation stopped after 1 of 4 turns" and short["correct"] is None
     assert short["grade_reason"] == "failed" and short["grounded_correct"] is None
-    rep = vqa.report([row, short], n_boot=50)
+    rep = aggregation.report([row, short], n_boot=50)
     assert rep["n_failed_conversations"] == 1 and rep["overall"]["not_computed"]["accuracy"] == 1
     assert rep["overall"]["accuracy"] == 1.0  # the failed conversation is left out, not a 0
 
 
 def test_score_row_selection_and_joint():
     doc = _doc("oracle")
-    row = vqa.score_row(doc, ["A red square.\nLayers: 1, 2"], L.turns_of(doc))
+    row = scoring.score_row(doc, ["A red square.\nLayers: 1, 2"], turns_of(doc))
     assert row["correct"] and row["exact"] and row["joint"] and row["selection"] == [1, 2]
-    row = vqa.score_row(doc, ["A red square.\nLayers: 1, 3"], L.turns_of(doc))
+    row = scoring.score_row(doc, ["A red square.\nLayers: 1, 3"], turns_of(doc))
     assert row["correct"] and row["distractor"] and not row["joint"]
 
 
@@ -125,21 +129,21 @@ def _rows(correct_by_schedule, scenes=4):
     rows = []
     for s in range(scenes):
         for q in range(3):
-            doc = dict(L.toy_item(4), scene_id=f"s{s}", question_id=f"s{s}-q{q}", question_type=L.QUESTION_TYPES[q])
+            doc = dict(toy_item(4), scene_id=f"s{s}", question_id=f"s{s}-q{q}", question_type=QUESTION_TYPES[q])
             for schedule, correct in correct_by_schedule.items():
                 d = dict(doc, schedule=schedule, seed=0)
-                turns = L.turns_of(d)
+                turns = turns_of(d)
                 ans = "A red square." if correct(s, q) else "A green circle."
                 outs = [ans] * len(turns)
-                if schedule in L.SELECTION:
+                if schedule in SELECTION:
                     outs[-1] += "\nLayers: 1, 2"
-                rows.append(vqa.score_row(d, outs, turns))
+                rows.append(scoring.score_row(d, outs, turns))
     return rows
 
 
 def test_report_retained_accuracy_depth_and_relational():
     rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "concat-v": lambda s, q: q != 2, "oracle": lambda s, q: True})
-    rep = vqa.report(rows, n_boot=200)
+    rep = aggregation.report(rows, n_boot=200)
     assert rep["n_rows"] == len(rows) and rep["grader"] == "rule"
     assert rep["by_schedule"]["full"]["accuracy"] == 1.0
     assert rep["by_schedule"]["sharded-v"]["accuracy"] == pytest.approx(1 / 3)
@@ -156,12 +160,12 @@ def test_report_retained_accuracy_depth_and_relational():
     assert rep["retained"]["sharded-v"]["ci95"] == pytest.approx([1 / 3, 1 / 3])
     assert rep["by_depth"]["4"]["delta_concat-v"]["loss"] == pytest.approx(-1 / 3)
     assert rep["evidence"]["oracle"]["exact_match"] == 1.0
-    assert set(rep["by_type_schedule"]) == set(L.QUESTION_TYPES[:3])
+    assert set(rep["by_type_schedule"]) == set(QUESTION_TYPES[:3])
 
 
 def test_report_deduplicates_regathered_rows():
     rows = _rows({"full": lambda s, q: True})
-    assert vqa.report(rows + rows[:3], n_boot=50)["n_duplicates"] == 3
+    assert aggregation.report(rows + rows[:3], n_boot=50)["n_duplicates"] == 3
 
 
 def test_judge_rows_majority_self_exclusion_and_failures():
@@ -179,27 +183,27 @@ def test_judge_rows_majority_self_exclusion_and_failures():
     rows = _rows({"full": lambda s, q: q == 0}, scenes=2)
     judges = [JudgeSpec("a", "org/A"), JudgeSpec("b", "org/B"), JudgeSpec("c", "org/C")]
     clients = {"a": Client("Yes."), "b": Client("Not correct."), "c": Client(exc=TimeoutError("slow"))}
-    judged = vqa.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/C", clients=clients)
+    judged = judging.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/C", clients=clients)
     # c is the evaluated model: excluded; a says yes, b says no: a tie, no consensus
     assert all(r["judge"]["excluded"] == ["c"] and r["correct"] is None for r in judged)
-    summary = vqa.judge_summary(judged)
+    summary = judging.judge_summary(judged)
     assert summary["no_consensus"] == len(rows) and summary["self_judges_excluded"] == ["c"]
-    rep = vqa.report(judged, n_boot=50)
+    rep = aggregation.report(judged, n_boot=50)
     assert rep["grader"] == "llm_judge_majority" and rep["overall"]["not_computed"]["accuracy"] == len(rows)
-    judged = vqa.judge_rows(rows, judges, model="other", model_args="pretrained=org/D", clients={**clients, "b": Client("Correct")})
+    judged = judging.judge_rows(rows, judges, model="other", model_args="pretrained=org/D", clients={**clients, "b": Client("Correct")})
     assert all(r["correct"] is True and r["judge"]["failed"] == 1 for r in judged)
-    matrix = vqa.self_preference({"other": judged})
+    matrix = judging.self_preference({"other": judged})
     assert matrix == {"a": {"other": 1.0}, "b": {"other": 1.0}}
 
 
 def test_tables_render_from_results():
-    from lmms_scene.metrics import layered_vqa_tables
+    from lmms_scene.metrics.layered_vqa import tables
     from lmms_scene.results import TaskResult, label_runs
 
     rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "recap-v": lambda s, q: True,
                   "concat-v": lambda s, q: q != 2, "oracle": lambda s, q: True})  # fmt: skip
     res = TaskResult("layered_vqa_sample", "layered_vqa", {}, {}, "m", "pretrained=x/tiny", None, samples=[{"layered_vqa_report": r} for r in rows])
-    view = layered_vqa_tables.view([res], label_runs([res])[0])
+    view = tables.view([res], label_runs([res])[0])
     text = view.text()
     titles = [t.title for t in view.tables]
     for name in ("Table 1", "Table 2", "Table 7", "Figure 6", "Figure 8", "Figure 9"):
@@ -211,7 +215,7 @@ def test_tables_render_from_results():
     assert line[0] == "tiny" and line[1] is None  # no question-in-text schedule ran: no Text column, never a 0
     assert line[2].mean == pytest.approx(2 / 3) and line[2].scale == 100
     assert t1.cells()[0][2].startswith("66.67") and "| tiny |  | 66.67" in text
-    rep = vqa.report(rows, n_boot=50)
+    rep = aggregation.report(rows, n_boot=50)
     # Figure 9: sharded-v costs 2/3 against full, recap-v recovers it all: no overshoot
     fig9 = rep["restoration"]["visual"]
     assert fig9["cost"] == pytest.approx(-2 / 3) and fig9["recovery"] == pytest.approx(2 / 3) and fig9["overshoot"] == 0.0
@@ -224,7 +228,7 @@ def test_tables_render_from_results():
     assert list(by_attempt) == ["1", "2", "3", "4", "5"] and by_attempt["5"]["n"] == 12  # recap-v's fifth turn
     assert rep["attempts"]["baseline"]["accuracy"] == 1.0
     none = TaskResult("layered_vqa_full", "layered_vqa", {}, {}, "m", "", None, samples=None)
-    empty = layered_vqa_tables.view([none], label_runs([none])[0])
+    empty = tables.view([none], label_runs([none])[0])
     assert not empty.tables and not empty.used
     ((_, why),) = empty.skipped
     assert why.startswith("task layered_vqa_full: without logged samples") and "--log_samples" in why
@@ -233,24 +237,24 @@ def test_tables_render_from_results():
 def test_repeats_expand_and_reliability():
     from lmms_scene.tasks.layered_vqa import utils
 
-    doc = dict(L.toy_item(4), schedule="full", seed=0)
+    doc = dict(toy_item(4), schedule="full", seed=0)
     # three repeats of a one-turn conversation, in two of the harness's shapes
     out = utils.process_results(doc, [["A red square."], "('A blue circle.',)", ["red square"]])
     row = out["accuracy"]
     assert row["repeat"] == 0 and [r["repeat"] for r in row["repeat_rows"]] == [1, 2]
-    assert [r["correct"] for r in vqa.expand_repeats([row])] == [True, False, True]
-    rep = vqa.report([row], n_boot=50)
+    assert [r["correct"] for r in aggregation.expand_repeats([row])] == [True, False, True]
+    rep = aggregation.report([row], n_boot=50)
     assert rep["n_rows"] == 3
     cell = rep["reliability"]["full"]
     # Laban et al.: aptitude = P90, unreliability = P90 - P10 (numpy linear percentiles of [0, 1, 1]); the mean beside them
     assert cell["aptitude"] == 1.0 and cell["unreliability"] == pytest.approx(0.8) and cell["average"] == pytest.approx(2 / 3)
     # one repeat: a single conversation, however the harness shapes it
-    assert L.conversations([["a", "b"]]) == [[["a", "b"]]]
-    assert L.conversations(["('a', 'b')"]) == [["('a', 'b')"]]
-    assert L.conversations(["a", "b"]) == [["a", "b"]]
+    assert conversations([["a", "b"]]) == [[["a", "b"]]]
+    assert conversations(["('a', 'b')"]) == [["('a', 'b')"]]
+    assert conversations(["a", "b"]) == [["a", "b"]]
     # through the tasks' KeepRepeats filter: every sample, in either shape
-    (kept,) = L.KeepRepeats().apply([[["a", "b"], "('c', 'd')"]], [None])
-    assert L.conversations([kept]) == [["a", "b"], ["('c', 'd')"]]
+    (kept,) = KeepRepeats().apply([[["a", "b"], "('c', 'd')"]], [None])
+    assert conversations([kept]) == [["a", "b"], ["('c', 'd')"]]
 
 
 def test_cli_judge_over_a_results_folder_with_offline_dummy_judges(tmp_path, capsys):
@@ -278,36 +282,36 @@ def test_cli_judge_over_a_results_folder_with_offline_dummy_judges(tmp_path, cap
 
 
 def test_group_retained_accuracy_from_the_schedules_parts():
-    from lmms_scene.metrics import vqa
+    from lmms_scene.metrics.layered_vqa import aggregation, judging, scoring
 
     def rows(schedule, correct):
         return [{"schedule": schedule, "correct": c, "scene_id": f"s{k}"} for k, c in enumerate(correct)]
 
-    full = vqa.schedule_part(rows("full", [True, True, False, None]))
+    full = aggregation.schedule_part(rows("full", [True, True, False, None]))
     assert full["n_correct"] == 2 and full["n_graded"] == 3 and full["retained_accuracy"] is None
-    half = vqa.schedule_part(rows("sharded-q", [True, False, False]))
-    same = vqa.schedule_part(rows("recap-q", [True, True, False]))
-    vis = vqa.schedule_part(rows("concat-v", [False, False, False]))
+    half = aggregation.schedule_part(rows("sharded-q", [True, False, False]))
+    same = aggregation.schedule_part(rows("recap-q", [True, True, False]))
+    vis = aggregation.schedule_part(rows("concat-v", [False, False, False]))
     # Text: mean(1/3, 2/3) / (2/3) = 0.75; Visual: 0 / (2/3) = 0; Layered: no schedule, undefined
-    assert vqa.retained_from_parts([full, half, same, vis], "text") == pytest.approx(0.75)
-    assert vqa.retained_from_parts([full, half, same, vis], "visual") == 0.0
-    assert vqa.retained_from_parts([full, half, same, vis], "layered") is None
-    assert vqa.retained_from_parts([half, same], "text") is None  # no full: undefined, not 0
-    assert vqa.schedule_part(rows("full", [None])) is None
-    assert vqa.schedule_part(rows("full", [True]) + rows("oracle", [True])) is None
+    assert aggregation.retained_from_parts([full, half, same, vis], "text") == pytest.approx(0.75)
+    assert aggregation.retained_from_parts([full, half, same, vis], "visual") == 0.0
+    assert aggregation.retained_from_parts([full, half, same, vis], "layered") is None
+    assert aggregation.retained_from_parts([half, same], "text") is None  # no full: undefined, not 0
+    assert aggregation.schedule_part(rows("full", [None])) is None
+    assert aggregation.schedule_part(rows("full", [True]) + rows("oracle", [True])) is None
 
 
 def test_retained_accuracy_reproduces_the_papers_surviving_value():
     """Table 1 prints one retained value, Text = 108 for Qwen2.5-VL-32B: its full accuracy
     .559 and its four question-in-text schedules .549, .533, .711, .630."""
-    assert round(100 * vqa.retained(0.559, [0.549, 0.533, 0.711, 0.630])) == 108
+    assert round(100 * aggregation.retained(0.559, [0.549, 0.533, 0.711, 0.630])) == 108
     # and on scored rows: the same accuracies give the same column (each schedule its own accuracy)
     rows = []
     accs = {"full": 0.559, "concat-q": 0.549, "sharded-q": 0.533, "recap-q": 0.711, "snowball-q": 0.630}
     for schedule, acc in accs.items():
         n_right = round(acc * 1000)
         rows += [{"scene_id": f"s{k % 10}", "question_id": f"q{k}", "schedule": schedule, "repeat": 0, "correct": k < n_right} for k in range(1000)]
-    got = vqa._retained(rows, list(accs), n_boot=50, seed=0)["by_column"]["text"]
+    got = aggregation._retained(rows, list(accs), n_boot=50, seed=0)["by_column"]["text"]
     assert round(100 * got["retained_accuracy"]) == 108 and got["complete"]
     lo, hi = got["ci95"]
     assert lo <= got["retained_accuracy"] <= hi
@@ -330,15 +334,15 @@ def test_cross_judging_fills_figure_4_with_a_boxed_diagonal():
     clients = {"qa": Client("Yes."), "qb": Client("No.")}  # qa praises everything, qb nothing
     rows = _rows({"full": lambda s, q: True}, scenes=2)
     runs = {
-        "QA": vqa.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/QA", clients=clients),
-        "QB": vqa.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/QB", clients=clients),
+        "QA": judging.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/QA", clients=clients),
+        "QB": judging.judge_rows(rows, judges, model="qwen2_5_vl", model_args="pretrained=org/QB", clients=clients),
     }
     assert clients["qa"].n == clients["qb"].n == 2 * len(rows)  # every judge, every answer
     # QA's outputs: only qb votes (no); QB's outputs: only qa votes (yes)
     assert {r["correct"] for r in runs["QA"]} == {False} and {r["correct"] for r in runs["QB"]} == {True}
-    matrix = vqa.self_preference(runs)
+    matrix = judging.self_preference(runs)
     assert matrix == {"qa": {"QA": 1.0, "QB": 1.0}, "qb": {"QA": 0.0, "QB": 0.0}}
-    assert vqa.self_cells(runs) == [("qa", "QA"), ("qb", "QB")]
-    table = vqa.self_preference_table(matrix, vqa.self_cells(runs))
+    assert judging.self_cells(runs) == [("qa", "QA"), ("qb", "QB")]
+    table = judging.self_preference_table(matrix, judging.self_cells(runs))
     assert "| qa | [1.000] | 1.000 |" in table and "| qb | 0.000 | [0.000] |" in table
-    assert vqa.judge_summary(runs["QA"])["self_judgments"] == len(rows)
+    assert judging.judge_summary(runs["QA"])["self_judgments"] == len(rows)

@@ -4,14 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from lmms_scene.data import layered_vqa as L
-from lmms_scene.data.layered_vqa import COMPOSITE, LAYER, SCHEDULES, deliver
+from lmms_scene.data.layered_vqa.delivery import (
+    COMPOSITE,
+    LAYER,
+    SCHEDULES,
+    deliver,
+    non_supporting_layers,
+    schedule_of_task,
+    supporting_layers,
+)
+from lmms_scene.data.layered_vqa.rounds import MAX_ROUNDS, chat_messages, simple_round
+from lmms_scene.data.layered_vqa.sample import toy_item
+from lmms_scene.data.layered_vqa.schedules import task_name
+from lmms_scene.data.layered_vqa.schema import supporting, validate
 
 
 @pytest.fixture(scope="module")
 def item():
     # 4 layers (background, object 1, object 2, distractor 3); 3 shards supported by [], [1], [1, 2]
-    return L.toy_item(n_layers=4)
+    return toy_item(n_layers=4)
 
 
 def _views(turn):
@@ -26,7 +37,7 @@ def test_sixteen_schedules_with_the_issue_spelling():
         "full", "concat-q", "sharded-q", "recap-q", "snowball-q", "concat-v", "sharded-v", "recap-v", "snowball-v",
         "aligned", "misaligned", "ev-first", "ev-last", "shuffled", "all-lyr", "oracle",
     ]
-    assert L.task_name("sharded-q") == "layered_vqa_sharded_q" and L.schedule_of_task("layered_vqa_all_lyr") == "all-lyr"
+    assert task_name("sharded-q") == "layered_vqa_sharded_q" and schedule_of_task("layered_vqa_all_lyr") == "all-lyr"
 
 
 def test_full_and_concat_q(item):
@@ -73,12 +84,12 @@ def test_aligned_and_misaligned(item):
     mis = deliver(item, "misaligned")
     assert [t.layers for t in mis] == [(1,), (2,), (3,)]
     for t in mis:  # never a shard's own evidence
-        assert not set(t.layers) & set(L.supporting(item, t.shards[0]))
+        assert not set(t.layers) & set(supporting(item, t.shards[0]))
 
 
 def test_order_schedules(item):
     # toy item: supporting layers 1, 2 (shards [], [1], [1, 2]); non-supporting 0 (background) and 3
-    assert L.supporting_layers(item) == (1, 2) and L.non_supporting_layers(item) == (0, 3)
+    assert supporting_layers(item) == (1, 2) and non_supporting_layers(item) == (0, 3)
     last, first = deliver(item, "ev-last"), deliver(item, "ev-first")
     # the shards in order, every layer handed over exactly once
     for turns in (last, first):
@@ -95,7 +106,7 @@ def test_order_schedules(item):
 
 
 def test_order_schedules_with_more_shards_than_layers():
-    item = L.toy_item(3)  # 3 layers, supporting 1, 2
+    item = toy_item(3)  # 3 layers, supporting 1, 2
     item["shards"] = [*item["shards"], {"text": "Look closely.", "supporting_layers": []}, {"text": "Answer briefly.", "supporting_layers": []}]
     last, first = deliver(item, "ev-last"), deliver(item, "ev-first")
     # one layer a turn: ev-last in the final turns, ev-first in the first ones
@@ -126,50 +137,50 @@ def test_every_schedule_ends_with_complete_evidence_except_misaligned(item, sche
     assert turns and all(t.text.strip() for t in turns)
     if schedule != "misaligned" and schedule != "oracle":
         assert turns[-1].evidence_complete
-    assert L.MAX_ROUNDS >= len(turns)
+    assert MAX_ROUNDS >= len(turns)
 
 
 def test_bad_items_are_named():
-    bad = L.toy_item(4)
+    bad = toy_item(4)
     bad["shards"][1]["supporting_layers"] = [7]
     with pytest.raises(ValueError, match=r"item 'toy-0' .*shards\[1\].supporting_layers: layer index 7 out of range"):
         deliver(bad, "aligned")
-    bad = L.toy_item(4)
+    bad = toy_item(4)
     bad["question_type"] = "trivia"
     with pytest.raises(ValueError, match="question_type"):
-        L.validate(bad)
-    bad = L.toy_item(4)
+        validate(bad)
+    bad = toy_item(4)
     bad["distractor_layers"] = [1]
     with pytest.raises(ValueError, match="both minimal-sufficient and distractors"):
-        L.validate(bad)
-    bad = L.toy_item(4)
+        validate(bad)
+    bad = toy_item(4)
     bad["layers"][2] = bad["layers"][2].resize((3, 3))
     with pytest.raises(ValueError, match=r"layers\[2\]: size 3x3"):
-        L.validate(bad)
+        validate(bad)
     with pytest.raises(ValueError, match="unknown schedule 'nope'"):
-        deliver(L.toy_item(), "nope")
+        deliver(toy_item(), "nope")
 
 
 def test_harness_rounds_carry_history(item):
     doc = dict(item, schedule="sharded-q", seed=0)
-    assert L.simple_round(doc) == item["shards"][0]["text"]
-    visuals, text, terminal, prev, _ = L.simple_round(doc, ["A1"], round_idx=1)
+    assert simple_round(doc) == item["shards"][0]["text"]
+    visuals, text, terminal, prev, _ = simple_round(doc, ["A1"], round_idx=1)
     assert not terminal and len(visuals) == 1 and prev == ["A1"]
     assert text.splitlines() == [f"User: {item['shards'][0]['text']}", "Assistant: A1", f"User: {item['shards'][1]['text']}", "Assistant:"]
-    assert L.simple_round(doc, ["A1", "A2", "A3"], round_idx=3)[2] is True
-    msgs = L.chat_messages(doc)
+    assert simple_round(doc, ["A1", "A2", "A3"], round_idx=3)[2] is True
+    msgs = chat_messages(doc)
     assert [m["role"] for m in msgs] == ["user"] and msgs[0]["content"][0]["type"] == "image"
-    messages, terminal, _, _ = L.chat_messages(doc, ["A1", "A2"], round_idx=2)
+    messages, terminal, _, _ = chat_messages(doc, ["A1", "A2"], round_idx=2)
     assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"] and not terminal
     assert messages[3]["content"][0]["text"] == "A2"
-    assert L.chat_messages(doc, ["A1", "A2", "A3"], round_idx=3)[1] is True
+    assert chat_messages(doc, ["A1", "A2", "A3"], round_idx=3)[1] is True
 
 
 def test_registry_lists_one_task_per_schedule_and_yamls_exist():
     from lmms_scene import benchmarks
 
     bench = benchmarks.get("layered-vqa")
-    assert bench.tasks == tuple(L.task_name(s) for s in SCHEDULES)
+    assert bench.tasks == tuple(task_name(s) for s in SCHEDULES)
     assert bench.built()
     for task in bench.tasks:
         text = (bench.task_folder / f"{task}.yaml").read_text()
@@ -180,16 +191,15 @@ def test_registry_lists_one_task_per_schedule_and_yamls_exist():
 def test_chat_rounds_validate_as_lmms_eval_chat_messages_and_always_end(item, schedule):
     # the loop chat vllm runs (lmms-eval 0.7.3): round 0 plain, then until terminal, no cap of its own
     from lmms_eval.protocol import ChatMessages
-
     from lmms_scene.tasks.layered_vqa import utils
 
     doc = dict(item, schedule=schedule, seed=0)
-    n = len(L.deliver(item, schedule))
+    n = len(deliver(item, schedule))
     outputs, messages = [], utils.doc_to_messages(doc)
     for round_idx in range(1, 100):
         chat = ChatMessages(messages=messages)
         images, _, _ = chat.extract_media()
-        assert len(images) == sum(len(t.views) for t in L.deliver(item, schedule)[:round_idx])
+        assert len(images) == sum(len(t.views) for t in deliver(item, schedule)[:round_idx])
         outputs.append(f"reply {round_idx}")
         messages, terminal, _prev, _info = utils.doc_to_messages(doc, previous_output=outputs, round_idx=round_idx)
         if terminal:
@@ -216,9 +226,9 @@ def test_table_10_schedules_exactly_as_printed(item):
 
 @pytest.fixture(scope="module")
 def generated():
-    from lmms_scene.data import layered_vqa_synth
+    from lmms_scene.data.layered_vqa import synth
 
-    return layered_vqa_synth.generate(200, seed=0, size=(64, 48))
+    return synth.generate(200, seed=0, size=(64, 48))
 
 
 def test_no_two_schedules_deliver_the_same_conversation(generated):
@@ -243,7 +253,7 @@ def test_no_two_schedules_deliver_the_same_conversation(generated):
 
 def test_evidence_order_puts_supporting_layers_where_the_names_say(generated):
     for it in generated:
-        support = set(L.supporting_layers(it))
+        support = set(supporting_layers(it))
         last = [t for t in deliver(it, "ev-last") if t.layers]
         first = [t for t in deliver(it, "ev-first") if t.layers]
         assert set(last[-1].layers) & support, it["question_id"]

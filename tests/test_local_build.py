@@ -12,12 +12,20 @@ import sys
 import pytest
 from conftest import find_results, harness_env
 
-from lmms_scene.data import layered_vqa as L
 from lmms_scene.data import local
+from lmms_scene.data.layered_vqa.builder import build_synthetic, local_names
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES
+from lmms_scene.data.layered_vqa.schedules import task_name
+from lmms_scene.data.layered_vqa.schema import features
+from lmms_scene.data.layered_vqa.views import (
+    PLACEHOLDER_FILE,
+    schedule_docs,
+    write_placeholder,
+)
 
 
 def _synth(tmp_path, name="mine", scenes=1):
-    return L.build_synthetic(
+    return build_synthetic(
         tmp_path / "built", scenes=scenes, seed=3, size=(64, 48), name=name
     )
 
@@ -47,20 +55,20 @@ def test_layered_build_writes_the_layout_and_tasks_derived_from_ours(tmp_path):
     report = _synth(tmp_path)
     out = tmp_path / "built"
     assert report.out == out / local.DATA_FILE and report.card == out / "README.md"
-    tasks, group = L.local_names("mine")
+    tasks, group = local_names("mine")
     assert report.tasks == tasks and report.groups == [group] == ["layered_vqa_mine"]
     assert sorted(p.name for p in (out / "tasks").iterdir()) == sorted(
         f"{t}.yaml" for t in [*tasks, group]
     )
     # the hub layout: datasets reads the folder (the card's configs point at data/)
     data = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "cache"))["test"]
-    assert data.features == L.features() and len(data) == report.rows
+    assert data.features == features() and len(data) == report.rows
     ours = our_task_configs()
-    for schedule, task in zip(L.SCHEDULES, tasks):
+    for schedule, task in zip(SCHEDULES, tasks):
         written = read_task_yaml(out / "tasks" / f"{task}.yaml")
         mine = {
             k: v
-            for k, v in ours[L.task_name(schedule)].items()
+            for k, v in ours[task_name(schedule)].items()
             if not k.startswith("__")
         }
         # ours, with the data, the name and the metadata swapped, nothing else
@@ -192,13 +200,13 @@ def test_shipped_schedule_tasks_read_the_placeholder_which_stops_with_how_to_bui
     from lmms_scene.registration import our_task_configs, tasks_path
 
     ours = our_task_configs()
-    placeholder = tasks_path() / "layered_vqa" / L.PLACEHOLDER_FILE
-    for schedule in L.SCHEDULES:
-        config = ours[L.task_name(schedule)]
+    placeholder = tasks_path() / "layered_vqa" / PLACEHOLDER_FILE
+    for schedule in SCHEDULES:
+        config = ours[task_name(schedule)]
         assert config["dataset_path"] == "parquet"
         assert (
             config["dataset_kwargs"]["data_files"]["test"]
-            == L.PLACEHOLDER_FILE.as_posix()
+            == PLACEHOLDER_FILE.as_posix()
         )
     # the sample keeps its own data whatever the template's location says
     assert ours["layered_vqa_sample"]["dataset_path"] == "parquet"
@@ -210,7 +218,7 @@ def test_shipped_schedule_tasks_read_the_placeholder_which_stops_with_how_to_bui
         "parquet", data_files={"test": str(placeholder)}, cache_dir=str(tmp_path / "c")
     )["test"]
     with pytest.raises(FileNotFoundError) as err:
-        L.schedule_docs(data, ["full"])
+        schedule_docs(data, ["full"])
     message = str(err.value)
     assert "lmms-scene build layered-synth" in message and "--out DIR" in message
     assert (
@@ -219,7 +227,7 @@ def test_shipped_schedule_tasks_read_the_placeholder_which_stops_with_how_to_bui
     )
     assert "_default_template_yaml" in message
     # the shipped placeholder is what write_placeholder writes
-    fresh = L.write_placeholder(tmp_path)
+    fresh = write_placeholder(tmp_path)
     assert (
         datasets.load_dataset(
             "parquet", data_files={"test": str(fresh)}, cache_dir=str(tmp_path / "c")
@@ -289,9 +297,9 @@ def test_layered_local_build_round_trip(tmp_path):
     )  # fmt: skip
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     results = find_results(results_dir)
-    tasks, group = L.local_names("trip")
+    tasks, group = local_names("trip")
     assert set(tasks) <= set(results["results"]) and group in results["groups"]
-    for schedule, task in zip(L.SCHEDULES, tasks):
+    for schedule, task in zip(SCHEDULES, tasks):
         assert results["configs"][task]["metadata"]["benchmark"] == "layered_vqa"
         rep = results["results"][task]["layered_vqa_report,none"]
         assert rep["n_rows"] == 2 and list(rep["by_schedule"]) == [schedule]

@@ -28,16 +28,16 @@ def snus_built(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("snus_built")
     ds = Dataset.from_list(_png_rows(snus.sample_rows(4)), features=snus.features())
-    snus.write({"test": ds}, out, source="the test's procedural rows")
+    snus.write_local({"test": ds}, out, source="the test's procedural rows")
     return out
 
 
 @pytest.fixture(scope="module")
 def layered_built(tmp_path_factory) -> Path:
-    from lmms_scene.data import layered_vqa
+    from lmms_scene.data.layered_vqa.builder import build_synthetic
 
     out = tmp_path_factory.mktemp("layered_built")
-    layered_vqa.build_synthetic(out, scenes=2, seed=0, size=(64, 48), name="pubtest")
+    build_synthetic(out, scenes=2, seed=0, size=(64, 48), name="pubtest")
     return out
 
 
@@ -110,7 +110,7 @@ def test_license_comes_from_the_built_card(layered_built):
 def _snus_ds(built: Path):
     from datasets import Dataset
 
-    return Dataset.from_parquet(str(built / "data" / "test.parquet"))
+    return Dataset.from_parquet(str(built / "data" / "test-00000-of-00001.parquet"))
 
 
 def test_missing_extra_and_mistyped_columns_are_named(snus_built, tmp_path):

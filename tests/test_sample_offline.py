@@ -39,9 +39,9 @@ def test_a_sample_task_records_why_clip_is_not_computed(no_clip_at_hand, monkeyp
     assert len(docs) > 0 and loads == []  # nothing loaded, nothing downloaded
     reason = clip.not_computed_reason()
     assert reason and FETCH in reason and clip.CLIP_MODEL_ENV in reason and not clip.clip_enabled()
-    from lmms_scene.metrics import naming
+    from lmms_scene.metrics.cooco import scoring
 
-    prov = naming.provenance()
+    prov = scoring.provenance()
     assert prov["clip_model"] is None and prov["clip_metrics"].startswith("not computed: ") and FETCH in prov["clip_metrics"]
 
 
@@ -61,7 +61,7 @@ def test_the_full_benchmark_still_needs_its_checkpoint(no_clip_at_hand, monkeypa
     """Even after a sample task recorded CLIP as not at hand, a full task in the same run
     tries to load it and stops, saying how to get it."""
     from lmms_scene import cache
-    from lmms_scene.metrics import naming
+    from lmms_scene.metrics.cooco import scoring
 
     cache.clear()
     clip.for_sample_run()
@@ -71,7 +71,7 @@ def test_the_full_benchmark_still_needs_its_checkpoint(no_clip_at_hand, monkeypa
 
     monkeypatch.setattr(clip, "load_pretrained", lambda *a, **k: missing(*a[:2]))
     with pytest.raises(clip.ClipModelUnavailable) as err:
-        naming.require_metrics()
+        scoring.require_metrics()
     message = str(err.value)
     assert message.endswith("saved with save_pretrained).") and FETCH in message and "LMMS_SCENE_CLIP_MODEL=/path/to/clip" in message
 

@@ -291,7 +291,7 @@ def test_an_output_that_is_not_one_text_is_recorded_unscored_and_counted(utils, 
     assert rep["n_unscored"] == 1 and rep["unscored"] == [{"image_id": docs[0]["image_id"], "reason": bad["unscored_reason"]}]
     assert rep["n"] == 2 and rep["model"]["counts"]["n"] == 2  # left out of the corpus, never a 0
     assert cesg == pytest.approx(1.0)
-    from lmms_scene.metrics import snus_tables
+    from lmms_scene.metrics.snus import tables as snus_tables
     from lmms_scene.results import TaskResult, label_runs
 
     result = TaskResult("snus_sample", "snus", {"snus_report": rep}, {}, "m", "", Path("."))
@@ -470,7 +470,7 @@ def test_a_submission_recomputes_and_counts_unscored_rows_as_the_report_does(uti
     as the stored report does: left out of the means, counted as unscored."""
     from types import SimpleNamespace
 
-    from lmms_scene.metrics import snus_tables
+    from lmms_scene.metrics.snus import tables as snus_tables
 
     with settings.override(clip_model="none"):
         items = [utils.process_results(d, ["There is no net."])["CESG"] for d in docs[:4]]

@@ -205,7 +205,7 @@ def test_non_finite_numbers_are_not_json(good, tmp_path, literal):
 def test_rows_and_numbers_forged_together_still_need_official_data(good, tmp_path):
     """What the check cannot see (docs/reports.md says so): consistent forged rows pass the
     recomputation; the data identity is still checked against the official release."""
-    from lmms_scene.metrics import snus_tables
+    from lmms_scene.metrics.snus import tables as snus_tables
 
     _, official, sub = good
     forged = copy.deepcopy(sub)

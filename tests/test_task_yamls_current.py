@@ -1,7 +1,7 @@
 """The generated task YAMLs are current, and the one schedule table is the only list.
 
 Layered-VQA's 16 schedule tasks and its group are written from
-``lmms_scene.data.layered_vqa_schedules.TABLE`` by ``tasks/layered_vqa/_generate_config.py``;
+``lmms_scene.data.layered_vqa.schedules.TABLE`` by ``tasks/layered_vqa/_generate_config.py``;
 these tests regenerate them into a temporary folder and compare bytes with the committed
 files, so a hand edit or a table change without a rerun fails here, naming the file and
 the command that regenerates it."""
@@ -16,8 +16,9 @@ from lmms_scene.tasks.layered_vqa import _generate_config as G
 from lmms_scene.tasks.layered_vqa import utils
 
 from lmms_scene import benchmarks
-from lmms_scene.data import layered_vqa as L
-from lmms_scene.data import layered_vqa_schedules as S
+from lmms_scene.data.layered_vqa import schedules as S
+from lmms_scene.data.layered_vqa.builder import local_names
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES
 
 COMMITTED = REPO / "tasks" / "layered_vqa"
 
@@ -64,14 +65,14 @@ def test_check_names_every_stale_file_and_write_repairs_only_generated_files(tmp
 
 
 def test_the_table_is_the_one_list_of_schedules():
-    assert list(L.SCHEDULES) == list(S.NAMES)
-    assert [(s.name, s.family, s.shape) for s in L.SCHEDULES.values()] == list(S.TABLE)
-    assert benchmarks.get("layered_vqa").tasks == S.TASKS == tuple(s.task for s in L.SCHEDULES.values())
+    assert list(SCHEDULES) == list(S.NAMES)
+    assert [(s.name, s.family, s.shape) for s in SCHEDULES.values()] == list(S.TABLE)
+    assert benchmarks.get("layered_vqa").tasks == S.TASKS == tuple(s.task for s in SCHEDULES.values())
     group = G.render()["layered_vqa.yaml"]
     assert group.index("  - layered_vqa_full\n") < group.index("  - layered_vqa_oracle\n")
     assert [line[4:] for line in group.splitlines() if line.startswith("  - layered_vqa_")] == list(S.TASKS)
     # a local build writes the same task list, suffixed
-    tasks, grp = L.local_names("x")
+    tasks, grp = local_names("x")
     assert tasks == [f"{t}_x" for t in S.TASKS] and grp == "layered_vqa_x"
 
 

@@ -56,9 +56,11 @@ def register_build(builds) -> None:
 
 
 def _print_written(report, what: str) -> None:
-    from lmms_scene.data import layered_vqa
+    from lmms_scene.data.layered_vqa.builder import (
+        evaluate_commands,
+    )
 
-    commands = layered_vqa.evaluate_commands(report.written)
+    commands = evaluate_commands(report.written)
     print(f"wrote {report.rows} questions over {report.scenes} {what} to {report.out} (card: {report.card})")
     print(f"tasks: {', '.join(report.tasks)}; group: {', '.join(report.groups)} in {report.include_path}")
     print("evaluate it with a multi-round model (simple class, batch size 1; others: --model scene_replay, docs/layered_vqa.md):")
@@ -69,10 +71,12 @@ def _print_written(report, what: str) -> None:
 
 def _build_release(args) -> int:
     from lmms_scene import compositing
-    from lmms_scene.data import layered_vqa
+    from lmms_scene.data.layered_vqa.builder import (
+        build_release,
+    )
 
     tol = compositing.DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
-    report = layered_vqa.build_release(args.release, args.out, tolerance=tol, source=str(args.release), name=args.name)
+    report = build_release(args.release, args.out, tolerance=tol, source=str(args.release), name=args.name)
     worst = max(report.max_difference.items(), key=lambda kv: kv[1])
     _print_written(report, "scenes")
     print(f"recomposition: max pixel difference {worst[1]} (scene {worst[0]!r}), tolerance {tol}")
@@ -80,9 +84,11 @@ def _build_release(args) -> int:
 
 
 def _build_synth(args) -> int:
-    from lmms_scene.data import layered_vqa
+    from lmms_scene.data.layered_vqa.builder import (
+        build_synthetic,
+    )
 
-    report = layered_vqa.build_synthetic(args.out, args.scenes, args.seed, args.size, name=args.name)
+    report = build_synthetic(args.out, args.scenes, args.seed, args.size, name=args.name)
     _print_written(report, "generated scenes")
     return 0
 
@@ -106,12 +112,13 @@ def register(sub) -> None:
 
 
 def _grade(args) -> int:
-    from lmms_scene.metrics import vqa, vqa_grader
+    from lmms_scene.metrics.layered_vqa import grader
+    from lmms_scene.metrics.layered_vqa import aggregation, judging, scoring
 
-    records = vqa_grader.read_answers(args.input)
-    lemma_names, synonyms = vqa.default_lemma_names()
-    out = vqa_grader.grade_answers(records, lemma_names)
-    out["summary"]["grader"] = vqa.grader_provenance(synonyms)
+    records = grader.read_answers(args.input)
+    lemma_names, synonyms = scoring.default_lemma_names()
+    out = grader.grade_answers(records, lemma_names)
+    out["summary"]["grader"] = scoring.grader_provenance(synonyms)
     if args.json:
         print(json.dumps(out, indent=1, default=str))
         return 0
@@ -178,7 +185,7 @@ def data_mismatches(rows: list, data: dict[str, dict]) -> list[str]:
 
 def _judge(args) -> int:
     from lmms_scene import judges, results
-    from lmms_scene.metrics import vqa
+    from lmms_scene.metrics.layered_vqa import aggregation, judging, scoring
 
     panel = judges.parse_judges(args.judges)
     if not panel:
@@ -191,7 +198,7 @@ def _judge(args) -> int:
     # every run's rows, checked against the data before any judge is asked
     rows_of = {}
     for run in runs:
-        rows = vqa.expand_repeats(run.rows("layered_vqa_report"))
+        rows = aggregation.expand_repeats(run.rows("layered_vqa_report"))
         if data is None:
             lacking = [r["question_id"] for r in rows if not r.get("question")]
             if lacking:
@@ -209,11 +216,11 @@ def _judge(args) -> int:
     judged_by_model: dict[str, list] = {}
     reports = {}
     for run in runs:
-        judged = vqa.judge_rows(rows_of[id(run)], panel, model=run.model, model_args=run.model_args, questions=questions)
+        judged = judging.judge_rows(rows_of[id(run)], panel, model=run.model, model_args=run.model_args, questions=questions)
         judged_by_model.setdefault(run.label, []).extend(judged)
     for label, rows in judged_by_model.items():
-        rep = vqa.report([r for r in rows], n_boot=500)
-        rep["judges"] = vqa.judge_summary(rows)
+        rep = aggregation.report([r for r in rows], n_boot=500)
+        rep["judges"] = judging.judge_summary(rows)
         rep["scorer"] = judges.provenance(panel)
         reports[label] = rep
         acc = rep["overall"].get("accuracy")
@@ -224,11 +231,11 @@ def _judge(args) -> int:
               f"{j['no_consensus']} without consensus (left out), {j['failed_calls']} failed judge calls, "
               f"{j['unparsed_replies']} unparsed replies; self-judges excluded: {j['self_judges_excluded'] or 'none'} "
               f"({j['self_judgments']} self-judgments asked, kept for Figure 4)")  # fmt: skip
-    matrix = vqa.self_preference(judged_by_model)
-    cells = vqa.self_cells(judged_by_model)
+    matrix = judging.self_preference(judged_by_model)
+    cells = judging.self_cells(judged_by_model)
     print("Figure 4: self-preference after cross-judging (share judged correct; rows: judge, columns: model; "
           "[boxed]: a model judging its own outputs, never counted in the consensus)")  # fmt: skip
-    print(vqa.self_preference_table(matrix, cells))
+    print(judging.self_preference_table(matrix, cells))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"reports": reports, "self_preference": matrix, "self_cells": cells, "rows": judged_by_model},

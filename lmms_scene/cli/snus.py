@@ -160,7 +160,7 @@ def _snus_ac(args) -> int:
         json.dump(finite_or_none(rep), sys.stdout, indent=1, default=str, allow_nan=False)
         print()
         return 0
-    from lmms_scene.metrics import snus_tables
+    from lmms_scene.metrics.snus import tables as snus_tables
 
     print(snus_tables.table2([(snus_tables.AC_LABEL, rep)]).text())
     print("\nscores x100. The baselines reward the affirmative opposite of the truth; CESG gives it 0.")
@@ -220,7 +220,7 @@ def register_build(builds) -> None:
     p.add_argument("--from-folder", required=True, type=Path, metavar="DIR", help="folder with the images and metadata.{jsonl,json,csv}")
     p.add_argument("--metadata", type=Path, help="metadata file (default: DIR/metadata.*); fields image, caption, "
                    "missing_objects, missing_attributes, missing_relations, scene, split")  # fmt: skip
-    p.add_argument("--out", required=True, type=Path, help="output folder: data/<split>.parquet, README.md, tasks/snus_<name>.yaml")
+    p.add_argument("--out", required=True, type=Path, help="output folder: data/<split>-00000-of-00001.parquet, README.md, tasks/snus_<name>.yaml")
     p.add_argument("--name", default=None, help="task name suffix (default: the --out folder's name)")
     p.set_defaults(fn=_build, command_name="build snus")
 
@@ -229,11 +229,10 @@ def _build(args) -> int:
     from lmms_scene.data import snus
 
     dataset = snus.build(args.from_folder, args.metadata)
-    written = snus.write(dataset, args.out, source=f"the local release {args.from_folder.resolve()}")
-    if "test" in dataset:
-        task = snus.write_task(args.out, args.name or args.out.resolve().name)
-        written.append(task)
-        print(f"run it: lmms-scene eval --model MODEL --include_path {task.parent.resolve()} --tasks {task.stem} --log_samples --output_path results")
-    for path in written:
+    written = snus.write_local(dataset, args.out, source=f"the local release {args.from_folder.resolve()}", name=args.name)
+    for path in [*written["splits"], written["card"]]:
         print(path)
+    if written["tasks"]:
+        print(f"tasks: {', '.join(written['tasks'])} in {written['include_path']}")
+        print(f"run it: {snus.evaluate_command(written)}")
     return 0

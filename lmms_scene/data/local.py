@@ -3,7 +3,8 @@
 Every ``lmms-scene build NAME ... --out D`` writes the same layout, whatever the
 benchmark:
 
-- ``D/data/test-00000-of-00001.parquet`` (:data:`DATA_FILE`): the hub layout, so
+- ``D/data/test-00000-of-00001.parquet`` (:data:`DATA_FILE`; a build with several splits,
+  as SNUS's, writes each as ``data/<split>-00000-of-00001.parquet``): the hub layout, so
   ``datasets.load_dataset("D")`` reads it and pushing ``D`` to the hub publishes the
   same thing;
 - ``D/README.md``: the dataset card (without ``configs`` in its front matter: see
@@ -33,8 +34,13 @@ from typing import Any
 
 #: where :func:`write_local` puts things inside its output folder
 SPLIT = "test"
-DATA_FILE = Path("data") / f"{SPLIT}-00000-of-00001.parquet"
+DATA_FILE = Path("data") / f"{SPLIT}-00000-of-00001.parquet"  # split_file(SPLIT)
 TASKS_DIR = "tasks"
+
+
+def split_file(split: str) -> Path:
+    """Where a build writes ``split`` (the hub layout: ``data/<split>-00000-of-00001.parquet``)."""
+    return Path("data") / f"{split}-00000-of-00001.parquet"
 #: how every task file a build writes begins (a rebuild removes the earlier build's files)
 _HEADER_START = "# Written by `lmms-scene build"
 
@@ -206,23 +212,42 @@ def write_local(
     tool: str,
     headline: str | None = None,
 ) -> dict[str, Any]:
-    """Write ``dataset`` (a ``datasets.Dataset``) to ``out`` in the layout above, with
-    ``card`` and the task and group YAMLs (configs from :func:`task_configs` and
-    :func:`group_config`). ``tool`` (``lmms-scene build NAME``) names the command in each
-    YAML's header; task files an earlier build wrote into ``out/tasks`` are removed;
-    ``headline`` is what :func:`evaluate_command` runs (default: the first group, else
-    the first task). Returns the paths and names written (``data``, ``card``,
-    ``include_path``, ``tasks``, ``groups``, ``headline``)."""
+    """Write ``dataset`` to ``out`` in the layout above, with ``card`` and the task and
+    group YAMLs (configs from :func:`task_configs` and :func:`group_config`).
+    ``dataset`` is a ``datasets.Dataset`` (the test split, :data:`DATA_FILE`) or a mapping
+    of split names to datasets, each written as :func:`split_file`; split files an
+    earlier build wrote that this one does not are removed (``publish`` reads every file
+    in ``data/``). ``tasks`` may be empty only for a mapping without a test split (there is
+    nothing a task could evaluate). ``tool`` (``lmms-scene build NAME``) names the command
+    in each YAML's header; task files an earlier build wrote into ``out/tasks`` are
+    removed; ``headline`` is what :func:`evaluate_command` runs (default: the first group,
+    else the first task). Returns the paths and names written (``data``: the test split's
+    file or None, ``splits``: every file, ``card``, ``include_path``, ``tasks``,
+    ``groups``, ``headline``)."""
     from lmms_scene.registration import dump_task_yaml
 
     out = Path(out)
-    if not tasks:
+    splits = dict(dataset) if isinstance(dataset, Mapping) else {SPLIT: dataset}
+    if not splits:
+        raise ValueError("write_local: no split to write")
+    if not tasks and (SPLIT in splits or not isinstance(dataset, Mapping)):
         raise ValueError("write_local: no task to write")
     if not str(tool).startswith("lmms-scene build "):
         raise ValueError(f"tool: expected 'lmms-scene build NAME', got {tool!r}")
     groups = dict(groups or {})
     (out / DATA_FILE).parent.mkdir(parents=True, exist_ok=True)
-    dataset.to_parquet(str(out / DATA_FILE))
+    # an earlier build's split files (either layout) that this build does not write go
+    for old in (out / DATA_FILE.parent).glob("*.parquet"):
+        if old.name.split("-", 1)[0].split(".", 1)[0] not in splits:
+            old.unlink()
+    written = []
+    for split, data in splits.items():
+        path = out / split_file(split)
+        stale = out / DATA_FILE.parent / f"{split}.parquet"  # the layout SNUS builds wrote before
+        if stale.is_file():
+            stale.unlink()
+        data.to_parquet(str(path))
+        written.append(path)
     (out / "README.md").write_text(local_card(card), encoding="utf-8")
     tasks_dir = out / TASKS_DIR
     tasks_dir.mkdir(exist_ok=True)
@@ -237,12 +262,13 @@ def write_local(
             header + dump_task_yaml(dict(config)), encoding="utf-8"
         )
     return {
-        "data": out / DATA_FILE,
+        "data": out / DATA_FILE if SPLIT in splits else None,
+        "splits": written,
         "card": out / "README.md",
         "include_path": tasks_dir.resolve(),
         "tasks": list(tasks),
         "groups": list(groups),
-        "headline": headline or (next(iter(groups)) if groups else next(iter(tasks))),
+        "headline": headline or (next(iter(groups)) if groups else next(iter(tasks), None)),
     }
 
 

@@ -1,12 +1,13 @@
 """lmms-eval wiring for COOCO. Thin on purpose: the logic lives in
 :mod:`lmms_scene.data.cooco` (rows, images, prompts) and
-:mod:`lmms_scene.metrics.naming` (scores). Importing this loads no model."""
+:mod:`lmms_scene.metrics.cooco.scoring` (scores). Importing this loads no model."""
 
 from __future__ import annotations
 
 from lmms_scene.data import cooco, recheck
 from lmms_scene.harness import guarded_aggregation, returns_dict
-from lmms_scene.metrics import clip, naming
+from lmms_scene.metrics import clip
+from lmms_scene.metrics.cooco import scoring
 from lmms_scene.prompts import render
 
 DEFAULT_TEMPLATE = "cooco/default.jinja"
@@ -37,7 +38,7 @@ def _require(sample: bool) -> None:
     # recorded as not computed, with the command that fetches it (clip.for_sample_run)
     if sample and clip.for_sample_run() is not None:
         return
-    naming.require_metrics()
+    scoring.require_metrics()
 
 
 def process_docs_sample(dataset):
@@ -86,21 +87,21 @@ def doc_to_target(doc):
 def process_results(doc, results):
     # never raises for a bad answer, row or image: such a row is recorded with its reason
     output = results[0] if isinstance(results, (list, tuple)) and results else results or None
-    return naming.metric_entries(naming.score_doc(doc, output))
+    return scoring.metric_entries(scoring.score_doc(doc, output))
 
 
 def prescore(pairs):
     """(doc, answer) pairs of a whole task, scored in batches before process_results
     (called by lmms_scene.harness through the registry; same numbers, faster)."""
-    return naming.prescore(pairs)
+    return scoring.prescore(pairs)
 
 
 @guarded_aggregation
 def mean_score(entries):
-    return naming.mean_score(entries)
+    return scoring.mean_score(entries)
 
 
 @guarded_aggregation
 @returns_dict
 def breakdown(rows):
-    return naming.report(rows)
+    return scoring.report(rows)

@@ -1,32 +1,42 @@
 """lmms-eval wiring for Layered-VQA. Thin on purpose: delivery and the multi-round
-protocol live in :mod:`lmms_scene.data.layered_vqa`, scoring in
-:mod:`lmms_scene.metrics.vqa`. Importing this loads no model and reads no data."""
+protocol live in :mod:`lmms_scene.data.layered_vqa` (``delivery``, ``rounds``, ``views``),
+scoring in :mod:`lmms_scene.metrics.layered_vqa`. Importing this loads no model and reads no data."""
 
 from __future__ import annotations
 
 import functools
 
-from lmms_scene.data import layered_vqa as L
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES, schedule_of_task
+from lmms_scene.data.layered_vqa.rounds import (
+    chat_messages,
+    conversations,
+    first_visuals,
+    simple_round,
+    turns_of,
+)
+from lmms_scene.data.layered_vqa.schedules import GROUP
+from lmms_scene.data.layered_vqa.schema import ID_FIELDS
+from lmms_scene.data.layered_vqa.views import schedule_docs
 from lmms_scene.harness import guarded_aggregation, returns_dict, round_outputs
 from lmms_scene.metrics import rows as R
-from lmms_scene.metrics import vqa
+from lmms_scene.metrics.layered_vqa import aggregation, scoring
 
 
 def _docs(dataset, schedules):
     # resolve the grader now (before the model runs), so its synonym source is fixed
     _grader()
-    return L.schedule_docs(dataset, schedules)
+    return schedule_docs(dataset, schedules)
 
 
 def _grader():
     from lmms_scene.cache import cached
 
-    return cached(("layered_vqa", "grader"), vqa.default_lemma_names)
+    return cached(("layered_vqa", "grader"), scoring.default_lemma_names)
 
 
 def process_docs_sample(dataset):
     """The embedded sample: every item under every schedule (item-major)."""
-    return _docs(dataset, list(L.SCHEDULES))
+    return _docs(dataset, list(SCHEDULES))
 
 
 def docs_under(dataset, schedule):
@@ -56,10 +66,10 @@ def __getattr__(name):
     # the harness's `!function` (a plain getattr on this module) finds one per schedule
     # without a function per schedule written here or generated into the namespace
     if name.startswith(PROCESS_DOCS_PREFIX):
-        schedule = L.schedule_of_task(L.GROUP + "_" + name.removeprefix(PROCESS_DOCS_PREFIX))
+        schedule = schedule_of_task(GROUP + "_" + name.removeprefix(PROCESS_DOCS_PREFIX))
         if schedule is not None:
             return _bound(schedule, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r} (schedules: {', '.join(L.SCHEDULES)})")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r} (schedules: {', '.join(SCHEDULES)})")
 
 
 # Never a mid-generation exception: a doc that cannot be delivered (the load-time check
@@ -76,7 +86,7 @@ def _log(doc, exc):
 
 def doc_to_visual(doc):
     try:
-        return L.first_visuals(doc)
+        return first_visuals(doc)
     except Exception as exc:
         _log(doc, exc)
         from lmms_scene.data import recheck
@@ -86,7 +96,7 @@ def doc_to_visual(doc):
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None, previous_round_info=None):
     try:
-        return L.simple_round(doc, previous_output, round_idx)
+        return simple_round(doc, previous_output, round_idx)
     except Exception as exc:
         _log(doc, exc)
         from lmms_scene.data import recheck
@@ -98,7 +108,7 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None, previous_output=None, round
 
 def doc_to_messages(doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None, previous_round_info=None):
     try:
-        return L.chat_messages(doc, previous_output, round_idx)
+        return chat_messages(doc, previous_output, round_idx)
     except Exception as exc:
         _log(doc, exc)
         from lmms_scene.data import recheck
@@ -117,17 +127,17 @@ def process_results(doc, results):
     # with its reason (one bad row must not lose the run)
     lemma_names, synonyms = _grader()
     try:
-        turns = L.turns_of(doc)
-        conversations = L.conversations(results)
+        turns = turns_of(doc)
+        replies = conversations(results)
     except Exception as exc:
-        rows = [vqa.unscored_row(doc, f"{type(exc).__name__}: {exc}", results)]
+        rows = [scoring.unscored_row(doc, f"{type(exc).__name__}: {exc}", results)]
     else:
         rows = []
-        for k, conversation in enumerate(conversations):
+        for k, conversation in enumerate(replies):
             try:
-                rows.append(vqa.score_row(doc, round_outputs(conversation), turns, lemma_names=lemma_names, synonyms=synonyms, repeat=k))
+                rows.append(scoring.score_row(doc, round_outputs(conversation), turns, lemma_names=lemma_names, synonyms=synonyms, repeat=k))
             except Exception as exc:
-                rows.append(vqa.unscored_row(doc, f"{type(exc).__name__}: {exc}", conversation, repeat=k))
+                rows.append(scoring.unscored_row(doc, f"{type(exc).__name__}: {exc}", conversation, repeat=k))
     row = dict(rows[0])
     if len(rows) > 1:  # --repeats N: the other samples ride along (metrics expand them)
         row["repeat_rows"] = rows[1:]
@@ -139,7 +149,7 @@ METRIC_KEYS = ("retained_text", "retained_visual", "retained_layered", "accuracy
 
 def _report(rows):
     # the gold answer is part of the corpus: two datasets with the same ids are two corpora
-    return R.corpus_value("layered_vqa.report", rows, vqa.report, id_fields=L.ID_FIELDS, content_fields=("output", "answer"))
+    return R.corpus_value("layered_vqa.report", rows, aggregation.report, id_fields=ID_FIELDS, content_fields=("output", "answer"))
 
 
 @guarded_aggregation
@@ -163,7 +173,7 @@ def _retained(column):
         entry = _report(rows).get("retained", {}).get("by_column", {}).get(column)
         if entry is not None and entry.get("complete"):
             return entry["retained_accuracy"]
-        return vqa.schedule_part(R.dedupe(vqa.expand_repeats(rows), L.ID_FIELDS).rows)
+        return aggregation.schedule_part(R.dedupe(aggregation.expand_repeats(rows), ID_FIELDS).rows)
 
     aggregate.__name__ = aggregate.__qualname__ = f"retained_{column}"
     aggregate.__doc__ = (
@@ -176,7 +186,7 @@ def _retained(column):
 
 def _group_retained(column):
     def combine(metrics, sizes, weight_by_size=False):
-        return vqa.retained_from_parts(metrics, column)
+        return aggregation.retained_from_parts(metrics, column)
 
     combine.__name__ = combine.__qualname__ = f"group_retained_{column}"
     combine.__doc__ = f"The group's retained accuracy ({column}) from its tasks' parts."
@@ -194,6 +204,6 @@ def layered_vqa_report(rows):
 
     rep = dict(_report(rows))
     _, synonyms = _grader()
-    rep["scorer"] = scorer("layered_vqa", grader="rule", grade="lmms_scene.metrics.vqa_grader.grade",
-                           grader_version=vqa.GRADER_VERSION, synonyms=synonyms)  # fmt: skip
+    rep["scorer"] = scorer("layered_vqa", grader="rule", grade="lmms_scene.metrics.layered_vqa.grader.grade",
+                           grader_version=scoring.GRADER_VERSION, synonyms=synonyms)  # fmt: skip
     return rep

@@ -76,7 +76,7 @@ def gold_of(doc: Mapping[str, Any]) -> str:
 
 
 def naming_item(doc: Mapping[str, Any], output: str | None) -> dict[str, Any]:
-    """A doc and a model answer as the item :func:`lmms_scene.metrics.naming.score_rows` scores."""
+    """A doc and a model answer as the item :func:`lmms_scene.metrics.cooco.scoring.score_rows` scores."""
     return {
         "image_id": doc["image_id"],
         "condition": doc["condition"],

@@ -1,12 +1,13 @@
 """COOCO's object-naming accuracy (Merlo et al. 2025, Section 4.3) as an ``evaluate``
-metric: a thin wrapper over :mod:`lmms_scene.metrics.naming` (the same normalisation,
+metric: a thin wrapper over :mod:`lmms_scene.metrics.cooco.scoring` (the same normalisation,
 long form, CLIP text similarity and thresholds as the COOCO task's scores)."""
 
 import datasets
 import evaluate
 
 from lmms_scene.data.cooco.card import CITATION
-from lmms_scene.metrics import clip, naming
+from lmms_scene.metrics import clip
+from lmms_scene.metrics.cooco import scoring
 from lmms_scene.metrics.rows import mean
 
 _CITATION = CITATION
@@ -47,27 +48,27 @@ class CoocoNamingAccuracy(evaluate.Metric):
     def _compute(self, predictions, references, model=None):
         name = clip.resolve_model(model)
         use_clip = clip.clip_enabled(name)
-        preds = [naming.normalise_output(naming.sanitise_output("" if p is None else str(p))[0]) for p in predictions]
-        golds = [naming.normalise_label(g) for g in references]
+        preds = [scoring.normalise_output(scoring.sanitise_output("" if p is None else str(p))[0]) for p in predictions]
+        golds = [scoring.normalise_label(g) for g in references]
         scored = [i for i, p in enumerate(preds) if p]
         sims = {}
         if use_clip and scored:
-            values = clip.text_similarity([naming.long_form(preds[i]) for i in scored], [naming.long_form(golds[i]) for i in scored], model=name)
+            values = clip.text_similarity([scoring.long_form(preds[i]) for i in scored], [scoring.long_form(golds[i]) for i in scored], model=name)
             sims = dict(zip(scored, values))
         items = []
         for i, (p, g) in enumerate(zip(preds, golds)):
-            lev = naming.levenshtein_similarity(p, g) if p else 0.0
+            lev = scoring.levenshtein_similarity(p, g) if p else 0.0
             sim = sims.get(i)
             if not use_clip:
                 acc = None
             else:
-                acc = float(sim >= naming.ACCURACY_THRESHOLD) if sim is not None else 0.0
+                acc = float(sim >= scoring.ACCURACY_THRESHOLD) if sim is not None else 0.0
             items.append({"prediction": p, "gold": g, "text_similarity": sim, "accuracy": acc,
-                          "levenshtein_accuracy": float(lev >= naming.LEVENSHTEIN_THRESHOLD)})
+                          "levenshtein_accuracy": float(lev >= scoring.LEVENSHTEIN_THRESHOLD)})
         return {
             "accuracy": mean(r["accuracy"] for r in items),
             "levenshtein_accuracy": mean(r["levenshtein_accuracy"] for r in items),
             "n_empty": len(preds) - len(scored),
             "per_item": items,
-            "provenance": naming.provenance(name),
+            "provenance": scoring.provenance(name),
         }

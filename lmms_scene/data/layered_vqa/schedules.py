@@ -1,6 +1,6 @@
 """The table of Layered-VQA's sixteen delivery schedules, without their code.
 
-This is the one list of schedules: :data:`lmms_scene.data.layered_vqa.SCHEDULES` binds
+This is the one list of schedules: :data:`lmms_scene.data.layered_vqa.delivery.SCHEDULES` binds
 each entry of :data:`TABLE` to the function that builds its turns (and refuses to
 import when the two disagree), the registry's task tuple (``lmms_scene.benchmarks``)
 is :data:`TASKS`, and the task YAMLs in ``tasks/layered_vqa/`` are written from it by
@@ -8,10 +8,11 @@ is :data:`TASKS`, and the task YAMLs in ``tasks/layered_vqa/`` are written from 
 fails when the committed files are not what that command writes).
 
 Standard library only: ``lmms_scene.benchmarks`` imports it, and importing the registry
-stays light (no numpy, no PIL, no harness).
+stays light (no numpy, no PIL, no harness); so does the package's ``__init__``, which
+importing this module runs.
 
-To add a schedule: a row here, its builder in ``lmms_scene.data.layered_vqa`` (the
-``_BUILDERS`` mapping), then ``make task-yamls`` (docs/layered_vqa.md, "Adding a schedule").
+To add a schedule: a row here, its builder in ``lmms_scene.data.layered_vqa.delivery``
+(the ``_BUILDERS`` mapping), then ``make task-yamls`` (docs/layered_vqa.md, "Adding a schedule").
 
 >>> TASKS[:2]
 ('layered_vqa_full', 'layered_vqa_concat_q')
@@ -65,12 +66,12 @@ TASKS: tuple[str, ...] = tuple(task_name(name) for name in NAMES)
 def _check() -> None:
     names = set(NAMES)
     if len(names) != len(NAMES):
-        raise ValueError(f"layered_vqa_schedules.TABLE: a schedule name is repeated: {list(NAMES)}")
+        raise ValueError(f"schedules.TABLE: a schedule name is repeated: {list(NAMES)}")
     if len(set(TASKS)) != len(TASKS):
-        raise ValueError(f"layered_vqa_schedules.TABLE: two schedules give the same task name: {list(TASKS)}")
+        raise ValueError(f"schedules.TABLE: two schedules give the same task name: {list(TASKS)}")
     for name, family, _ in TABLE:
         if family not in FAMILIES:
-            raise ValueError(f"layered_vqa_schedules.TABLE: schedule {name!r} has family {family!r}; known: {', '.join(FAMILIES)}")
+            raise ValueError(f"schedules.TABLE: schedule {name!r} has family {family!r}; known: {', '.join(FAMILIES)}")
 
 
 _check()

@@ -1,50 +1,22 @@
-"""SNUS: the schema, the builder from a local release, the dataset card, the embedded sample.
+"""Building SNUS from a local release (every record checked: errors name the row, field
+and value), written as a local build (:mod:`lmms_scene.data.local`) with the task that
+evaluates its test split; and the load-time check of a dataset the task reads.
 
-A SNUS row is one image with its negative caption (what safety-relevant things are
-absent) and the structured missing information behind it (paper, "SNUS Dataset"):
-missing objects, missing attributes (object, attribute) and missing relations
-(subject, relation, object).
-
-The public hub location is not known yet: :data:`HUB_REPO` (mirrored in
-``tasks/snus/_default_template_yaml``, the one place a user edits) names where the
-``snus`` task reads from; ``lmms-scene build snus --from-folder DIR --out OUT`` converts a
-local release and writes a task that reads it.
+``lmms-scene build snus --from-folder DIR --out OUT`` (:mod:`lmms_scene.cli.snus`).
 """
 
 from __future__ import annotations
 
 import io
 import json
-import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-#: where the ``snus`` task reads the release (placeholder until the authors publish it)
-HUB_REPO = "snus-benchmark/SNUS"
-SPLITS = ("train", "validation", "test")
-SAMPLE_FILE = "sample/snus_sample.parquet"
-CARD_FILE = "README.md"
-FIELDS = ("image_id", "image", "caption", "missing_objects", "missing_attributes", "missing_relations", "scene")
-
-
-def features():
-    """The explicit ``datasets.Features`` of a SNUS split."""
-    from datasets import Features, Image, Sequence as Seq, Value
-
-    return Features(
-        {
-            "image_id": Value("string"),
-            "image": Image(),
-            "caption": Value("string"),
-            "missing_objects": Seq(Value("string")),
-            # lists of records (a list literal: Sequence(dict) would store a dict of lists)
-            "missing_attributes": [{"object": Value("string"), "attribute": Value("string")}],
-            "missing_relations": [{"subject": Value("string"), "relation": Value("string"), "object": Value("string")}],
-            "scene": Value("string"),
-        }
-    )
-
+from lmms_scene.data import local
+from lmms_scene.registration import tasks_path
+from lmms_scene.data.snus.card import card
+from lmms_scene.data.snus.schema import features, FIELDS, SPLITS
 
 # -- converting a release ---------------------------------------------------------------
 
@@ -193,92 +165,6 @@ def build(folder: Path, metadata: Path | None = None) -> dict[str, Any]:
     return DatasetDict({s: Dataset.from_list(rows, features=features()) for s, rows in by_split.items()})
 
 
-def card(dataset: Mapping[str, Any], source: str) -> str:
-    """The dataset card (source, license, splits, fields)."""
-    from lmms_scene.data.card import front_matter
-
-    splits = "\n".join(f"| {name} | {len(ds)} |" for name, ds in dataset.items())
-    head = front_matter(license="other", source=str(source), pretty_name="SNUS", splits=list(dataset),
-                        data_path="data/{split}.parquet", task_categories=["image-to-text"],
-                        license_terms="as the original release", language=["en"])  # fmt: skip
-    return head + f"""# SNUS (Scene Negation Understanding under Safety cognition)
-
-Converted by `lmms-scene build snus` from {source}.
-Paper: Jiang et al., "Benchmarking MLLMs via Cognitive Expected Scene Graph for
-Safety-Critical Visual Negation Understanding". License: as the original release.
-
-| split | rows |
-|---|---|
-{splits}
-
-Fields: `image_id`, `image`, `caption` (the negative caption), `missing_objects`,
-`missing_attributes` (object, attribute), `missing_relations` (subject, relation, object), `scene`.
-"""
-
-
-def write(dataset: Mapping[str, Any], out: Path, source: str) -> list[Path]:
-    """Write each split to ``out/data/<split>.parquet`` and the card. A split file an
-    earlier build wrote into ``out/data`` that this build does not (a rebuild with fewer
-    splits) is removed: ``publish`` reads every file there."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out: {out} is a file; give a folder (it gets data/, README.md and tasks/)")
-    (out / "data").mkdir(parents=True, exist_ok=True)
-    for split in SPLITS:
-        if split in dataset:
-            continue
-        for stale in [out / "data" / f"{split}.parquet", *(out / "data").glob(f"{split}-[0-9][0-9][0-9][0-9][0-9]-of-[0-9][0-9][0-9][0-9][0-9].parquet")]:
-            if stale.is_file():
-                stale.unlink()
-    if "test" not in dataset:
-        _remove_tasks(out)  # an earlier build's task would read a test split that is gone
-    written = []
-    for name, ds in dataset.items():
-        path = out / "data" / f"{name}.parquet"
-        ds.to_parquet(str(path))
-        written.append(path)
-    (out / CARD_FILE).write_text(card(dataset, source))
-    return [*written, out / CARD_FILE]
-
-
-_TASK_HEADER = "# Written by `lmms-scene build snus`"
-
-
-def _remove_tasks(out: Path) -> None:
-    """Remove the task files an earlier ``build snus`` wrote into ``out/tasks`` (only ours)."""
-    for old in (Path(out) / "tasks").glob("*.yaml"):
-        with open(old, encoding="utf-8", errors="replace") as handle:
-            if handle.readline().startswith(_TASK_HEADER):
-                old.unlink()
-
-
-def write_task(out: Path, name: str) -> Path:
-    """``out/tasks/snus_NAME.yaml``: our ``snus`` task written out in full (no
-    ``include:``) reading ``out/data/test.parquet`` (relative, so the folder can move)."""
-    import re
-
-    from lmms_scene.registration import dump_task_yaml, our_task_configs
-
-    slug = re.sub(r"[^0-9a-zA-Z]+", "_", name).strip("_").lower() or "local"
-    task = f"snus_{slug}"
-    ours = our_task_configs()
-    if task in ours:
-        raise ValueError(f"--name {name!r}: task {task!r} is one of lmms-scene's own tasks; choose another name")
-    config = {k: v for k, v in ours["snus"].items() if not k.startswith("__")}
-    config.update(task=task, dataset_path="parquet", dataset_kwargs={"data_files": {"test": "../data/test.parquet"}}, test_split="test")
-    config["metadata"] = {**(config.get("metadata") or {}), "benchmark": "snus", "built_from": str(Path(out).resolve())}
-    path = Path(out) / "tasks" / f"{task}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_tasks(out)  # a rebuild under another name: the earlier task goes
-    path.write_text(f"{_TASK_HEADER}: evaluates {Path(out).resolve() / 'data' / 'test.parquet'}.\n" + dump_task_yaml(config))
-    return path
-
-
-def tasks_folder() -> Path:
-    from lmms_scene.registration import tasks_path
-
-    return tasks_path() / "snus"
-
 
 # -- docs for the harness ---------------------------------------------------------------
 
@@ -336,95 +222,48 @@ def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-# -- the embedded sample (our own procedural scenes and captions) -------------------------
 
-# (scene, subject, where) and the safety elements the generator may leave out
-_SCENES = [
-    ("construction site", "worker", "scaffold"),
-    ("road works", "flagger", "road"),
-    ("warehouse", "forklift driver", "loading dock"),
-    ("workshop", "welder", "workbench"),
-    ("roof repair", "roofer", "roof"),
-    ("kitchen", "cook", "stove"),
-]
-_OBJECTS = ["guardrail", "warning sign", "fire extinguisher", "safety net", "traffic cone", "first aid kit"]
-_WORN = ["helmet", "harness", "safety vest", "gloves", "goggles", "face shield"]
-_PLURALS = {"gloves", "goggles"}
-_ATTRS = [("ladder", "secured"), ("floor", "dry"), ("cable", "insulated"), ("exit", "marked")]
+# -- a locally built dataset, ready to evaluate -----------------------------------------
+# The benchmark-independent part (layout, task YAMLs, the command) is
+# :mod:`lmms_scene.data.local`; these are SNUS's uses of it.
+
+#: our tasks a local build writes out, as ``<base>_<name>`` (they evaluate the test split)
+LOCAL_BASES = ("snus",)
 
 
-def _caption(subject: str, where: str, objects: list[str], worn: list[str], attrs: list[tuple[str, str]]) -> str:
-    parts = []
-    if worn:
-        items = " or ".join(w if w in _PLURALS else f"a {w}" for w in worn)
-        parts.append(f"The {subject} on the {where} is not wearing {items}.")
-    for o in objects:
-        parts.append(f"There is no {o} near the {where}.")
-    for obj, attr in attrs:
-        parts.append(f"The {obj} is not {attr}.")
-    return " ".join(parts)
+def local_task_configs(out: Path, name: str) -> dict[str, dict[str, Any]]:
+    """The task config ``snus_NAME`` that evaluates the test split written under ``out``:
+    our ``snus`` task with the data files swapped, written out in full (no ``include:``),
+    declaring ``metadata.benchmark: snus``. A name that one of lmms-scene's own tasks or
+    groups has is an error naming it."""
+    suffix = local.slug(name)
+    local.check_free([f"{base}_{suffix}" for base in LOCAL_BASES], name)
+    return local.task_configs(out, name, "snus", LOCAL_BASES)
 
 
-def sample_rows(n: int = 12, seed: int = 0) -> list[dict[str, Any]]:
-    """``n`` procedural SNUS rows (images drawn here, captions from templates)."""
-    rng = random.Random(seed)
-    rows = []
-    for i in range(n):
-        scene, subject, where = _SCENES[i % len(_SCENES)]
-        worn = rng.sample(_WORN, rng.randint(1, 2))
-        objects = rng.sample(_OBJECTS, rng.randint(0, 2))
-        attrs = rng.sample(_ATTRS, rng.randint(0, 1))
-        rows.append(
-            {
-                "image_id": f"snus_sample_{i:03d}",
-                "image": _draw(i, scene, rng),
-                "caption": _caption(subject, where, objects, worn, attrs),
-                "missing_objects": worn + objects,
-                "missing_attributes": [{"object": o, "attribute": a} for o, a in attrs],
-                "missing_relations": [{"subject": subject, "relation": "wear", "object": w} for w in worn],
-                "scene": scene,
-            }
-        )
-    return rows
+def write_local(dataset: Mapping[str, Any], out: Path, source: str, name: str | None = None,
+                tool: str = "lmms-scene build snus") -> dict[str, Any]:  # fmt: skip
+    """Write the splits of a built dataset to ``out`` in the layout every build writes
+    (:mod:`lmms_scene.data.local`: ``data/<split>-00000-of-00001.parquet``, ``README.md``
+    the card from ``source``, ``tasks/snus_<name>.yaml`` when there is a test split).
+    Returns what was written, with the task names and the ``--include_path`` to use."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: {out} is a file; give a folder (it gets data/, README.md and tasks/)")
+    unknown = [s for s in dataset if s not in SPLITS]
+    if unknown:
+        raise ValueError(f"splits: expected some of {SPLITS}, got {unknown}")
+    configs = local_task_configs(out.resolve(), name or out.resolve().name) if "test" in dataset else {}
+    return local.write_local(dict(dataset), out, card(dataset, source), configs, tool=tool)
 
 
-def _draw(i: int, scene: str, rng: random.Random):
-    from PIL import Image, ImageDraw
-
-    img = Image.new("RGB", (160, 120), (200 + (i * 7) % 50, 210, 225))
-    d = ImageDraw.Draw(img)
-    d.rectangle([0, 90, 160, 120], fill=(120, 110, 100))  # ground
-    x = rng.randint(20, 100)
-    d.rectangle([x, 20, x + 50, 88], outline=(90, 60, 30), width=3)  # scaffold / shelf frame
-    px = rng.randint(10, 130)
-    d.ellipse([px, 40, px + 12, 52], fill=(230, 190, 160))  # head (no helmet drawn)
-    d.rectangle([px + 2, 52, px + 10, 78], fill=(40, 80, 160))  # body
-    d.line([px + 4, 78, px + 1, 90], fill=(20, 20, 20), width=2)
-    d.line([px + 8, 78, px + 11, 90], fill=(20, 20, 20), width=2)
-    d.text((4, 4), scene[:20], fill=(0, 0, 0))
-    return img
+def evaluate_command(written: Mapping[str, Any], model: str = "MODEL", model_args: str | None = "pretrained=CHECKPOINT") -> str:
+    """The command that evaluates a dataset written by :func:`write_local`."""
+    return local.evaluate_command(written, model=model, model_args=model_args)
 
 
-def build_sample(out_dir: Path) -> list[Path]:
-    """Write ``sample/snus_sample.parquet`` under ``out_dir`` (``tasks/snus``)."""
-    from datasets import Dataset
-
-    rows = []
-    for row in sample_rows():
-        buffer = io.BytesIO()
-        row["image"].save(buffer, format="PNG")
-        rows.append({**row, "image": {"bytes": buffer.getvalue(), "path": f"{row['image_id']}.png"}})
-    path = Path(out_dir) / SAMPLE_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Dataset.from_list(rows, features=features()).to_parquet(str(path))
-    return [path]
-
-
-def negative_statements(captions: Iterable[str]) -> list[str]:
-    """Every sentence of the captions (for the blind prior)."""
-    from lmms_scene.nlp.sentences import split_sentences
-
-    return [s for c in captions for s in split_sentences(c)]
+def tasks_folder() -> Path:
+    return tasks_path() / "snus"
 
 
 def publish_build(out, *, folder=None, hub=None, metadata=None):
@@ -434,5 +273,5 @@ def publish_build(out, *, folder=None, hub=None, metadata=None):
     if folder is None:
         raise ValueError("publish snus: give --from-folder DIR or --dataset D")
     dataset = build(folder, metadata)
-    write(dataset, out, source=f"the local release {folder.resolve()}")
+    write_local(dataset, out, source=f"the local release {folder.resolve()}", name="publish")
     return out, f"built by `lmms-scene publish snus` from the local release {folder.resolve()}"

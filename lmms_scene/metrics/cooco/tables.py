@@ -5,7 +5,7 @@ the rows a submission carries for verification, and every table and figure that
 Numbers come from the breakdowns the tasks wrote (``cooco_breakdown``: means, 95%
 intervals with images resampled, n); nothing is recomputed here except by
 :func:`recompute`, which the leaderboard uses to check a submission's numbers against its
-own rows with the very function the task used (:func:`lmms_scene.metrics.naming.overall_cell`).
+own rows with the very function the task used (:func:`lmms_scene.metrics.cooco.scoring.overall_cell`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lmms_scene.metrics import naming
+from lmms_scene.data.cooco.schema import NAMING_CONDITIONS
+from lmms_scene.metrics.cooco import scoring
 from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.report.tables import Plot, Run, Table, Value, View, unscored_note, value_of
 
-REPORT_KEY = naming.BREAKDOWN_KEY
-ID_FIELDS = naming.ID_FIELDS
-DATA_FIELDS = naming.DATA_FIELDS
-#: the row fields the headline cell needs (naming.CELL_METRICS reads these)
+REPORT_KEY = scoring.BREAKDOWN_KEY
+ID_FIELDS = scoring.ID_FIELDS
+DATA_FIELDS = scoring.DATA_FIELDS
+#: the row fields the headline cell needs (scoring.CELL_METRICS reads these)
 VERIFY_FIELDS: tuple[str, ...] = (
     *ID_FIELDS, *DATA_FIELDS, "refclipscore", "clip_score", "reference_similarity", "accuracy",
     "levenshtein_accuracy", "text_similarity", "output_scene_similarity", "context_captured", "empty", "scored",
@@ -35,7 +36,7 @@ N_NOTE = "n = naming items (image x noise setting); intervals resample images"
 
 def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The data identity a COOCO report records (:func:`lmms_scene.metrics.rows.dataset_identity`)."""
-    return rows_lib.dataset_identity(rows, naming.ITEM_FIELDS, DATA_FIELDS)
+    return rows_lib.dataset_identity(rows, scoring.ITEM_FIELDS, DATA_FIELDS)
 
 
 def report_of(result: Any) -> Mapping[str, Any] | None:
@@ -44,7 +45,7 @@ def report_of(result: Any) -> Mapping[str, Any] | None:
     rep = result.metrics.get(REPORT_KEY)
     if rep is None and not result.metrics and result.samples:
         rows = result.rows(REPORT_KEY)
-        rep = naming.report(rows) if rows else None
+        rep = scoring.report(rows) if rows else None
     return rep if isinstance(rep, Mapping) and isinstance(rep.get("by_condition_noise"), Mapping) else None
 
 
@@ -74,7 +75,7 @@ def verification_rows(result: Any) -> list[dict[str, Any]]:
 
 def recompute(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The headline cell and the data identity from a task's rows (what the task computed)."""
-    return {"cell": naming.overall_cell(rows), "dataset": identity(rows)}
+    return {"cell": scoring.overall_cell(rows), "dataset": identity(rows)}
 
 
 def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
@@ -129,8 +130,8 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
         out.runs.append(Run(label, [r.task for r, _ in reps], first.model, first.model_args,
                             short_fingerprint(first.fingerprint), sorted({str(r.source) for r, _ in reps}),
                             sorted({_scorer(rep) for _, rep in reps}), first.limit))  # fmt: skip
-    grids = {m: naming.merge_reports([rep for _, rep in reps]) for m, reps in reports.items()}
-    conditions = list(naming.CONDITIONS) + sorted({c for g in grids.values() for c in g} - set(naming.CONDITIONS))
+    grids = {m: scoring.merge_reports([rep for _, rep in reps]) for m, reps in reports.items()}
+    conditions = list(NAMING_CONDITIONS) + sorted({c for g in grids.values() for c in g} - set(NAMING_CONDITIONS))
     models = list(grids)
     for metric, title in METRICS:
         computed = any(
@@ -152,7 +153,7 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
             areas = [a for a in ("context", "target", "all") if any(a in g.get(c, {}) for c in conditions)]
             if not areas:
                 continue
-            settings = naming.FIGURE4_SETTINGS
+            settings = scoring.FIGURE4_SETTINGS
             header = ["condition", *("no noise" if a == "none" else f"{a} {lv}" for a, lv in settings)]
             rows4 = [[c, *(value_of(_cell(g, c, a, lv), metric) for a, lv in settings)] for c in conditions]
             out.tables.append(Table(f"COOCO Figure 4: {title} by relatedness x noise area x level ({m}; {N_NOTE})", header,
@@ -187,7 +188,7 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
                            f"({rep['context_capture_rate_among_wrong']:.3f} of the wrong ones)")  # fmt: skip
     if capture:
         out.notes.append("Context capture (the answer closer to the original target than to the gold): " + "; ".join(capture))
-    chosen = sorted({f"{m}: {naming.selection_line(rep['selection'])}" for m, reps in reports.items() for _, rep in reps
+    chosen = sorted({f"{m}: {scoring.selection_line(rep['selection'])}" for m, reps in reports.items() for _, rep in reps
                      if isinstance(rep.get("selection"), Mapping)})  # fmt: skip
     if chosen:
         out.notes.append("Selection: " + "; ".join(chosen))

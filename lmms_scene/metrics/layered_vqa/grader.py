@@ -889,7 +889,7 @@ def read_answers(path) -> list[dict[str, Any]]:
     """The lines of an answers file (JSON lines: ``id``, ``gold``, ``question_type``,
     ``answer``; optional ``question`` and ``label``, one of :data:`VERDICTS`), checked:
     an error names the file, the line, the field and the value."""
-    from lmms_scene.data.layered_vqa import QUESTION_TYPES
+    from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
     from lmms_scene.files import iter_jsonl
 
     out, seen = [], {}

@@ -36,7 +36,12 @@ from typing import Any
 import numpy as np
 
 from lmms_scene import compositing
-from lmms_scene.data.layered_vqa import QUESTION_TYPES, validate
+from lmms_scene.data.layered_vqa.schema import (
+    COLUMNS,
+    QUESTION_TYPES,
+    features,
+    validate,
+)
 
 COLOURS: dict[str, tuple[int, int, int]] = {
     "red": (220, 30, 30),
@@ -372,16 +377,12 @@ def generate(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max
 
 
 def _columns():
-    from lmms_scene.data.layered_vqa import COLUMNS
-
     return COLUMNS
 
 
 def dataset(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5):
     """:func:`generate` as a ``datasets.Dataset`` with the Layered-VQA features."""
     from datasets import Dataset
-
-    from lmms_scene.data.layered_vqa import features
 
     items = generate(scenes, seed, size, max_objects)
     return Dataset.from_list(items, features=features())

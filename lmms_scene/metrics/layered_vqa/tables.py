@@ -9,7 +9,7 @@ report per schedule, and its group stores the retained accuracy (from the tasks'
 no interval); the tables that compare schedules question by question (Tables 2-8, the
 figures) then come from the tasks' logged samples pooled once, with the tasks' own
 interval settings, and say so. Nothing else is recomputed; :func:`recompute` is what the
-leaderboard uses to check a submission (:func:`lmms_scene.metrics.vqa.headline_cell`).
+leaderboard uses to check a submission (:func:`lmms_scene.metrics.layered_vqa.aggregation.headline_cell`).
 """
 
 from __future__ import annotations
@@ -18,21 +18,29 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene.metrics import rows as rows_lib
-from lmms_scene.metrics import vqa
-from lmms_scene.report.tables import Plot, Run, Table, Value, View, unscored_note, value_of
+from lmms_scene.metrics.layered_vqa import aggregation, scoring
+from lmms_scene.report.tables import (
+    Plot,
+    Run,
+    Table,
+    Value,
+    View,
+    unscored_note,
+    value_of,
+)
 
 REPORT_KEY = "layered_vqa_report"
 COLUMNS = ("text", "visual", "layered")
 HEADLINE = tuple(f"retained_{c}" for c in COLUMNS)
 VERIFY_FIELDS: tuple[str, ...] = ("scene_id", "question_id", "schedule", "repeat", "correct", "empty", "cannot_tell",
-                                  *vqa.DATA_FIELDS)  # fmt: skip
+                                  *aggregation.DATA_FIELDS)  # fmt: skip
 N_NOTE = "n = questions (x schedules); intervals resample scenes"
 #: the headline compares schedules, so it is computed from every task's rows of a run together
 POOLED = True
 
 
 def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    return rows_lib.dataset_identity(vqa.expand_repeats(rows), vqa.ITEM_FIELDS, vqa.DATA_FIELDS)
+    return rows_lib.dataset_identity(aggregation.expand_repeats(rows), aggregation.ITEM_FIELDS, aggregation.DATA_FIELDS)
 
 
 def report_of(result: Any) -> Mapping[str, Any] | None:
@@ -41,7 +49,7 @@ def report_of(result: Any) -> Mapping[str, Any] | None:
     rep = result.metrics.get(REPORT_KEY)
     if rep is None and not result.metrics and result.samples:
         rows = result.rows(REPORT_KEY)
-        rep = vqa.report(rows) if rows else None
+        rep = aggregation.report(rows) if rows else None
     return rep if isinstance(rep, Mapping) and isinstance(rep.get("by_schedule"), Mapping) else None
 
 
@@ -90,12 +98,12 @@ def failures(report: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def verification_rows(result: Any) -> list[dict[str, Any]]:
-    return [{k: r.get(k) for k in VERIFY_FIELDS} for r in vqa.expand_repeats(result.rows(REPORT_KEY))]
+    return [{k: r.get(k) for k in VERIFY_FIELDS} for r in aggregation.expand_repeats(result.rows(REPORT_KEY))]
 
 
 def recompute(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The headline cell and the data identity from every schedule's rows of a run."""
-    return {"cell": vqa.headline_cell(rows), "dataset": identity(rows)}
+    return {"cell": aggregation.headline_cell(rows), "dataset": identity(rows)}
 
 
 def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
@@ -172,7 +180,7 @@ def _model_reports(results: Sequence[Any], labels: Mapping[int, str], out: View)
         elif len(entry["stored"]) > 1:
             rows = [row for r, _ in entry["stored"] for row in r.rows(REPORT_KEY)] if all(r.samples for r, _ in entry["stored"]) else []
             if rows:
-                entry["complete"] = vqa.report(rows)
+                entry["complete"] = aggregation.report(rows)
                 entry["pooled"] = True
             else:
                 out.notes.append(f"{label}: Tables 2-8 compare schedules question by question; these per-schedule results "
@@ -185,7 +193,7 @@ def _model_reports(results: Sequence[Any], labels: Mapping[int, str], out: View)
 
 
 def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
-    from lmms_scene.data.layered_vqa import SCHEDULES
+    from lmms_scene.data.layered_vqa.delivery import SCHEDULES
 
     out = View("layered_vqa", "Layered-VQA")
     models = _model_reports(results, labels, out)
@@ -249,7 +257,7 @@ def _detail_tables(out: View, rep: Mapping[str, Any], where: str, m: str, scheds
         add(Table(f"Layered-VQA: retained accuracy per schedule (correct under it / correct under full, same questions; {where})",
                   ["model", *rs], [[m, *(value_of(retained.get(s), "retained_accuracy") for s in rs)]], slug=f"vqa-retained-{slug}"))
     if rep.get("evidence"):
-        keys = list(vqa.SELECTION_METRICS)
+        keys = list(aggregation.SELECTION_METRICS)
         rows = [[s, value_of((rep.get("by_schedule") or {}).get(s), "accuracy"), *(value_of(c, k) for k in keys)]
                 for s, c in rep["evidence"].items()]  # fmt: skip
         add(Table(f"Layered-VQA Table 2: evidence handed over ({where})", ["schedule", "accuracy", *keys], rows, slug=f"vqa-evidence-{slug}"))
@@ -262,15 +270,15 @@ def _detail_tables(out: View, rep: Mapping[str, Any], where: str, m: str, scheds
             add(t)
     g = rep.get("grounding")
     if isinstance(g, Mapping):
-        keys = list(vqa.GROUNDING)
+        keys = list(aggregation.GROUNDING)
         t = _cells(f"Layered-VQA: grounding of multi-turn answers per schedule ({where})", ["schedule", *keys],
                    [[s, *(value_of(c, k) for k in keys)] for s, c in (g.get("by_schedule") or {}).items()], f"vqa-grounding-{slug}")
         if t:
             add(t)
         bins = g.get("first_attempt_bins") or {}
         t = _cells(f"Layered-VQA Table 4: first answer attempt, accuracy per position bin and commit share ({where})",
-                   ["", *vqa.POSITION_BINS, "commit share"],
-                   [["accuracy", *(value_of(bins.get(b), "accuracy") for b in vqa.POSITION_BINS), value_of(g.get("overall"), "commit_share")]],
+                   ["", *scoring.POSITION_BINS, "commit share"],
+                   [["accuracy", *(value_of(bins.get(b), "accuracy") for b in scoring.POSITION_BINS), value_of(g.get("overall"), "commit_share")]],
                    f"vqa-attempt-bins-{slug}")  # fmt: skip
         if t:
             add(t)
@@ -284,8 +292,8 @@ def _detail_tables(out: View, rep: Mapping[str, Any], where: str, m: str, scheds
             add(t)
     bl = rep.get("by_length") or {}
     if bl:
-        add(Table(f"Layered-VQA Table 5: accuracy by evidence length and delivery ({where})", ["delivery", *vqa.LENGTH_BINS],
-                  [[d, *(value_of(cells.get(b), "accuracy") for b in vqa.LENGTH_BINS)] for d, cells in bl.items()],
+        add(Table(f"Layered-VQA Table 5: accuracy by evidence length and delivery ({where})", ["delivery", *scoring.LENGTH_BINS],
+                  [[d, *(value_of(cells.get(b), "accuracy") for b in scoring.LENGTH_BINS)] for d, cells in bl.items()],
                   slug=f"vqa-length-{slug}"))  # fmt: skip
     depth = rep.get("by_depth") or {}
     if depth:

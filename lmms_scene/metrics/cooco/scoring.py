@@ -31,6 +31,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from lmms_scene.data.cooco.schema import CONDITIONS, NO_NOISE_AREA
 from lmms_scene.metrics import clip as clip_metrics
 from lmms_scene.metrics import rows as rows_lib
 
@@ -47,13 +48,13 @@ LEVENSHTEIN_THRESHOLD = 0.55
 #: An answer longer than this many words ignored "Answer with the object's name only".
 VERBOSE_WORDS = 10
 
-CONDITIONS: tuple[str, ...] = ("original", "same_target", "high", "medium", "low")
+# The conditions are the schema's (lmms_scene.data.cooco.schema, the one definition):
+# NAMING_CONDITIONS (original, same_target, high, medium, low) are the naming items and
+# Figure 3's rows; CONDITIONS adds ``clean`` (target removed), scored only on request
+# (``LMMS_SCENE_COOCO_CLEAN=include``), against the removed target, and reported in its
+# own cells: never in the headline means.
 INCONGRUENT: tuple[str, ...] = ("high", "medium", "low")
-#: Clean images (target removed) are scored only on request (``LMMS_SCENE_COOCO_CLEAN=include``),
-#: against the removed target, and reported in their own cells: never in the headline means.
 CLEAN = "clean"
-SCORED_CONDITIONS: tuple[str, ...] = CONDITIONS + (CLEAN,)
-NO_NOISE_AREA = "none"
 
 # End-of-turn markers that leak into decoded outputs of the model families COOCO uses:
 # the answer ends at the first one.
@@ -126,8 +127,8 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
     rows: list[dict[str, Any]] = []
     for item in items:
         condition = str(item["condition"])
-        if condition not in SCORED_CONDITIONS:
-            raise ValueError(f"{item['image_id']}: unknown condition {condition!r}; expected one of {SCORED_CONDITIONS}")
+        if condition not in CONDITIONS:
+            raise ValueError(f"{item['image_id']}: unknown condition {condition!r}; expected one of {CONDITIONS}")
         cleaned = clean_output("" if item["output"] is None else str(item["output"]))
         raw, sanitised = cleaned.text or "", cleaned.sanitised
         prediction = normalise_output(raw)
@@ -459,7 +460,7 @@ def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] |
         grid.setdefault(row["condition"], {}).setdefault(row["noise_area"], {}).setdefault(
             level_key(row["noise_level"]), []
         ).append(row)
-    conditions = [c for c in SCORED_CONDITIONS if c in grid] + sorted(set(grid) - set(SCORED_CONDITIONS))
+    conditions = [c for c in CONDITIONS if c in grid] + sorted(set(grid) - set(CONDITIONS))
     by_cell = {
         c: {a: {lv: _cell(grid[c][a][lv]) for lv in sorted(grid[c][a], key=float)} for a in sorted(grid[c])}
         for c in conditions
@@ -604,7 +605,7 @@ def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return breakdown(rows, provenance(models[0] if models else None))
 
 
-# -- Figures 3-4 (their tables are :func:`lmms_scene.metrics.cooco_tables.view`) -----------
+# -- Figures 3-4 (their tables are :func:`lmms_scene.metrics.cooco.tables.view`) -----------
 
 #: Column order of Figure 4: no noise, then each area at 0.5 and 1.0.
 FIGURE4_SETTINGS: tuple[tuple[str, str], ...] = (("none", "0"),) + tuple(

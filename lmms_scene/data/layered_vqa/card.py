@@ -1,0 +1,37 @@
+"""The dataset card (README.md) of a built Layered-VQA dataset, rendered from
+``templates/layered_vqa/card.md.jinja``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lmms_scene.data.layered_vqa.schema import COLUMNS
+
+
+def card_text(items: Sequence[Mapping[str, Any]], *, source: str, max_difference: int, tolerance: int,
+              license: str = "see the release", license_id: str = "other") -> str:  # fmt: skip
+    """The dataset card: where the data came from, license (``license_id`` the hub's
+    identifier, ``license`` in words), split, counts, features."""
+    from collections import Counter
+
+    from lmms_scene.prompts import render
+
+    text = render(
+        "layered_vqa/card.md.jinja",
+        source=source,
+        license=license,
+        rows=len(items),
+        scenes=len({i["scene_id"] for i in items}),
+        types=sorted(Counter(i["question_type"] for i in items).items()),
+        depths=sorted(Counter(len(i["layers"]) for i in items).items()),
+        max_difference=max_difference,
+        tolerance=tolerance,
+        features=list(COLUMNS),
+    )
+    from lmms_scene.data.card import front_matter
+
+    head = front_matter(license=license_id, source=source, pretty_name="Layered-VQA", splits=["test"],
+                        task_categories=["visual-question-answering"], license_terms=license)  # fmt: skip
+    return head + text.lstrip("\n") + "\n"
