@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene.data.layered_vqa import schedules as layered_vqa_schedules
+from lmms_scene import registration
+from lmms_scene.registration import tasks_path
 
 #: The YAML ``metadata`` key through which a task declares its benchmark.
 METADATA_KEY = "benchmark"
@@ -127,8 +129,6 @@ class Benchmark:
 
     @property
     def task_folder(self) -> Path:
-        from lmms_scene.registration import tasks_path
-
         return tasks_path() / self.name
 
     def built(self) -> bool:
@@ -316,8 +316,6 @@ def benchmark_of_task(task: str, config: Mapping[str, Any] | None = None) -> Ben
     harness indexes its tasks, so a user's own task folder counts); else our own task
     names. Raises ``ValueError`` naming the task when none applies.
     """
-    from lmms_scene import registration
-
     declared = declared_benchmark(config) if config is not None else None
     if declared is None:
         declared = declared_benchmark(registration.task_config(task))
@@ -333,6 +331,4 @@ def benchmark_of_task(task: str, config: Mapping[str, Any] | None = None) -> Ben
 
 
 def _our_task_names() -> set[str]:
-    from lmms_scene import registration
-
     return set(registration.our_task_configs())

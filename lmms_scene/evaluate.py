@@ -7,8 +7,14 @@ import sys
 import time
 from pathlib import Path
 
-from lmms_scene import compat
-from lmms_scene.registration import install_task_path_hook, tasks_path
+from lmms_scene import compat, harness
+from lmms_scene.registration import tasks_path
+from lmms_scene import benchmarks, journal as J, settings
+from lmms_scene.files import iter_jsonl
+from lmms_scene.metrics import clip
+from lmms_scene.report.html import build_report
+from lmms_scene.report.submission import build, Refused
+from lmms_scene.report.text import show_text
 
 
 def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
@@ -22,10 +28,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
     was generated is on disk, and this returns 128 + the signal's number after saying how
     to score it (``lmms-scene rescore``).
     """
-    from lmms_scene import journal as J
-    from lmms_scene import settings
-
-    if not install_task_path_hook():
+    if not harness.install():
         argv = [*argv, "--include_path", str(tasks_path())]
     config = settings.current()
     keep_journal = config.journal if journal is None else journal
@@ -86,8 +89,6 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
 
 def _interrupted(stop: BaseException) -> int:
     """Say what an interrupted run left on disk and how to score it; the exit code."""
-    from lmms_scene import journal as J
-
     name = getattr(stop, "signal_name", "SIGINT")
     signum = getattr(stop, "signum", 2)
     journal = J.ACTIVE.journal
@@ -164,8 +165,6 @@ _OFFLINE_ERRORS = ("ConnectionError", "OfflineModeIsEnabled", "LocalEntryNotFoun
 def data_hint(tasks: list[str], err: BaseException) -> str | None:
     """What to do when one of our hub-backed tasks could not load its data: build it
     locally (the registry's ``build_hint``)."""
-    from lmms_scene import benchmarks
-
     text = f"{type(err).__name__}: {err}"
     if not any(name in text for name in _OFFLINE_ERRORS):
         return None
@@ -186,9 +185,6 @@ def _clip_for_demo() -> None:
     """The demo runs offline: with no CLIP checkpoint at hand, the sample tasks record the
     CLIP metrics as not computed (:func:`lmms_scene.metrics.clip.for_sample_run`); the demo
     says so before it starts."""
-    from lmms_scene import settings
-    from lmms_scene.metrics import clip
-
     if settings.current().clip_model_explicit or clip.default_model_cached():
         return
     _say(
@@ -222,8 +218,6 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     the harness's own table and ours (no line over :data:`DEMO_WIDTH` characters)."""
     import os
     import subprocess
-
-    from lmms_scene import benchmarks
 
     for bench in benchmarks.BENCHMARKS:
         if not bench.built():
@@ -262,7 +256,6 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     if not written:
         print(f"lmms-scene demo: the harness wrote no results under {out}", file=sys.stderr)
         return 1
-    from lmms_scene.results import show_text
 
     run_dir = written[-1].parent
     text, _ = show_text([written[-1]], width=DEMO_WIDTH)
@@ -279,9 +272,6 @@ def _report_and_submission(run_dir: Path) -> Path:
     """The demo's last step: the HTML report of the run, and the leaderboard submission
     it would make, which is refused (sample splits are not the benchmarks) with its reasons."""
     import json
-
-    from lmms_scene.report import build_report
-    from lmms_scene.report.submission import Refused, build
 
     info = build_report([run_dir], run_dir / "report" / "report.html", overwrite=True)
     _say(f"lmms-scene demo: wrote the HTML report {info.out} (tables as Markdown: {info.markdown})")
@@ -323,8 +313,7 @@ def rescore(run: str | Path | list, output_path: str | Path, extra: list[str] | 
     seeds) and every repeat is replayed as logged; what cannot be carried over is refused
     with the reason. The metric checkpoints are the configured ones (e.g.
     ``LMMS_SCENE_CLIP_MODEL``)."""
-    from lmms_scene import journal as J
-    from lmms_scene.models.from_samples import samples_files
+    from lmms_scene.models.from_samples import samples_files  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
 
     extra = list(extra or [])
     clash = [o for o in CARRIED if _given(extra, o)]
@@ -361,8 +350,7 @@ def _include_path_ok(options, extra: list[str]) -> None:
 def _rescore_samples(files: list[Path], given: list[Path], output_path: Path, extra: list[str]) -> int:
     from dataclasses import asdict
 
-    from lmms_scene.files import iter_jsonl
-    from lmms_scene.models.from_samples import RunOptions, logged_repeats, results_file_of, run_options, task_of_samples_file
+    from lmms_scene.models.from_samples import RunOptions, logged_repeats, results_file_of, run_options, task_of_samples_file  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
 
     options: dict[str, RunOptions] = {}
     for f in files:
@@ -429,8 +417,7 @@ def _check_repeats(output_path: Path, options, tasks: list[str]) -> int:
 
 
 def _rescore_journal(files: list[Path], output_path: Path, extra: list[str]) -> int:
-    from lmms_scene import journal as J
-    from lmms_scene.models.from_samples import RunOptions
+    from lmms_scene.models.from_samples import RunOptions  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
 
     run = J.read(files)
     for problem in run.problems:

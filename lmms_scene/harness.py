@@ -10,11 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from lmms_scene import compat
+from lmms_scene import compat, registration
 from lmms_scene.compat import patch_once, round_outputs, task_pairs
+from lmms_scene import benchmarks
 
-__all__ = ["guarded_aggregation", "install_prescore_hook", "install_table_filter", "numbers_only", "patch_once",
-           "returns_dict", "round_outputs", "task_pairs"]  # fmt: skip
+__all__ = ["guarded_aggregation", "install", "install_prescore_hook", "install_table_filter", "numbers_only",
+           "patch_once", "returns_dict", "round_outputs", "task_pairs"]  # fmt: skip
+
+
+def install() -> bool:
+    """Route 3 of :mod:`lmms_scene.registration`: index our task folder in every
+    ``TaskManager`` (:func:`lmms_scene.registration.install_task_path_hook`) and, when that
+    worked, the numbers-only printed table and the prescore hook below. Returns whether
+    our tasks are indexed (False: pass ``--include_path``)."""
+    if not registration.install_task_path_hook():
+        return False
+    install_table_filter()
+    install_prescore_hook()
+    return True
+
 
 # -- the printed results table --------------------------------------------------------
 
@@ -59,8 +73,6 @@ def install_prescore_hook() -> bool:
 
 
 def _prescore(task: Any) -> None:
-    from lmms_scene import benchmarks
-
     config = getattr(task, "config", None)
     metadata = getattr(config, "metadata", None)
     name = benchmarks.declared_benchmark({"metadata": metadata}) if isinstance(metadata, dict) else None

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene import compat
+from lmms_scene import settings
 
 VERSION = 1
 FOLDER = "lmms_scene_journal"
@@ -142,8 +143,6 @@ def _versions() -> dict[str, str]:
 
 
 def header(cli_args: Any, lm: Any, chunk: int) -> dict[str, Any]:
-    from lmms_scene import settings
-
     rank, world, _ = settings.process_group()
     get = lambda name: _plain(getattr(cli_args, name, None))  # noqa: E731
     return {
@@ -255,7 +254,6 @@ def install(output_dir: str | Path | None, chunk: int, *, announce=print, resume
             out_dir = output_dir if output_dir is not None else getattr(cli_args, "output_path", None)
             if lm is None or not out_dir or type(lm).__name__ == "SceneFromSamples":
                 return original(*args, **kwargs)
-            from lmms_scene import settings
 
             if resume is not None:
                 check_resume(resume, cli_args)

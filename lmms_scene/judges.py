@@ -37,6 +37,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_scene import compat, settings
+from lmms_scene.cache import cached, load_pretrained, torch_device
+from lmms_scene.provenance import scorer
+
 #: what a failed call is recorded as
 TIMEOUT = "timeout"
 ERROR = "error"
@@ -174,7 +178,6 @@ def make_client(spec: JudgeSpec) -> Any:
     """
     if spec.provider == "hf":
         return HFJudge(spec.model, max_new_tokens=spec.max_tokens)
-    from lmms_scene import compat
 
     config = dict(
         model_name=spec.model,
@@ -227,13 +230,8 @@ class HFJudge:
         self.config = None
 
     def _load(self):
-        from lmms_scene.cache import cached, load_pretrained
-
         def load():
             from transformers import AutoModelForCausalLM, AutoTokenizer
-
-            from lmms_scene import settings
-            from lmms_scene.cache import torch_device
 
             kwargs = {"gguf_file": self.gguf_file} if self.gguf_file else {}
             tokenizer = AutoTokenizer.from_pretrained(str(self.path), **kwargs)
@@ -278,8 +276,6 @@ def ask(spec: JudgeSpec, prompt: str, *, client: Any = None) -> JudgeReply:
     try:
         if client is None:
             client = _client(spec)
-        from lmms_scene import compat
-
         response = client.evaluate(compat.judge_request([{"role": "user", "content": prompt}], getattr(client, "config", None)))
     except Exception as exc:  # a judge failure is data, not a crash
         kind = TIMEOUT if _is_timeout(exc) else ERROR
@@ -297,8 +293,6 @@ def ask(spec: JudgeSpec, prompt: str, *, client: Any = None) -> JudgeReply:
 
 
 def _client(spec: JudgeSpec) -> Any:
-    from lmms_scene.cache import cached
-
     return cached(("lmms_scene.judges", spec), lambda: make_client(spec))
 
 
@@ -601,8 +595,6 @@ def panel(
 
 def provenance(judges: Sequence[JudgeSpec], **details: Any) -> dict[str, Any]:
     """The record saying which judges computed a score."""
-    from lmms_scene.provenance import scorer
-
     return scorer("llm_judge_majority", judges=[j.describe() for j in judges], parser="lmms_scene.judges.parse_verdict", **details)
 
 

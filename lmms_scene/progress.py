@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
+from lmms_scene import settings
+
 T = TypeVar("T")
 
 
 def progress(items: Iterable[T], desc: str, *, total: int | None = None, unit: str = "it",
              enabled: bool | None = None) -> Iterator[T]:  # fmt: skip
     """``items`` with a tqdm bar named ``desc`` (off when disabled in the settings)."""
-    from lmms_scene import settings
-
     if enabled is None:
         enabled = settings.current().progress
     if not enabled:

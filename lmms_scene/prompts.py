@@ -11,10 +11,10 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
+from lmms_scene.cache import cached
+
 
 def environment():
-    from lmms_scene.cache import cached
-
     def make():
         from jinja2 import FileSystemLoader, StrictUndefined, select_autoescape
         from jinja2.sandbox import SandboxedEnvironment

@@ -12,13 +12,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lmms_scene import __version__
+from lmms_scene.cache import memo
 
 
 def library_version(name: str) -> str | None:
     """The installed version of distribution ``name`` (None when not installed)."""
     from importlib import metadata
-
-    from lmms_scene.cache import memo
 
     def look_up() -> str | None:
         try:
@@ -47,8 +46,6 @@ def checkout_commit(package: str) -> str | None:
     this, recording the commit of whatever repository holds its site-packages)."""
     import importlib.util
     from pathlib import Path
-
-    from lmms_scene.cache import memo
 
     def look_up() -> str | None:
         spec = importlib.util.find_spec(package)

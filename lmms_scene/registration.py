@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene import compat
+from lmms_scene import provenance, settings
+from lmms_scene.cache import cached
 
 _PATCH_MARK = "__lmms_scene_task_path__"
 #: task name -> YAML path, for every task the harness indexed in this process
@@ -51,9 +53,8 @@ def install_task_path_hook() -> bool:
 
     Returns True when the hook is (already) installed. Never raises: when the harness
     is not the shape this was tested on, it warns and leaves the harness untouched.
+    :func:`lmms_scene.harness.install` calls this and then installs the harness hooks.
     """
-    from lmms_scene import settings
-
     if settings.current().no_task_hook:
         return False
     ours = tasks_path()
@@ -69,10 +70,6 @@ def install_task_path_hook() -> bool:
             stacklevel=2,
         )
         return False
-    from lmms_scene.harness import install_prescore_hook, install_table_filter
-
-    install_table_filter()
-    install_prescore_hook()
     return True
 
 
@@ -92,8 +89,6 @@ def install_version_fix() -> bool:
     evaluator has already imported them by name, there too. The evaluator is not imported
     here: this runs while the harness loads its model registry, which may be in the
     middle of importing the evaluator."""
-    from lmms_scene import provenance
-
     def commit() -> str | None:
         return provenance.checkout_commit("lmms_eval")
 
@@ -175,8 +170,6 @@ def read_task_yaml(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def _our_configs(root: str) -> dict[str, dict[str, Any]]:
-    from lmms_scene.cache import cached
-
     def read() -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
         for path in sorted(Path(root).rglob("*.yaml")):

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_scene import benchmarks
+from lmms_scene.files import read_jsonl
+
 
 @dataclass
 class TaskResult:
@@ -48,8 +51,6 @@ class TaskResult:
         """Which data this result scored: the fingerprint the task's report recorded
         (:func:`lmms_scene.metrics.rows.dataset_identity`), else what the config says
         (hub repository and revision, or local data files by sha256), with the split."""
-        from lmms_scene import benchmarks
-
         config = self.config
         out: dict[str, Any] = {"path": config.get("dataset_path"), "split": config.get("test_split"),
                                "revision": config.get("revision") or (config.get("dataset_kwargs") or {}).get("revision")}  # fmt: skip
@@ -140,8 +141,6 @@ def _strip_filter(metrics: dict[str, Any]) -> dict[str, Any]:
 
 
 def _benchmark(task: str, config: dict[str, Any]) -> str | None:
-    from lmms_scene import benchmarks
-
     declared = benchmarks.declared_benchmark(config)
     if declared:
         return declared
@@ -152,8 +151,6 @@ def _benchmark(task: str, config: dict[str, Any]) -> str | None:
 
 
 def _read_samples(path: Path) -> list[dict[str, Any]]:
-    from lmms_scene.files import read_jsonl
-
     return read_jsonl(path)
 
 
@@ -178,7 +175,6 @@ def read_results_file(path: Path) -> list[TaskResult]:
         config = configs.get(task) if isinstance(configs.get(task), dict) else {}
         if not config and task in groups:
             # a group has no config of its own: it belongs to the benchmark all its tasks declare
-            from lmms_scene import benchmarks
 
             declared = {benchmarks.declared_benchmark(configs.get(t) or {}) for t in groups[task] or []}
             if len(declared) == 1 and None not in declared:
@@ -259,36 +255,6 @@ def with_interval(mean: float | None, interval: Sequence[float] | None) -> str:
     return f"{mean:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
 
 
-def show_text(paths: Sequence[str | Path], width: int | None = 160) -> tuple[str, int]:
-    """The text ``show`` prints for ``paths`` and its exit status (2 when nothing was shown).
-
-    Every benchmark's part is its registry results module's view (the same objects the
-    HTML report renders); a mixture of datasets is stated first. No line is longer than
-    ``width`` (None: as long as the tables are)."""
-    from lmms_scene.report.html import views
-
-    loaded = load(paths)
-    ours = [r for r in loaded.results if r.benchmark is not None]
-    built, mixture = views(ours)
-    parts: list[str] = []
-    if mixture:
-        import textwrap
-
-        parts.append("\n".join(textwrap.fill("NOTE: " + m, width, subsequent_indent="  ") if width else "NOTE: " + m for m in mixture))
-    shown = 0
-    for view in built:
-        parts.append(f"# {view.title}\n\n{view.text(width)}")
-        shown += bool(view.tables)
-    others = sorted({r.task for r in loaded.results if r.benchmark is None})
-    notes = []
-    if others:
-        notes.append(f"not lmms-scene tasks (not shown): {', '.join(others)}")
-    notes += [f"skipped {path}: {why}" for path, why in loaded.skipped + [s for v in built for s in v.skipped]]
-    if not shown:
-        notes.insert(0, f"no lmms-scene results in {', '.join(map(str, paths))}")
-    return "\n\n".join(parts + (["\n".join(notes)] if notes else [])), (0 if shown else 2)
-
-
 def short_fingerprint(fingerprint: str | None) -> str:
     """A fingerprint as people read it: 12 characters (a ``files:`` / ``hub:`` one whole)."""
     if not fingerprint:
@@ -328,8 +294,6 @@ def label_runs(results: Sequence[TaskResult]) -> tuple[dict[int, str], list[str]
             fp = group_data[id(r)] if id(r) in group_data else r.fingerprint
             labels[id(r)] = f"{r.label} [data {short_fingerprint(fp)}]" if mixed else r.label
         if mixed and bench is not None:
-            from lmms_scene import benchmarks
-
             title = benchmarks.get(bench).title if bench in benchmarks.names() else bench
             parts = []
             for fp, rs in datasets.items():

@@ -485,7 +485,7 @@ def test_scene_blind_evaluates_the_authors_release_through_the_harness(run_lmms_
 
     assert answers["cubicle/office"] == normalise_output(blind_answer({"scene": "cubicle/office"}, ""))
     # lmms-scene show says what was left out
-    from lmms_scene.results import show_text
+    from lmms_scene.report.text import show_text
 
     text, _ = show_text([out])
     flat = " ".join(text.split())  # notes are wrapped to the terminal width

@@ -138,7 +138,7 @@ def test_headline_group_on_generated_data_and_show(run_lmms_eval, tmp_path):
 
     from lmms_scene.metrics.layered_vqa import aggregation
     from lmms_scene.registration import tasks_path
-    from lmms_scene.results import show_text
+    from lmms_scene.report.text import show_text
 
     folder = tmp_path / "tasks"
     shutil.copytree(tasks_path() / "layered_vqa", folder / "layered_vqa")

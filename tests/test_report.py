@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from lmms_scene.report import build_report
+from lmms_scene.report.html import build_report
 from lmms_scene.report.tables import Table, Value
 
 CONDITIONS = ("original", "same_target", "high", "medium", "low")

@@ -77,7 +77,7 @@ def is_drawn(png: Path) -> bool:
 def report(tmp_path):
     from test_report import model_run, pfram_scores
 
-    from lmms_scene.report import build_report
+    from lmms_scene.report.html import build_report
 
     model_run(tmp_path / "runs" / "modelA", "modelA", 0.0)
     model_run(tmp_path / "runs" / "modelB", "modelB", 0.1)
@@ -114,7 +114,7 @@ def test_the_request_check_sees_a_page_that_loads_from_the_network(tmp_path):
 
 def docs_screenshot(results: list[Path], png: Path, workdir: Path, size: tuple[int, int] = (1100, 1500)) -> Path:
     """The report of ``results`` rendered by Chromium, saved small (palette PNG) for the docs."""
-    from lmms_scene.report import build_report
+    from lmms_scene.report.html import build_report
 
     info = build_report(results, workdir / "report.html")
     shot = workdir / "full.png"
@@ -164,7 +164,7 @@ def test_every_headline_cell_is_in_view_at_1280_px(tiny_clip, tmp_path):
 
     from results_kit import cooco_items, layered_items, snus_items, write_run
 
-    from lmms_scene.report import build_report
+    from lmms_scene.report.html import build_report
 
     run = tmp_path / "run"
     write_run(run, {"cooco_sample": ("cooco", cooco_items(str(tiny_clip))), "snus_sample": ("snus", snus_items()),

@@ -16,8 +16,9 @@ import pytest
 
 from results_kit import cooco_items, layered_items, snus_items, write_run
 
-from lmms_scene.report import build_report
-from lmms_scene.results import show_text, with_interval
+from lmms_scene.report.html import build_report
+from lmms_scene.report.text import show_text
+from lmms_scene.results import with_interval
 
 NUMBER = re.compile(r"-?\d+\.\d+ \[-?\d+\.\d+, -?\d+\.\d+\](?: \(n=\d+\))?")
 

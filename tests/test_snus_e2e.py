@@ -39,7 +39,7 @@ def test_snus_sample_through_scene_blind(run_lmms_eval, tmp_path):
     rows = find_samples(out, "snus_sample")
     assert len(rows) == 12 and len({r["CESG"]["image_id"] for r in rows}) == 12
     assert len({r["CESG"]["output"] for r in rows}) == 1  # the blind prior ignores the image
-    from lmms_scene.results import show_text
+    from lmms_scene.report.text import show_text
 
     text, status = show_text([out])
     assert status == 0 and "SNUS Table 2" in text

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from lmms_scene.imaging import pad_offsets
+from lmms_scene.cache import cached, load_pretrained
 
 __all__ = [
     "AttentionRecord",
@@ -336,8 +337,6 @@ def collect_attention(
             for reusing the outputs of an lmms-eval run).
     """
     from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
-
-    from lmms_scene.cache import cached, load_pretrained
 
     cfg = AutoConfig.from_pretrained(model)
     if cfg.model_type not in ("llava", "llava_onevision"):

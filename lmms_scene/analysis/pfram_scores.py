@@ -12,6 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import lmms_scene
+from lmms_scene.analysis.labels import labels_for, read_json, read_labels
+from lmms_scene.progress import progress
+from lmms_scene.provenance import scorer
+
 #: lmms-eval 0.7.3 task names of the three POPE splits.
 DEFAULT_POPE_TASKS = ("pope_random", "pope_pop", "pope_adv")
 POPE_METRIC = "pope_accuracy,none"
@@ -29,8 +34,6 @@ def select_images(
     """The image names to extract, in order, and those skipped as missing: the labelled
     images of ``labels_path``, or the names listed in ``image_list``, or every image file
     of ``images_dir``. A missing file is an error unless ``skip_missing``."""
-    from lmms_scene.analysis.labels import read_labels
-
     if labels_path is not None and image_list is not None:
         raise ValueError("give --labels or --image-list, not both")
     images_dir = Path(images_dir)
@@ -92,10 +95,8 @@ def score_features(
     """
     import numpy as np
 
-    import lmms_scene
-    from lmms_scene.analysis import pfram as P
-    from lmms_scene.analysis.extract import FeatureStore
-    from lmms_scene.analysis.labels import labels_for, read_json, read_labels
+    from lmms_scene.analysis import pfram as P  # deferred: imports torch at module top
+    from lmms_scene.analysis.extract import FeatureStore  # deferred: imports torch at module top
 
     phis, ks, ties = _check_settings(phis, ks, ties, on_undefined, bootstrap)
     store = FeatureStore(features_dir)
@@ -154,7 +155,6 @@ def score_features(
     per_layer: dict[tuple[str, int, str], dict[str, float]] = {}
     intervals: dict[tuple[str, int, str], dict[str, list[float]]] = {}
     skipped: dict[tuple[str, int, str], int] = {}
-    from lmms_scene.progress import progress
 
     for layer in progress(chosen, "pfram score", unit="layer"):
         _, feats = store.load(layer)
@@ -192,7 +192,6 @@ def score_features(
         if bootstrap:
             row["ci95"] = intervals[(phi, k, t)]
         rows.append(row)
-    from lmms_scene.provenance import scorer
 
     return {
         "computed_by": f"lmms-scene {getattr(lmms_scene, '__version__', 'unknown')} pfram score",
@@ -223,7 +222,7 @@ def _check_settings(
     phis: Sequence[str], ks: Sequence[int], ties: Sequence[str], on_undefined: str, bootstrap: int
 ) -> tuple[list[str], list[int], list[str]]:
     """Validate the (phi, k, ties) grid before any feature is read; duplicates dropped."""
-    from lmms_scene.analysis.pfram import PHIS, TIES
+    from lmms_scene.analysis.pfram import PHIS, TIES  # deferred: imports torch at module top
 
     def one_or_more(name: str, values: Sequence[Any], allowed: Sequence[str] | None) -> list[Any]:
         values = list(dict.fromkeys(values))
@@ -248,8 +247,6 @@ def _check_settings(
 
 
 def _read_results(results_path: Path) -> dict[str, Any]:
-    from lmms_scene.analysis.labels import read_json
-
     data = read_json(results_path, "--pope results file")
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
         got = "no 'results' object" if isinstance(data, dict) else f"a JSON {type(data).__name__}"
@@ -301,8 +298,6 @@ def _check_accuracy(acc: float, source: str, per: dict[str, float]) -> None:
 
 def _pfram_summary(path: Path, summary: str, phi: str, k: int, ties: str) -> tuple[dict[str, Any], float]:
     """(the score file, its Pfram_<summary> for (phi, k, ties)), every problem naming the file."""
-    from lmms_scene.analysis.labels import read_json
-
     sc = read_json(path, "--scores file")
     if not isinstance(sc, dict) or not isinstance(sc.get("rows"), list):
         got = "no 'rows' list" if isinstance(sc, dict) else f"a JSON {type(sc).__name__}"
@@ -368,7 +363,6 @@ def correlate(
     if len(set(x)) == 1 or len(set(y)) == 1:
         raise ValueError("correlate: Pfram or POPE accuracy is constant across models; Pearson r is undefined")
     res = pearsonr(x, y)
-    from lmms_scene.provenance import scorer
 
     return {
         "computed_by": "scipy.stats.pearsonr",

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene.cache import cached, memo
+from lmms_scene.data.cooco import TARGETS
+from lmms_scene.nlp.encoders import minilm_location
 
 # the sentence encoder is not thread-safe
 _lock = threading.Lock()
@@ -23,16 +25,12 @@ _lock = threading.Lock()
 
 def vocabulary() -> tuple[str, ...]:
     """The labels the prior chooses from: COOCO's original targets, as names."""
-    from lmms_scene.data.cooco import TARGETS
-
     return tuple(t.replace("_", " ") for t in TARGETS)
 
 
 def _encoder():
     def load():
         from sentence_transformers import SentenceTransformer
-
-        from lmms_scene.nlp.encoders import minilm_location
 
         return SentenceTransformer(minilm_location()[0], device="cpu")
 

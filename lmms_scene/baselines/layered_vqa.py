@@ -14,6 +14,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from lmms_scene.cache import cached
+from lmms_scene.registration import tasks_path
+
 #: used when the sample has no answer of a type (never in the shipped sample)
 PRIOR_FALLBACK = {
     "direct ask": "A circle.",
@@ -27,8 +30,6 @@ PRIOR_FALLBACK = {
 
 def _table() -> dict[str, Any]:
     import pyarrow.parquet as pq
-
-    from lmms_scene.registration import tasks_path
 
     path = tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet"
     table = pq.read_table(path, columns=["question_type", "answer", "minimal_sufficient_layers"]).to_pylist()
@@ -44,8 +45,6 @@ def _table() -> dict[str, Any]:
 
 
 def prior() -> dict[str, Any]:
-    from lmms_scene.cache import cached
-
     return cached(("layered_vqa", "blind_prior"), _table)
 
 

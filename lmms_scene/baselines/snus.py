@@ -15,12 +15,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from lmms_scene import cache
+from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
+from lmms_scene.nlp.sentences import split_sentences
 
 
 def prior_from(captions: Iterable[str]) -> str:
     """The blind answer built from ``captions``."""
-    from lmms_scene.nlp.sentences import split_sentences
-
     per_caption = [split_sentences(c) for c in captions if isinstance(c, str) and c.strip()]
     if not per_caption:
         raise ValueError("the SNUS blind prior needs at least one non-empty caption")
@@ -32,8 +32,6 @@ def prior_from(captions: Iterable[str]) -> str:
 
 def _sample_prior() -> str:
     import datasets
-
-    from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
 
     path = tasks_folder() / SAMPLE_FILE
     if not path.is_file():

@@ -6,10 +6,10 @@ Each benchmark's command module registers its own ``build`` sub-command through
 
 from __future__ import annotations
 
+from lmms_scene.cli import command_modules
+
 
 def register(sub) -> None:
-    from lmms_scene.cli import command_modules
-
     p = sub.add_parser("build", help="build a benchmark dataset from its original release")
     builds = p.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
     for module in command_modules():

@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from lmms_scene.data import cooco
+from lmms_scene.data.cooco.schema import CoocoBuildWarning, HUB_REPO
+
 
 def _column_map(item: str) -> tuple[str, str | None]:
     source, sep, field = item.partition("=")
@@ -14,8 +17,6 @@ def _column_map(item: str) -> tuple[str, str | None]:
 
 
 def register_build(builds) -> None:
-    from lmms_scene.data.cooco.schema import HUB_REPO
-
     p = builds.add_parser(
         "cooco",
         help="convert the COOCO release (hub or folder) into a dataset plus the tasks that evaluate it",
@@ -56,9 +57,6 @@ def register_build(builds) -> None:
 def _build(args) -> int:
     import sys
     import warnings
-
-    from lmms_scene.data import cooco
-    from lmms_scene.data.cooco.schema import CoocoBuildWarning
 
     if not args.out and not args.push_to_hub:
         args.parser.error("give --out and/or --push-to-hub")

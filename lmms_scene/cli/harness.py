@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmms_scene import evaluate
+from lmms_scene.evaluate import demo, rescore
+from lmms_scene.registration import tasks_path
+
 
 def register(sub) -> None:
     p = sub.add_parser("tasks-path", help="print the task folder for lmms_eval --include_path")
@@ -36,29 +40,21 @@ def register(sub) -> None:
 
 
 def _tasks_path(_args) -> int:
-    from lmms_scene.registration import tasks_path
-
     print(tasks_path())
     return 0
 
 
 def _eval(args) -> int:
-    from lmms_scene.evaluate import run_harness
-
     if not args.harness_args:
         args.parser.print_usage()
         print("lmms-scene eval: error: give lmms_eval arguments, at least --model and --tasks")
         return 2
-    return run_harness(args.harness_args)
+    return evaluate.run_harness(args.harness_args)
 
 
 def _demo(args) -> int:
-    from lmms_scene.evaluate import demo
-
     return demo(Path(args.output_path), extra=args.harness_args)
 
 
 def _rescore(args) -> int:
-    from lmms_scene.evaluate import rescore
-
     return rescore(args.run, args.output_path, extra=args.harness_args)

@@ -25,6 +25,10 @@ import json
 import sys
 from pathlib import Path
 
+from lmms_scene import compositing, judges, results
+from lmms_scene.data.layered_vqa.builder import build_release, build_synthetic, evaluate_commands
+from lmms_scene.metrics.layered_vqa import aggregation, grader, judging, scoring
+
 
 def _size(value: str) -> tuple[int, int]:
     try:
@@ -56,10 +60,6 @@ def register_build(builds) -> None:
 
 
 def _print_written(report, what: str) -> None:
-    from lmms_scene.data.layered_vqa.builder import (
-        evaluate_commands,
-    )
-
     commands = evaluate_commands(report.written)
     print(f"wrote {report.rows} questions over {report.scenes} {what} to {report.out} (card: {report.card})")
     print(f"tasks: {', '.join(report.tasks)}; group: {', '.join(report.groups)} in {report.include_path}")
@@ -70,11 +70,6 @@ def _print_written(report, what: str) -> None:
 
 
 def _build_release(args) -> int:
-    from lmms_scene import compositing
-    from lmms_scene.data.layered_vqa.builder import (
-        build_release,
-    )
-
     tol = compositing.DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     report = build_release(args.release, args.out, tolerance=tol, source=str(args.release), name=args.name)
     worst = max(report.max_difference.items(), key=lambda kv: kv[1])
@@ -84,10 +79,6 @@ def _build_release(args) -> int:
 
 
 def _build_synth(args) -> int:
-    from lmms_scene.data.layered_vqa.builder import (
-        build_synthetic,
-    )
-
     report = build_synthetic(args.out, args.scenes, args.seed, args.size, name=args.name)
     _print_written(report, "generated scenes")
     return 0
@@ -112,9 +103,6 @@ def register(sub) -> None:
 
 
 def _grade(args) -> int:
-    from lmms_scene.metrics.layered_vqa import grader
-    from lmms_scene.metrics.layered_vqa import aggregation, judging, scoring
-
     records = grader.read_answers(args.input)
     lemma_names, synonyms = scoring.default_lemma_names()
     out = grader.grade_answers(records, lemma_names)
@@ -184,9 +172,6 @@ def data_mismatches(rows: list, data: dict[str, dict]) -> list[str]:
 
 
 def _judge(args) -> int:
-    from lmms_scene import judges, results
-    from lmms_scene.metrics.layered_vqa import aggregation, judging, scoring
-
     panel = judges.parse_judges(args.judges)
     if not panel:
         raise ValueError("--judges: no judge given")

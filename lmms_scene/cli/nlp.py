@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmms_scene.nlp.install import install_wordnet, ORDER
+
 
 def register(sub) -> None:
-    from lmms_scene.nlp.install import ORDER
-
     p = sub.add_parser(
         "install-nlp-data", help="install WordNet 3.0 for NLTK into the venv (CESG, grading); no root needed",
         description="Install NLTK's WordNet 3.0 from the first source that works, in this order: already present; "
@@ -24,8 +24,6 @@ def register(sub) -> None:
 
 
 def _install(args) -> int:
-    from lmms_scene.nlp.install import ORDER, install_wordnet
-
     done = install_wordnet(args.target, args.sources or ORDER, debian_dir=args.debian_dir, tarball=args.tarball)
     for name, why in done.skipped:
         print(f"  {name}: not used ({why})")

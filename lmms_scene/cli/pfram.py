@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene.analysis.pfram_scores import DEFAULT_POPE_TASKS
+from lmms_scene import settings
+from lmms_scene.analysis.pfram_scores import correlate, score_features, select_images
+from lmms_scene.cli import main as cli_main
+from lmms_scene.settings import process_group
 
 
 def _csv(value: str) -> list[str]:
@@ -129,14 +133,12 @@ def _emit(out: dict[str, Any], output: Path | None) -> int:
 
 
 def _extract(a) -> int:
-    from lmms_scene.analysis.extract import FeatureStore, extract_features
-    from lmms_scene.analysis.pfram_scores import select_images
+    from lmms_scene.analysis.extract import FeatureStore, extract_features  # deferred: imports torch at module top
 
     names, missing = select_images(
         a.images, a.labels, a.image_list, min_objects=a.min_objects, skip_missing=a.skip_missing
     )
     # Under `accelerate launch` each process extracts its share of the shards.
-    from lmms_scene.settings import process_group
 
     rank, world, local_rank = process_group()
     device = a.device
@@ -147,7 +149,6 @@ def _extract(a) -> int:
 
     def progress(done: int, total: int) -> None:
         nonlocal bar
-        from lmms_scene import settings
 
         if not settings.current().progress:
             return
@@ -173,8 +174,6 @@ def _extract(a) -> int:
 
 
 def _score(a) -> int:
-    from lmms_scene.analysis.pfram_scores import score_features
-
     with _warnings_as_lines("pfram score"):
         out = score_features(
             a.features, a.labels, phis=a.phi, ks=a.k, ties=a.ties, layers=a.layers or None,
@@ -186,14 +185,10 @@ def _score(a) -> int:
 
 
 def _correlate(a) -> int:
-    from lmms_scene.analysis.pfram_scores import correlate
-
     out = correlate(a.scores, a.pope, summary=a.summary, phi=a.phi, k=a.k, ties=a.ties, pope_tasks=a.pope_tasks)
     return _emit(out, a.output)
 
 
 def main(argv: list[str]) -> int:
     """``lmms-scene pfram <argv>`` (for scripts and tests)."""
-    from lmms_scene.cli import main as cli_main
-
     return cli_main(["pfram", *argv])

@@ -15,10 +15,11 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from lmms_scene import benchmarks
+from lmms_scene.report import publish
+
 
 def register(sub) -> None:
-    from lmms_scene import benchmarks
-
     p = sub.add_parser("publish", help="validate a built dataset, write its card and push it to the hub",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("benchmark", choices=[b.cli_name for b in benchmarks.BENCHMARKS if b.builder])
@@ -36,8 +37,6 @@ def register(sub) -> None:
 
 
 def _publish(a) -> int:
-    from lmms_scene.report import publish
-
     publish.check_repo(a.repo)
     with tempfile.TemporaryDirectory(prefix="lmms-scene-publish-") as tmp:
         folder, source = a.dataset, a.source

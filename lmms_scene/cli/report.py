@@ -17,6 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from lmms_scene.report.html import build_report
+
 
 def register(sub) -> None:
     p = sub.add_parser("report", help="write a self-contained HTML report comparing results", description=__doc__,
@@ -32,8 +34,6 @@ def register(sub) -> None:
 
 
 def _report(a) -> int:
-    from lmms_scene.report.html import build_report
-
     info = build_report(a.results, a.out, pfram=a.pfram, title=a.title, progress=True, overwrite=a.overwrite)
     for note in info.mixture:
         print(f"lmms-scene report: NOTE: {note}", file=sys.stderr)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from lmms_scene import benchmarks
+from lmms_scene.data.samples import build_samples
+
 
 def register(sub) -> None:
-    from lmms_scene import benchmarks
-
     p = sub.add_parser("build-samples", help="regenerate the embedded sample splits")
     p.add_argument("benchmarks", nargs="*", metavar="BENCH",
                    help=f"benchmarks to build (default: every one with a sample builder; known: {', '.join(benchmarks.names())})")  # fmt: skip
@@ -13,8 +14,6 @@ def register(sub) -> None:
 
 
 def _build_samples(args) -> int:
-    from lmms_scene.data.samples import build_samples
-
     for bench, paths in build_samples(args.benchmarks or None).items():
         for path in paths:
             print(f"{bench}: wrote {path}")

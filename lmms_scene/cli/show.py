@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from lmms_scene.report.text import show_text
+
 
 def register(sub) -> None:
     p = sub.add_parser("show", help="print the readable tables of results files or folders", description=__doc__)
@@ -21,8 +23,6 @@ def register(sub) -> None:
 
 
 def _show(args) -> int:
-    from lmms_scene.results import show_text
-
     text, code = show_text(args.paths, width=args.width or None)
     print(text, file=sys.stdout if code == 0 else sys.stderr)
     return code

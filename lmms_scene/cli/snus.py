@@ -8,10 +8,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lmms_scene.data import snus
+from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
+from lmms_scene.files import iter_jsonl
+from lmms_scene.judges import parse_judges
+from lmms_scene.metrics.cesg import report, score_corpus
+from lmms_scene.metrics.cesg.agreement import agreement, check_finite, finite_or_none, STATISTICS, weight_grid
+from lmms_scene.metrics.cesg.judges import SynonymVerifier
+from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA
+from lmms_scene.metrics.cesg.report import samples_rows
+from lmms_scene.metrics.snus import tables as snus_tables
+from lmms_scene.results import markdown_table, with_interval
+
 
 def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
-    from lmms_scene.files import iter_jsonl
-
     rows = []
     for n, row in iter_jsonl(path):
         missing = [f for f in required if f not in row]
@@ -56,9 +66,6 @@ def _options(args) -> dict[str, Any]:
         except ValueError:
             raise ValueError(f"--weights: expected three numbers w_o,w_a,w_r, got {args.weights!r}") from None
     if getattr(args, "verifier", None):
-        from lmms_scene.judges import parse_judges
-        from lmms_scene.metrics.cesg.judges import SynonymVerifier
-
         judges = parse_judges(args.verifier)
         if len(judges) != 1:
             raise ValueError(f"--verifier: expected one judge, got {len(judges)}")
@@ -104,18 +111,12 @@ def register(sub) -> None:
 
 
 def _cesg(args) -> int:
-    from lmms_scene.metrics.cesg import score_corpus
-    from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA
-    from lmms_scene.results import markdown_table
-
     if args.lambda_ is None:
         args.lambda_ = DEFAULT_LAMBDA
     rows = _read_jsonl(args.input, ("id", "prediction", "references"))
     _unique_ids(rows, args.input)
     result = score_corpus([(r["id"], r["prediction"], r["references"]) for r in rows], **_options(args))
     if args.json:
-        from lmms_scene.metrics.cesg.agreement import finite_or_none
-
         json.dump(finite_or_none(result), sys.stdout, indent=1, default=str, allow_nan=False)
         print()
         return 0
@@ -139,12 +140,8 @@ def _cesg(args) -> int:
 
 
 def _snus_ac(args) -> int:
-    from lmms_scene.metrics.cesg import report
-
     if args.sample:
         import datasets
-
-        from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
 
         ds = datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test")
         rows = [{"image_id": d["image_id"], "references": [d["caption"]]} for d in ds]
@@ -155,12 +152,9 @@ def _snus_ac(args) -> int:
     report.preflight(clip_metrics=False)  # no images here: CLIPScore is not computed
     rep = report.corpus_report([{**r, "output": ""} for r in rows])["ac"]
     if args.json:
-        from lmms_scene.metrics.cesg.agreement import finite_or_none
-
         json.dump(finite_or_none(rep), sys.stdout, indent=1, default=str, allow_nan=False)
         print()
         return 0
-    from lmms_scene.metrics.snus import tables as snus_tables
 
     print(snus_tables.table2([(snus_tables.AC_LABEL, rep)]).text())
     print("\nscores x100. The baselines reward the affirmative opposite of the truth; CESG gives it 0.")
@@ -168,12 +162,7 @@ def _snus_ac(args) -> int:
 
 
 def _agreement(args) -> int:
-    from lmms_scene.metrics.cesg.agreement import STATISTICS, agreement, check_finite, finite_or_none, weight_grid
-    from lmms_scene.results import markdown_table, with_interval
-
     if args.judges is not None:
-        from lmms_scene.metrics.cesg.report import samples_rows
-
         judges = _read_jsonl(args.judges, (args.group, args.target))
         check_finite(judges, [args.target], lambda i: f"{args.judges}, line {judges[i]['_line']}")
         _unique_ids(judges, args.judges, args.group)
@@ -226,8 +215,6 @@ def register_build(builds) -> None:
 
 
 def _build(args) -> int:
-    from lmms_scene.data import snus
-
     dataset = snus.build(args.from_folder, args.metadata)
     written = snus.write_local(dataset, args.out, source=f"the local release {args.from_folder.resolve()}", name=args.name)
     for path in [*written["splits"], written["card"]]:

@@ -21,10 +21,11 @@ import json
 import sys
 from pathlib import Path
 
+from lmms_scene.report import leaderboard, submission
+from lmms_scene.report.submission import MAX_EMPTY_RATE
+
 
 def register(sub) -> None:
-    from lmms_scene.report.submission import MAX_EMPTY_RATE
-
     s = sub.add_parser("submit", help="write a leaderboard submission from lmms-eval results", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     s.add_argument("results", nargs="+", type=Path, help="lmms-eval results folders or *_results.json files (one model)")
@@ -59,8 +60,6 @@ def read_official(path: Path | None) -> dict[str, list[str]] | None:
 
 
 def _submit(a) -> int:
-    from lmms_scene.report import submission
-
     if a.out.is_dir():
         raise ValueError(f"--out: {a.out} is a folder; give the submission's file name (e.g. {a.out / 'submission.json'})")
     try:
@@ -77,8 +76,6 @@ def _submit(a) -> int:
 
 
 def _leaderboard(a) -> int:
-    from lmms_scene.report import leaderboard
-
     if a.out.is_dir():
         raise ValueError(f"--out: {a.out} is a folder; give a file name ending in .md or .html")
     board = leaderboard.build(a.submissions, official=read_official(a.official), max_empty_rate=a.max_empty_rate)

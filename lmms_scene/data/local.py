@@ -32,6 +32,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lmms_scene.cache import cached
+from lmms_scene.registration import dump_task_yaml, our_task_configs, read_task_yaml, tasks_path
+
 #: where :func:`write_local` puts things inside its output folder
 SPLIT = "test"
 DATA_FILE = Path("data") / f"{SPLIT}-00000-of-00001.parquet"  # split_file(SPLIT)
@@ -60,8 +63,6 @@ def slug(name: str, option: str = "--name") -> str:
 
 def our_names() -> dict[str, tuple[str, str]]:
     """Every task and group name lmms-scene ships: name -> (``task`` or ``group``, YAML path)."""
-    from lmms_scene.registration import our_task_configs
-
     names = {
         name: ("task", str(config.get("__yaml_path__", "")))
         for name, config in our_task_configs().items()
@@ -73,9 +74,6 @@ def our_names() -> dict[str, tuple[str, str]]:
 
 def our_group_configs() -> dict[str, dict[str, Any]]:
     """Every group lmms-scene ships: name -> its YAML config (``!function`` kept as names)."""
-    from lmms_scene.cache import cached
-    from lmms_scene.registration import read_task_yaml, tasks_path
-
     root = str(tasks_path())
 
     def read() -> dict[str, dict[str, Any]]:
@@ -122,8 +120,6 @@ def task_configs(
     ``out``: each of our tasks ``bases`` written out in full, the data files swapped for
     :data:`DATA_FILE`, ``metadata.benchmark`` set to ``benchmark``. Does not check for
     clashes (:func:`check_free` does)."""
-    from lmms_scene.registration import our_task_configs
-
     ours = our_task_configs()
     suffix = slug(name)
     configs = {}
@@ -224,8 +220,6 @@ def write_local(
     else the first task). Returns the paths and names written (``data``: the test split's
     file or None, ``splits``: every file, ``card``, ``include_path``, ``tasks``,
     ``groups``, ``headline``)."""
-    from lmms_scene.registration import dump_task_yaml
-
     out = Path(out)
     splits = dict(dataset) if isinstance(dataset, Mapping) else {SPLIT: dataset}
     if not splits:

@@ -30,6 +30,8 @@ import io
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lmms_scene import cache
+
 #: the column that marks a stand-in row: "" for a good row, the reason for a bad one
 PROBLEM = "lmms_scene_row_problem"
 #: what the model is asked for a stand-in row (its answer is recorded, never scored)
@@ -148,8 +150,6 @@ def screen(
     every row is good. Every row bad is ``error`` listing the reasons (``what`` names the
     dataset). The check's result is memoised under ``memo_key`` (e.g. the dataset's
     fingerprint), so two tasks on one dataset check it once."""
-    from lmms_scene import cache
-
     if memo_key is not None and not (isinstance(memo_key, tuple) and None in memo_key):
         problems = cache.memo("recheck", memo_key, lambda: find_problems(dataset, check))
     else:

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from lmms_scene.validation import field_names, non_negative_int, probability
+from lmms_scene import cache
 
 T = TypeVar("T")
 
@@ -384,8 +385,6 @@ def corpus_value(
     Thread-safe: concurrent callers wait for the one computation. A ``compute`` that
     raises caches nothing.
     """
-    from lmms_scene import cache
-
     rows = list(rows)
     deduped = dedupe(rows, id_fields, same=content_fields).rows
     digest = corpus_digest(deduped, id_fields, content_fields)

@@ -4,6 +4,9 @@ simple and a chat class, and ``scene_replay`` (wraps any model for multi-round t
 
 from __future__ import annotations
 
+from lmms_scene import compat, harness
+from lmms_scene.registration import install_version_fix
+
 MODELS = {
     "echo": ("lmms_scene.models.echo.Echo", "lmms_scene.models.echo.EchoChat"),
     "scene_blind": ("lmms_scene.models.blind.SceneBlind", "lmms_scene.models.blind.SceneBlindChat"),
@@ -17,9 +20,6 @@ MODELS = {
 def MANIFESTS():
     """Entry-point payload: the model manifests. Loading it also registers our task
     folder with the harness (route 3 in :mod:`lmms_scene.registration`)."""
-    from lmms_scene import compat
-    from lmms_scene.registration import install_task_path_hook, install_version_fix
-
     install_version_fix()  # whatever LMMS_SCENE_NO_TASK_HOOK says: the results' versions must be true
-    install_task_path_hook()
+    harness.install()
     return [compat.model_manifest(name, simple, chat) for name, (simple, chat) in MODELS.items()]

@@ -19,6 +19,7 @@ from typing import Any
 
 from lmms_scene import compat
 from lmms_scene.compat import GenerationRequest
+from lmms_scene.metrics.outputs import clean_output
 
 lmms = compat.model_base()
 #: a harness request (``lmms_eval.api.instance.Instance``; touch point ``model-base``)
@@ -123,8 +124,6 @@ def _sanitised(answer: Any) -> Any:
     (:func:`lmms_scene.metrics.outputs.clean_output`), so the harness can write it to its
     samples file and every scorer can read it; anything else as it is (the task's row
     function records it unscored)."""
-    from lmms_scene.metrics.outputs import clean_output
-
     return clean_output(answer).text if isinstance(answer, str) else answer
 
 

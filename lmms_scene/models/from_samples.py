@@ -26,6 +26,7 @@ from typing import Any
 from lmms_scene import compat
 from lmms_scene.files import iter_jsonl
 from lmms_scene.models._base import Instance, lmms
+from lmms_scene import journal as J
 
 
 def task_of_samples_file(path: Path) -> str:
@@ -242,8 +243,6 @@ class SceneFromSamples(lmms):
         self.single_logged: set[str] = set()
         self._asked: Counter = Counter()
         if journal:
-            from lmms_scene import journal as J
-
             self.files = J.journal_files([p for p in str(journal).split("|") if p])
             run = J.read(self.files)
             for (task, doc_id, idx), by_copy in run.outputs.items():

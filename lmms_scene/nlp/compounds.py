@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from lmms_scene import cache
+from lmms_scene.nlp.wordnet import locked, synsets, wordnet
 
 #: safety equipment and scene objects WordNet does not list as compounds (ours)
 SAFETY_COMPOUNDS = (
@@ -49,8 +50,6 @@ def compound_names() -> tuple[str, ...]:
     """Every compound the merger knows, lower case (WordNet's, then ours)."""
 
     def build() -> tuple[str, ...]:
-        from lmms_scene.nlp.wordnet import locked, synsets, wordnet
-
         wn = wordnet()
         names = set(SAFETY_COMPOUNDS)
         with locked():

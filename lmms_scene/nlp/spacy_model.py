@@ -16,6 +16,7 @@ from typing import Any
 
 from lmms_scene import cache
 from lmms_scene.nlp import INSTALL_HINT, MissingNLPComponent
+from lmms_scene.nlp.compounds import add_merger
 
 #: the model, by its official name
 MODEL = "en_core_web_sm"
@@ -62,8 +63,6 @@ def spacy_pipeline(model: str = MODEL, disable: tuple[str, ...] = DEFAULT_DISABL
     def load() -> Any:
         nlp = _load(package, tuple(disable))
         if merge_compounds:
-            from lmms_scene.nlp.compounds import add_merger
-
             add_merger(nlp)
         return nlp
 

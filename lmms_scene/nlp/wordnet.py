@@ -14,6 +14,7 @@ from typing import Any
 
 from lmms_scene import cache
 from lmms_scene.nlp import INSTALL_HINT, MissingNLPComponent
+from lmms_scene.nlp.install import read_source
 
 #: part-of-speech spellings accepted by :func:`lemma_names`
 POS = {"n": "n", "noun": "n", "v": "v", "verb": "v", "a": "a", "adj": "a", "s": "s", "r": "r", "adv": "r"}
@@ -53,8 +54,6 @@ def provenance() -> dict[str, str]:
     """Which WordNet computed a score: the version, the source the installer recorded
     (``SOURCE.json``, see :mod:`lmms_scene.nlp.install`) and the digest of its files."""
     from pathlib import Path
-
-    from lmms_scene.nlp.install import read_source
 
     root = Path(str(wordnet().root))
     record = read_source(root) or {}

@@ -33,6 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene.report.tables import Plot, Run, Table, Value, View, cell_text, slugify
+import lmms_scene
+from lmms_scene import benchmarks, results as results_lib
+from lmms_scene.prompts import environment
+from lmms_scene.report.tables import md_inline
+from lmms_scene.results import label_runs
 
 #: the harness release whose results files this report reads (a results file naming
 #: another release is skipped; a git install writes ``main@<hash>`` and is read)
@@ -196,9 +201,6 @@ def pfram_view(files: Sequence[Path]) -> View:
 def views(results: Sequence[Any]) -> tuple[list[View], list[str]]:
     """Every benchmark's view of ``results`` (registry order) and the notes that state a
     mixture of datasets; the one place ``show`` and the report build what they render."""
-    from lmms_scene import benchmarks
-    from lmms_scene.results import label_runs
-
     labels, mixture = label_runs(results)
     out = []
     for bench in benchmarks.BENCHMARKS:
@@ -240,9 +242,6 @@ def _cell_context(table: Table) -> list[list[dict[str, str]]]:
 
 def page(views_: Sequence[View], mixture: Sequence[str], skipped: Sequence[tuple[str, str]], title: str) -> str:
     """The report page (``templates/report/page.html.jinja``, escaped by the environment)."""
-    import lmms_scene
-    from lmms_scene.prompts import environment
-
     sections = []
     for v in views_:
         tables = [{"title": t.title, "slug": t.slug, "header": t.header, "key_styles": _key_styles(t),
@@ -257,8 +256,6 @@ def page(views_: Sequence[View], mixture: Sequence[str], skipped: Sequence[tuple
 
 
 def markdown(views_: Sequence[View], mixture: Sequence[str], skipped: Sequence[tuple[str, str]], title: str) -> str:
-    from lmms_scene.report.tables import md_inline
-
     out = [f"<!-- {GENERATOR} -->", f"# {md_inline(title)}", ""]
     if mixture:
         out += ["**Several datasets:**", "", *(f"- {md_inline(m)}" for m in mixture), ""]
@@ -303,8 +300,6 @@ def build_report(
     is listed in :attr:`ReportInfo.skipped`.
     """
     from tqdm.auto import tqdm
-
-    from lmms_scene import results as results_lib
 
     if isinstance(paths, (str, Path)):
         paths = [paths]

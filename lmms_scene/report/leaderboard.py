@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_scene import benchmarks
+from lmms_scene.prompts import environment
+from lmms_scene.report.submission import MAX_EMPTY_RATE, read
+from lmms_scene.report.tables import cell_text, md_inline, Table, Value
+
 
 @dataclass
 class Entry:
@@ -64,8 +69,6 @@ class Board:
 def collect(folder: str | Path, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float | None = None
             ) -> tuple[list[tuple[str, dict[str, Any]]], list[tuple[str, list[str]]]]:  # fmt: skip
     """(file, submission) for each verified ``*.json`` in ``folder``, and (file, reasons) for the others."""
-    from lmms_scene.report.submission import MAX_EMPTY_RATE, read
-
     folder = Path(folder)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: no such folder of submissions")
@@ -95,8 +98,6 @@ def _scorer(prov: Mapping[str, Any] | None) -> str:
 
 def rank(submissions: Sequence[tuple[str, Mapping[str, Any]]]) -> Board:
     """Rank the models of each benchmark by its headline metric, per (task, dataset)."""
-    from lmms_scene import benchmarks
-
     board = Board(n_valid=len(submissions))
     groups: dict[tuple[str, str, str], Group] = {}
     for file, sub in submissions:
@@ -141,8 +142,6 @@ def build(folder: str | Path, *, official: Mapping[str, Sequence[str]] | None = 
 
 
 def _title(bench: str) -> str:
-    from lmms_scene import benchmarks
-
     try:
         return benchmarks.get(bench).title
     except KeyError:
@@ -150,8 +149,6 @@ def _title(bench: str) -> str:
 
 
 def _group_heading(g: Group) -> str:
-    from lmms_scene import benchmarks
-
     head = benchmarks.get(g.benchmark).headline[0]
     direction = "higher is better" if head.higher_is_better else "lower is better"
     return (f"Ranked by {head.title} ({g.task}/{head.name}; {direction}; mean over items, 95% bootstrap interval) "
@@ -160,8 +157,6 @@ def _group_heading(g: Group) -> str:
 
 def tables(board: Board) -> list[tuple[str, Any]]:
     """(benchmark title, Table) for every ranked group: the objects both renderings show."""
-    from lmms_scene.report.tables import Table, Value
-
     out = []
     for bench, gs in board.groups.items():
         for g in gs:
@@ -177,8 +172,6 @@ def tables(board: Board) -> list[tuple[str, Any]]:
 
 def markdown(board: Board) -> str:
     """The leaderboard as Markdown (every cell escaped: a model name cannot open a heading)."""
-    from lmms_scene.report.tables import md_inline
-
     out = ["# lmms-scene leaderboard", f"{board.n_valid} verified submissions, {len(board.invalid)} refused."]
     shown = set()
     for title, table in tables(board):
@@ -197,9 +190,6 @@ def markdown(board: Board) -> str:
 
 def html(board: Board) -> str:
     """The leaderboard as one self-contained HTML page (``templates/report/leaderboard.html.jinja``)."""
-    from lmms_scene.prompts import environment
-    from lmms_scene.report.tables import cell_text
-
     sections: dict[str, list[dict[str, Any]]] = {}
     for title, table in tables(board):
         sections.setdefault(title, []).append({"title": table.title, "header": table.header,

@@ -10,10 +10,13 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping, Sequence
 
-from lmms_scene.report.tables import Value
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: report.tables imports this module to draw its plots
+    from lmms_scene.report.tables import Value
 
 #: (label, Value or None) series per group
-Series = Mapping[str, Sequence[Value | None]]
+Series = Mapping[str, Sequence["Value | None"]]
 
 
 #: every text at least 10 pt: at the 80 dpi the figures are saved at, that is 11 px

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmms_scene import __version__, benchmarks
+from lmms_scene.data.card import front_matter, meta_of, read_card
+
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -62,8 +65,6 @@ def check_repo(repo: str) -> str:
 
 def _data_module(benchmark: str):
     import importlib
-
-    from lmms_scene import benchmarks
 
     bench = benchmarks.get(benchmark)
     return bench, importlib.import_module(bench.data_module)
@@ -128,9 +129,6 @@ def card(benchmark: str, splits: Mapping[str, Any], *, license: str, source: str
     (license, the configs pointing at each split's files, source), then source, license,
     splits, features and the paper's citation (from the registry), then the builder's own
     card body (build decisions, field meanings). ``terms``: the license in words."""
-    from lmms_scene import __version__, benchmarks
-    from lmms_scene.data.card import front_matter, read_card
-
     bench = benchmarks.get(benchmark)
     _, body = read_card(built_card) if built_card else ({}, "")
     features = next(iter(splits.values())).features
@@ -179,7 +177,6 @@ def prepare(benchmark: str, folder: str | Path, repo: str, *, source: str | None
     folder = Path(folder)
     splits = read_splits(folder)
     checks = validate_features(splits, module.features())
-    from lmms_scene.data.card import meta_of, read_card
 
     built = (folder / "README.md").read_text(encoding="utf-8") if (folder / "README.md").is_file() else ""
     front, _ = read_card(built) if built else ({}, "")
@@ -218,8 +215,6 @@ def build_from_source(benchmark: str, out: str | Path, *, folder: Path | None = 
                       metadata: Path | None = None) -> tuple[Path, str]:  # fmt: skip
     """Run the benchmark's builder (the registry's ``builder``) into ``out`` (the layout
     :func:`prepare` reads); returns the folder and a sentence naming the source."""
-    from lmms_scene import benchmarks
-
     bench = benchmarks.get(benchmark)
     if not bench.builder:
         raise ValueError(f"publish {bench.cli_name}: {bench.title} has no builder; give --dataset D (a built folder)")

@@ -37,6 +37,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lmms_scene import benchmarks
+from lmms_scene.provenance import run_versions
+from lmms_scene.results import _resolve, data_files, file_sha256, load
+from lmms_scene.validation import probability
+
 FORMAT = "lmms-scene-submission"
 SCHEMA_VERSION = 2
 SCHEMA_FILE = "submission.schema.json"
@@ -136,9 +141,6 @@ def _finite(value: Any) -> bool:
 
 def sample_reason(result) -> str | None:
     """Why ``result`` is a sample split (None: it is not one)."""
-    from lmms_scene import benchmarks
-    from lmms_scene.results import data_files
-
     for bench in benchmarks.BENCHMARKS:
         if result.task in bench.sample_tasks:
             return f"{result.task}: a sample split ({bench.title}'s embedded sample), not the benchmark"
@@ -197,8 +199,6 @@ def _official(bench, task: str, dataset: Mapping[str, Any], official: Mapping[st
 
 
 def _dataset(result, identity: Mapping[str, Any]) -> dict[str, Any]:
-    from lmms_scene.results import _resolve, data_files, file_sha256
-
     cfg = result.config
     files = data_files(cfg)
     source: dict[str, Any] = {"path": None if cfg.get("dataset_path") is None else str(cfg.get("dataset_path")),
@@ -306,11 +306,6 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
           official: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:  # fmt: skip
     """The submission for the results under ``paths``; raises :class:`Refused` listing why
     not. ``official``: more official fingerprints per benchmark (a leaderboard's own list)."""
-    from lmms_scene import benchmarks
-    from lmms_scene.provenance import run_versions
-    from lmms_scene.results import load
-    from lmms_scene.validation import probability
-
     probability(max_empty_rate, "max_empty_rate")
     if isinstance(paths, (str, Path)):
         paths = [paths]
@@ -368,8 +363,6 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
 
 def verify(submission: Any, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE) -> list[str]:
     """Every reason ``submission`` cannot be ranked (empty: it can); see the module docstring."""
-    from lmms_scene import benchmarks
-
     errors = validate(submission)
     if errors:
         return errors

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmms_scene.report import plots
+
 
 @dataclass(frozen=True)
 class Value:
@@ -200,8 +202,6 @@ class Plot:
     args: dict[str, Any]
 
     def png(self) -> bytes:
-        from lmms_scene.report import plots
-
         return getattr(plots, self.kind)(**self.args)
 
 

@@ -9,13 +9,12 @@ from lmms_scene.harness import guarded_aggregation, returns_dict
 from lmms_scene.metrics import clip
 from lmms_scene.metrics.cooco import scoring
 from lmms_scene.prompts import render
+from lmms_scene import settings
 
 DEFAULT_TEMPLATE = "cooco/default.jinja"
 
 
 def _include_clean() -> bool:
-    from lmms_scene import settings
-
     return cooco.clean_option(settings.current().cooco_clean)
 
 

@@ -17,9 +17,12 @@ from lmms_scene.data.layered_vqa.rounds import (
 from lmms_scene.data.layered_vqa.schedules import GROUP
 from lmms_scene.data.layered_vqa.schema import ID_FIELDS
 from lmms_scene.data.layered_vqa.views import schedule_docs
+from lmms_scene.data import recheck
 from lmms_scene.harness import guarded_aggregation, returns_dict, round_outputs
 from lmms_scene.metrics import rows as R
 from lmms_scene.metrics.layered_vqa import aggregation, scoring
+from lmms_scene.cache import cached
+from lmms_scene.provenance import scorer
 
 
 def _docs(dataset, schedules):
@@ -29,8 +32,6 @@ def _docs(dataset, schedules):
 
 
 def _grader():
-    from lmms_scene.cache import cached
-
     return cached(("layered_vqa", "grader"), scoring.default_lemma_names)
 
 
@@ -89,8 +90,6 @@ def doc_to_visual(doc):
         return first_visuals(doc)
     except Exception as exc:
         _log(doc, exc)
-        from lmms_scene.data import recheck
-
         return [recheck.stand_in_visual()]
 
 
@@ -99,8 +98,6 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None, previous_output=None, round
         return simple_round(doc, previous_output, round_idx)
     except Exception as exc:
         _log(doc, exc)
-        from lmms_scene.data import recheck
-
         if round_idx is None:
             return recheck.UNUSABLE_PROMPT
         return None, None, True, [str(o) for o in (previous_output or [])], {"round": round_idx, "error": str(exc)}
@@ -111,8 +108,6 @@ def doc_to_messages(doc, lmms_eval_specific_kwargs=None, previous_output=None, r
         return chat_messages(doc, previous_output, round_idx)
     except Exception as exc:
         _log(doc, exc)
-        from lmms_scene.data import recheck
-
         if round_idx is None:
             return [{"role": "user", "content": [{"type": "text", "text": recheck.UNUSABLE_PROMPT}]}]
         return None, True, [str(o) for o in (previous_output or [])], {"round": round_idx, "error": str(exc)}
@@ -200,8 +195,6 @@ group_retained_text, group_retained_visual, group_retained_layered = (_group_ret
 @guarded_aggregation
 @returns_dict
 def layered_vqa_report(rows):
-    from lmms_scene.provenance import scorer
-
     rep = dict(_report(rows))
     _, synonyms = _grader()
     rep["scorer"] = scorer("layered_vqa", grader="rule", grade="lmms_scene.metrics.layered_vqa.grader.grade",

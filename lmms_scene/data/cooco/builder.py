@@ -44,6 +44,9 @@ from lmms_scene.data.cooco.schema import (
     to_xywh,
 )
 from lmms_scene.data.local import DATA_FILE, TASKS_DIR  # noqa: F401  (re-exported: where write_local puts things)
+from lmms_scene.data import local, recheck, release
+from lmms_scene.files import iter_jsonl
+from lmms_scene.progress import progress
 
 #: Image files a folder build matches against the metadata (suffix, case-insensitive).
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
@@ -139,8 +142,6 @@ def _decode(data: bytes, label: str):
     PIL's global truncated loading, which lmms-eval turns on, is neither read nor set);
     an unreadable, truncated or corrupt image is a ``ValueError`` naming ``label`` (the
     file)."""
-    from lmms_scene.data import release
-
     return release.decode_image(data, label)
 
 
@@ -160,8 +161,6 @@ def _image_bytes(
     raw pixels. Such an image is stored as its raw (unrotated) pixels, re-encoded
     losslessly as PNG without the tag, so decoding gives the pixels the box refers to."""
     from PIL import Image
-
-    from lmms_scene.data import release
 
     data: bytes | None = None
     if isinstance(image, Image.Image):
@@ -623,8 +622,6 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
     if suffix == ".csv":
         return _read_csv(path, text)
     if suffix == ".jsonl":
-        from lmms_scene.files import iter_jsonl
-
         rows = [_object(value, f"{path} line {n}") for n, value in iter_jsonl(path, objects=False, error=CoocoBuildError)]
         if not rows:
             raise CoocoBuildError(f"{path}: empty (no JSON lines): nothing to build")
@@ -715,8 +712,6 @@ def _match_folder(
     """Check a folder's images against its metadata rows one to one: an image without
     a row, or a row whose image file is missing, is an error listing them all; with
     ``skip_unmatched`` both are left out and listed in ``notes``."""
-    from lmms_scene.data import release
-
     referenced: set[Path] = set()
     kept, missing = [], []
     images = folder_images(base)
@@ -788,7 +783,6 @@ def generate_rows(
     seen: dict[str, int] = {}
     formats = box_formats(box_format)
     pairs = rows if indexed else enumerate(rows)
-    from lmms_scene.progress import progress
 
     pairs = progress(pairs, "COOCO rows", unit="row")
     for index, raw in pairs:
@@ -910,8 +904,6 @@ def ensure_schema(dataset):
     clean)."""
     from datasets import Image, Value
 
-    from lmms_scene.data import recheck
-
     ours = set(features())
     if ours <= set(dataset.column_names):
         _check_unique_ids(dataset)
@@ -932,7 +924,6 @@ def ensure_schema(dataset):
         ) from None
     if "image" in dataset.column_names:
         dataset = dataset.cast_column("image", Image(decode=False))
-    from lmms_scene.data import release
 
     roots = release.hub_roots()
 
@@ -964,8 +955,6 @@ def ensure_schema(dataset):
 def _check_usable(dataset, source: str) -> None:
     """:func:`_check_selection` over the rows that passed the load-time check; with none
     to evaluate, the error also lists the rows that failed it."""
-    from lmms_scene.data import recheck
-
     conditions, excluded = dataset["condition"], dataset["excluded"]
     if recheck.PROBLEM not in dataset.column_names:
         _check_selection(conditions, excluded, source)
@@ -995,8 +984,6 @@ def loaded_row_problem(row: Mapping[str, Any], index: int) -> str | None:
     the ids and labels, the condition, ``excluded``, ``width``/``height`` against the
     image, the box (4 finite numbers, inside the image: :func:`box_problem`), and an EXIF
     orientation that decoding would apply."""
-    from lmms_scene.data import release
-
     image_id = row.get("image_id")
     where = f"row {index} ({image_id})" if isinstance(image_id, str) and image_id else f"row {index}"
     if not isinstance(image_id, str) or not image_id.strip():
@@ -1048,8 +1035,6 @@ def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
     where they are strings, a grey 32x32 image with a box inside it, its condition when
     known (else ``original``, so the row is evaluated and recorded, never filtered out
     unseen) and its ``excluded`` when it is a boolean."""
-    from lmms_scene.data import recheck
-
     text = recheck.text
     image_id = text(row.get("image_id")) or text(row.get("file_name")) or ""
     if not image_id:
@@ -1144,8 +1129,6 @@ def build(
         raise ValueError("give exactly one source: hub=REPO or folder=DIR")
     roots = None
     if hub is not None:
-        from lmms_scene.data import release
-
         rows, columns = load_hub_rows(hub, split)
         local = Path(str(hub)).expanduser()
         base, label = None, (f"{local} (a local dataset standing in for the hub)" if local.is_dir() else f"hf://datasets/{hub}")
@@ -1172,8 +1155,6 @@ def local_task_configs(out: Path, name: str) -> dict[str, dict[str, Any]]:
     written under ``out``: our own COOCO tasks with the data files swapped, written out
     in full (no ``include:``), declaring ``metadata.benchmark: cooco``. A name that one
     of lmms-scene's own tasks or groups has is an error naming it."""
-    from lmms_scene.data import local
-
     suffix = local.slug(name)
     local.check_free([f"{base}_{suffix}" for base in LOCAL_BASES], name)
     return local.task_configs(out, name, "cooco", LOCAL_BASES)
@@ -1184,8 +1165,6 @@ def write_local(dataset, out: Path, card: str, name: str | None = None) -> dict[
     ``datasets.load_dataset(out)`` reads it too), ``README.md`` (the card) and
     ``tasks/*.yaml`` (tasks that evaluate it). Returns what was written, with the task
     names and the ``--include_path`` to use."""
-    from lmms_scene.data import local
-
     out = Path(out)
     configs = local_task_configs(out.resolve(), name or out.resolve().name)
     return local.write_local(dataset, out, card, configs, tool="lmms-scene build cooco")
@@ -1195,6 +1174,4 @@ def evaluate_command(
     written: Mapping[str, Any], model: str = "MODEL", model_args: str | None = "pretrained=CHECKPOINT"
 ) -> str:
     """The command that evaluates a dataset written by :func:`write_local`."""
-    from lmms_scene.data import local
-
     return local.evaluate_command(written, model=model, model_args=model_args)

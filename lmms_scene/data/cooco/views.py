@@ -9,6 +9,8 @@ from typing import Any
 
 from lmms_scene import imaging
 from lmms_scene.data.cooco.schema import NAMING_CONDITIONS, NO_NOISE_AREA, NOISE_LEVELS
+from lmms_scene.cache import memo
+from lmms_scene.data.cooco.builder import size_warning
 
 NOISE_AREAS: tuple[str, ...] = imaging.NOISE_AREAS
 
@@ -41,9 +43,6 @@ def warn_if_costly(doc: Mapping[str, Any]) -> str | None:
     """Warn, once per image, when padding and noise make an image costly (a 10000 x 50
     image becomes a 10000 x 10000 square for every view); returns the warning or None."""
     import warnings
-
-    from lmms_scene.cache import memo
-    from lmms_scene.data.cooco.builder import size_warning
 
     text = size_warning(int(doc.get("width") or doc["image"].size[0]), int(doc.get("height") or doc["image"].size[1]))
     if text is None:

@@ -24,6 +24,8 @@ from lmms_scene.data.layered_vqa.schema import (
     repeated,
     validate,
 )
+from lmms_scene.data import local, release as files
+from lmms_scene.files import iter_jsonl
 
 # -- building a dataset from a local release --------------------------------------------
 
@@ -66,7 +68,6 @@ class BuildReport:
 def _read_questions(path: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no question file (expected layout:\n{RELEASE_LAYOUT})")
-    from lmms_scene.files import iter_jsonl
 
     out = []
     for lineno, record in iter_jsonl(path):
@@ -80,8 +81,6 @@ def _read_questions(path: Path) -> list[dict[str, Any]]:
 def _release_image(release: Path, path: Path, mode: str, where: str):
     """One image file of the release: confined to the release folder (a symbolic link
     out of it is refused), decoded in full, converted to ``mode``."""
-    from lmms_scene.data import release as files
-
     relative = path.relative_to(release).as_posix()
     _, data = files.read_file(release, relative, where, "image")
     try:
@@ -91,8 +90,6 @@ def _release_image(release: Path, path: Path, mode: str, where: str):
 
 
 def _scene_images(folder: Path, scene_id: str):
-    from lmms_scene.data import release as files
-
     where = f"scene {scene_id!r}"
     if "/" in scene_id or "\\" in scene_id:
         raise ValueError(f"{where}: field 'scene_id': a scene id names one folder under scenes/, got {scene_id!r}")
@@ -139,8 +136,6 @@ def release_items(release: str | Path, tolerance: int = compositing.DEFAULT_TOLE
     alpha-composite back to its composite within ``tolerance``, every referenced layer
     index must exist, every schedule must fit in :data:`MAX_ROUNDS` turns, question ids
     must be unique; an error names the scene or the question and its line."""
-    from lmms_scene.data import release as files
-
     release = Path(release)
     if (release / "questions.jsonl").is_file():  # not a link out of the release
         files.inside(release, "questions.jsonl", "the release", "questions.jsonl")
@@ -229,8 +224,6 @@ GROUP = _schedules.GROUP
 def local_names(name: str) -> tuple[list[str], str]:
     """The task names (``layered_vqa_<schedule>_NAME``, in schedule order) and the group
     name (``layered_vqa_NAME``) of a local build called ``name``."""
-    from lmms_scene.data import local
-
     suffix = local.slug(name)
     return [f"{task}_{suffix}" for task in _schedules.TASKS], f"{GROUP}_{suffix}"
 
@@ -242,8 +235,6 @@ def local_task_configs(out: Path, name: str) -> tuple[dict[str, dict[str, Any]],
     ``layered_vqa`` group's aggregate metrics. A name that one of lmms-scene's own tasks
     or groups has (``--name sample`` makes the group ``layered_vqa_sample``) is an error
     naming it."""
-    from lmms_scene.data import local
-
     tasks, group = local_names(name)
     local.check_free([*tasks, group], name)
     # our generated schedule tasks (tasks/layered_vqa/_generate_config.py writes them from the
@@ -258,8 +249,6 @@ def write_local(items_or_dataset, out: str | Path, card: str, name: str | None =
     tasks and the group (:func:`local_task_configs`; ``name`` default: the folder's
     name). Names are checked before anything is written."""
     from datasets import Dataset
-
-    from lmms_scene.data import local
 
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -277,8 +266,6 @@ def evaluate_commands(written: Mapping[str, Any]) -> dict[str, str]:
     """The commands that evaluate a local build: ``model`` (a multi-round-capable model,
     the simple ``qwen2_5_vl`` class at batch size 1) and ``scene_blind`` (the text-prior
     baseline); both run the group (all 16 schedules)."""
-    from lmms_scene.data import local
-
     model, args, extra = MULTI_ROUND_MODEL
     return {
         "model": local.evaluate_command(written, model=model, model_args=args, extra=extra),

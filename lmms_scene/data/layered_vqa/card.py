@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene.data.layered_vqa.schema import COLUMNS
+from lmms_scene.data.card import front_matter
+from lmms_scene.prompts import render
 
 
 def card_text(items: Sequence[Mapping[str, Any]], *, source: str, max_difference: int, tolerance: int,
@@ -15,8 +17,6 @@ def card_text(items: Sequence[Mapping[str, Any]], *, source: str, max_difference
     """The dataset card: where the data came from, license (``license_id`` the hub's
     identifier, ``license`` in words), split, counts, features."""
     from collections import Counter
-
-    from lmms_scene.prompts import render
 
     text = render(
         "layered_vqa/card.md.jinja",
@@ -30,7 +30,6 @@ def card_text(items: Sequence[Mapping[str, Any]], *, source: str, max_difference
         tolerance=tolerance,
         features=list(COLUMNS),
     )
-    from lmms_scene.data.card import front_matter
 
     head = front_matter(license=license_id, source=source, pretty_name="Layered-VQA", splits=["test"],
                         task_categories=["visual-question-answering"], license_terms=license)  # fmt: skip

@@ -13,6 +13,7 @@ from typing import Any
 
 from lmms_scene.data.layered_vqa.delivery import Turn, deliver
 from lmms_scene.data.layered_vqa.schema import item_where
+from lmms_scene.metrics.outputs import clean_response, make_writable
 
 # -- the harness's multi-round protocol ---------------------------------------------------
 
@@ -48,7 +49,6 @@ class KeepRepeats:
     def apply(self, resps, docs):
         # sanitised for scoring; in the harness's raw record only lone surrogates are
         # replaced (U+FFFD), else lmms-eval cannot write its samples file at all
-        from lmms_scene.metrics.outputs import clean_response, make_writable
 
         out = []
         for r in resps:

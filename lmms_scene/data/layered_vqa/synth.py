@@ -42,6 +42,7 @@ from lmms_scene.data.layered_vqa.schema import (
     features,
     validate,
 )
+from lmms_scene.progress import progress
 
 COLOURS: dict[str, tuple[int, int, int]] = {
     "red": (220, 30, 30),
@@ -349,7 +350,6 @@ def generate(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max
         raise ValueError(f"max_objects: expected 1..{len(COLOURS)}, got {max_objects}")
     rng = random.Random(seed)
     items = []
-    from lmms_scene.progress import progress
 
     for index in progress(range(scenes), "layered scenes", unit="scene"):
         # the first scenes take every depth once, deepest first (a one-object scene

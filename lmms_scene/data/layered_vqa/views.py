@@ -18,6 +18,7 @@ from lmms_scene.data.layered_vqa.schema import (
     repeated,
     validate,
 )
+from lmms_scene.data import recheck, release
 
 # -- task documents --------------------------------------------------------------------
 
@@ -31,8 +32,6 @@ def schedule_docs(dataset, schedules: Sequence[str], seed: int = 0):
     every row is re-checked (:func:`loaded_row_problem`: images decoded in full, the
     schema of :func:`validate`) and a bad one becomes a stand-in carrying its reason
     (:mod:`lmms_scene.data.recheck`), recorded unscored by ``process_results``."""
-    from lmms_scene.data import recheck
-
     check_built(dataset)
     unknown = [s for s in schedules if s not in SCHEDULES]
     if unknown or not schedules:
@@ -88,8 +87,6 @@ def loaded_row_problem(row: Mapping[str, Any], index: int, decoded: dict[str, An
     :func:`validate` with the images (question type, shards, layer indices, sizes)."""
     import hashlib as _hashlib
 
-    from lmms_scene.data import release
-
     where = f"row {index}: {item_where(row)}"
     cache = decoded if decoded is not None else {}
 
@@ -124,8 +121,6 @@ def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
     """A Layered-VQA item standing in for a bad one: its ids and answer where they are
     strings, one grey layer (its own composite), one shard, and the notice
     :data:`lmms_scene.data.recheck.UNUSABLE_PROMPT` as the question."""
-    from lmms_scene.data import recheck
-
     text = recheck.text
     kind = row.get("question_type") if row.get("question_type") in QUESTION_TYPES else QUESTION_TYPES[0]
     return {

@@ -17,6 +17,8 @@ from lmms_scene.data import local
 from lmms_scene.registration import tasks_path
 from lmms_scene.data.snus.card import card
 from lmms_scene.data.snus.schema import features, FIELDS, SPLITS
+from lmms_scene.data import recheck, release
+from lmms_scene.files import iter_jsonl
 
 # -- converting a release ---------------------------------------------------------------
 
@@ -66,8 +68,6 @@ def convert_row(raw: Mapping[str, Any], folder: Path | None, number: int) -> dic
     image is a file name inside the release ``folder`` (no absolute path, no ``..``, no
     symbolic link out of it: :func:`lmms_scene.data.release.inside`), decoded in full
     (a file that is not an image, or is cut short, is refused naming it)."""
-    from lmms_scene.data import release
-
     if not isinstance(raw, Mapping):
         raise ValueError(f"row {number}: expected an object of fields (image, caption, ...), got {type(raw).__name__} {str(raw)[:60]!r}")
     label = raw.get("image_id") if isinstance(raw.get("image_id"), (str, int)) else None
@@ -108,8 +108,6 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
     is not an object of fields is an error naming the file and the line (or item)."""
     path = Path(path)
     if path.suffix == ".jsonl":
-        from lmms_scene.files import iter_jsonl
-
         return [value for _, value in iter_jsonl(path)]
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -176,8 +174,6 @@ def ensure_schema(dataset: Any) -> Any:
     caption, the missing-information lists) and a bad one becomes a stand-in carrying
     its reason (:mod:`lmms_scene.data.recheck`), recorded unscored by ``process_results``
     and counted in the report. The dataset is returned as is when every row is good."""
-    from lmms_scene.data import recheck
-
     missing = [f for f in FIELDS if f not in dataset.column_names]
     if missing:
         raise ValueError(f"SNUS data lacks the fields {missing}; it has {dataset.column_names}. Build it with `lmms-scene build snus`.")
@@ -192,8 +188,6 @@ def ensure_schema(dataset: Any) -> Any:
 
 def loaded_row_problem(row: Mapping[str, Any], index: int) -> str | None:
     """Why a loaded SNUS row (undecoded) cannot be evaluated, or None."""
-    from lmms_scene.data import release
-
     image_id = row.get("image_id")
     where = f"SNUS row {index} ({image_id})" if isinstance(image_id, str) and image_id else f"SNUS row {index}"
     if not isinstance(image_id, str) or not image_id.strip():
@@ -213,8 +207,6 @@ def loaded_row_problem(row: Mapping[str, Any], index: int) -> str | None:
 def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
     """A SNUS row standing in for a bad one: its id and caption where they are strings,
     a grey image, no missing information."""
-    from lmms_scene.data import recheck
-
     image_id = recheck.text(row.get("image_id")) or f"unusable_row_{index:06d}"
     return {
         "image_id": image_id, "image": recheck.stand_in_image(), "caption": recheck.text(row.get("caption")),

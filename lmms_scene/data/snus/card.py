@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lmms_scene.data.card import front_matter
+
 def card(dataset: Mapping[str, Any], source: str) -> str:
     """The dataset card (source, license, splits, fields)."""
-    from lmms_scene.data.card import front_matter
-
     splits = "\n".join(f"| {name} | {len(ds)} |" for name, ds in dataset.items())
     head = front_matter(license="other", source=str(source), pretty_name="SNUS", splits=list(dataset),
                         task_categories=["image-to-text"],

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Hashable
 
 from lmms_scene.metrics.captioning.base import CaptionScorer, CorpusScore, check_corpus
+from lmms_scene.benchmarks import resolve
 
 #: column name -> "module:Class" (one file per metric)
 SCORERS: dict[str, str] = {
@@ -26,8 +27,6 @@ SCORERS: dict[str, str] = {
 
 
 def get(name: str) -> CaptionScorer:
-    from lmms_scene.benchmarks import resolve
-
     if name not in SCORERS:
         raise KeyError(f"unknown caption metric {name!r}; known: {', '.join(SCORERS)}")
     return resolve(SCORERS[name])()

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Hashable, Protocol
 
+from lmms_scene.validation import texts
+
 
 @dataclass
 class CorpusScore:
@@ -48,8 +50,6 @@ class CaptionScorer(Protocol):
 def check_corpus(references: Mapping[Hashable, Any], predictions: Mapping[Hashable, Any]) -> tuple[dict, dict]:
     """Validated copies: the same ids on both sides, a list of >= 1 string per reference id,
     a string per prediction; errors name the id and the value."""
-    from lmms_scene.validation import texts
-
     if not isinstance(references, Mapping) or not isinstance(predictions, Mapping):
         raise TypeError("references and predictions: expected mappings {id: [references]} and {id: prediction}")
     if set(references) != set(predictions):

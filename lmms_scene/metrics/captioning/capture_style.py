@@ -21,6 +21,8 @@ import numpy as np
 from lmms_scene import provenance
 from lmms_scene.metrics.captioning.base import CorpusScore, mean_over_items
 from lmms_scene.metrics.captioning.tuples import factual_graph, parser_provenance
+from lmms_scene.nlp.encoders import sentence_encoder
+from lmms_scene.nlp.wordnet import lemma_names
 
 #: CAPTURE's weights alpha, beta, gamma (capture_metric/capture.py)
 WEIGHTS = {"o": 0.5, "a": 0.5, "r": 0.2}
@@ -33,8 +35,6 @@ def _phrases(text: str) -> dict[str, list[tuple[str, ...]]]:
 
 
 def _word_syn(a: str, b: str) -> bool:
-    from lmms_scene.nlp.wordnet import lemma_names
-
     if not a or not b:
         return False
     return a in b or b in a or bool(lemma_names(a) & lemma_names(b))
@@ -69,8 +69,6 @@ class CaptureStyle:
 
     @property
     def encoder(self) -> Any:
-        from lmms_scene.nlp.encoders import sentence_encoder
-
         return sentence_encoder(self.encoder_name)
 
     def provenance(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, Hashable
 
 from lmms_scene.metrics.captioning.base import CorpusScore, check_corpus
+from lmms_scene.metrics.cesg import configuration, score_corpus
 
 
 class CesgScorer:
@@ -23,13 +24,9 @@ class CesgScorer:
         self.options = dict(options)
 
     def provenance(self) -> dict[str, Any]:
-        from lmms_scene.metrics.cesg import configuration
-
         return configuration(**self.options)
 
     def score(self, references: Mapping[Hashable, list[str]], predictions: Mapping[Hashable, str]) -> CorpusScore:
-        from lmms_scene.metrics.cesg import score_corpus
-
         refs, preds = check_corpus(references, predictions)
         out = score_corpus([(k, preds[k], refs[k]) for k in refs], **self.options)
         per_item = {r["id"]: r["CESG"] for r in out["rows"]}

@@ -18,6 +18,7 @@ from typing import Any, Hashable
 
 from lmms_scene import provenance
 from lmms_scene.metrics.captioning.base import CorpusScore, mean_over_items
+from lmms_scene.nlp import wordnet as wn_module
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -29,8 +30,6 @@ def tokens(text: str) -> list[str]:
 def meteor_nltk(prediction: str, references: list[str]) -> float:
     """NLTK METEOR of one prediction (0 for an empty one)."""
     from nltk.translate.meteor_score import meteor_score
-
-    from lmms_scene.nlp import wordnet as wn_module
 
     hyp = tokens(prediction)
     refs = [tokens(r) for r in references]

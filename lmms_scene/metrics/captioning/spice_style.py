@@ -17,6 +17,7 @@ from typing import Any, Hashable
 from lmms_scene import provenance
 from lmms_scene.metrics.captioning.base import CorpusScore, mean_over_items
 from lmms_scene.metrics.captioning.tuples import factual_graph, parser_provenance
+from lmms_scene.nlp.wordnet import lemma_names
 
 
 def _tuples(text: str) -> list[tuple[str, ...]]:
@@ -25,8 +26,6 @@ def _tuples(text: str) -> list[tuple[str, ...]]:
 
 
 def _synsets(word: str) -> frozenset[str]:
-    from lmms_scene.nlp.wordnet import lemma_names
-
     return frozenset(lemma_names(word))
 
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from lmms_scene import cache
 from lmms_scene.metrics.cesg.graph import SceneGraph, split_key
+from lmms_scene.metrics.cesg.construct import default_pipeline
 
 
 def factual_graph(text: str) -> SceneGraph:
     """All objects, attributes and relations of ``text``, negation ignored (memoised)."""
-    from lmms_scene.metrics.cesg.construct import default_pipeline
-
     def compute() -> SceneGraph:
         pipe = default_pipeline()
         sentences = pipe.split(text)
@@ -32,6 +31,4 @@ def factual_graph(text: str) -> SceneGraph:
 
 
 def parser_provenance() -> dict[str, str]:
-    from lmms_scene.metrics.cesg.construct import default_pipeline
-
     return default_pipeline().parser.provenance()

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from lmms_scene.metrics import rows as rows_lib
+from lmms_scene.metrics.cesg.match import weighted
 
 STATISTICS = ("pearson_r", "r2", "kendall_tau", "goodman_kruskal_gamma", "spearman_rho", "pairwise_accuracy")
 #: Table 4's weight grid (w_o, w_a, w_r)
@@ -194,7 +195,6 @@ def weight_grid(
         if len(w) != 3 or any(x < 0 for x in w) or sum(w) <= 0:
             raise ValueError(f"weights: expected non-negative (w_o, w_a, w_r) with a positive sum, got {tuple(w)!r}")
         col = f"CESG[{w[0]:.3g},{w[1]:.3g},{w[2]:.3g}]"
-        from lmms_scene.metrics.cesg.match import weighted
 
         derived = []
         for r in rows:

@@ -14,14 +14,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from lmms_scene.files import iter_jsonl
+from lmms_scene.metrics.cesg import cesg_score, KEYS
+from lmms_scene.metrics.cesg.match import elements, verbalise
+from lmms_scene.metrics.cesg.negation import strip_negation
+from lmms_scene.metrics.cesg.score import cesg_graph
+
 #: the labelled negative/affirmative sentences (written for lmms-scene, tests/data/)
 LABELLED = Path(__file__).resolve().parents[3] / "tests" / "data" / "snus_negation_labelled.jsonl"
 
 
 def read_labelled(path: Path | str = LABELLED) -> list[dict[str, Any]]:
     """Rows ``{"text", "negative": bool, "absent": [words], "kind"}``; errors name the line."""
-    from lmms_scene.files import iter_jsonl
-
     rows = []
     for n, row in iter_jsonl(Path(path)):
         if not isinstance(row.get("text"), str) or not isinstance(row.get("negative"), bool):
@@ -33,9 +37,6 @@ def read_labelled(path: Path | str = LABELLED) -> list[dict[str, Any]]:
 def read(text: str, **options: Any) -> dict[str, Any]:
     """What CESG reads in one text: whether it states absent information, and the
     verbalised absent elements (objects, negated attributes, negated relations)."""
-    from lmms_scene.metrics.cesg.match import elements, verbalise
-    from lmms_scene.metrics.cesg.score import cesg_graph
-
     c = cesg_graph(text, **options)
     els = [verbalise(e) for items in elements(c.cesg).values() for e in items]
     return {"negative": c.cesg.has_absent_information(), "elements": els, "failures": len(c.failures)}
@@ -106,8 +107,6 @@ PAPER_EXAMPLES: tuple[dict[str, Any], ...] = (
 
 def paper_examples() -> list[dict[str, Any]]:
     """CESG and its parts for each Q3-Q6 prediction (and option set)."""
-    from lmms_scene.metrics.cesg import KEYS, cesg_score
-
     out = []
     for ex in PAPER_EXAMPLES:
         for opts in ex.get("options", ({},)):
@@ -170,9 +169,6 @@ RANKING: tuple[dict[str, Any], ...] = (
 def ranking() -> list[dict[str, Any]]:
     """For each reference: CESG of every correct phrasing, of the wrong-object answer and
     of the affirmative caption (the reference with negation stripped)."""
-    from lmms_scene.metrics.cesg import cesg_score
-    from lmms_scene.metrics.cesg.negation import strip_negation
-
     out = []
     for case in RANKING:
         ref = case["reference"]

@@ -21,6 +21,11 @@ from typing import Any, Callable, Sequence
 from lmms_scene import cache
 from lmms_scene.metrics.cesg.negation import normalise_lists
 from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, ParseFailure, Relation, SceneGraph, split_key
+from lmms_scene.metrics.cesg import parse
+from lmms_scene.metrics.cesg.coref import _QUICK, antecedents, FastCoref, render, RuleCoref
+from lmms_scene.metrics.cesg.negation import PROVENANCE as NEG, strip_negation
+from lmms_scene.metrics.cesg.parse import DiscoSGParser, FactualT5Parser, RuleParser
+from lmms_scene.nlp.sentences import PROVENANCE as SPLIT, split_sentences
 
 
 def compare(negative: SceneGraph, affirmative: SceneGraph) -> CESG:
@@ -109,9 +114,6 @@ class Pipeline:
         return (getattr(self.coref, "name", repr(self.coref)), getattr(self.strip, "__qualname__", ""), getattr(self.parser, "name", repr(self.parser)), id(self))
 
     def provenance(self) -> dict[str, Any]:
-        from lmms_scene.metrics.cesg.negation import PROVENANCE as NEG
-        from lmms_scene.nlp.sentences import PROVENANCE as SPLIT
-
         return {
             **(self.coref.provenance() if hasattr(self.coref, "provenance") else {"coref": repr(self.coref)}),
             **(NEG if self.strip.__module__.endswith("negation") else {"negation_stripping": repr(self.strip)}),
@@ -168,9 +170,6 @@ class Pipeline:
         (a resolved pronoun is read as its antecedent's node), instead of re-parsing the
         resolved text; the resolved and affirmative texts are still produced for
         inspection. Only for RuleCoref + RuleParser with a shared spaCy pipeline."""
-        from lmms_scene.metrics.cesg.coref import _QUICK, RuleCoref, antecedents, render
-        from lmms_scene.metrics.cesg.parse import RuleParser, graphs_from_doc
-
         if not (type(self.coref) is RuleCoref and type(self.parser) is RuleParser and self.coref.nlp is self.parser.nlp):
             return None
         from spacy.tokens import Doc
@@ -208,10 +207,10 @@ class Pipeline:
                 negative.append(render(span, found).strip() if found else sentence)
                 try:
                     if found:
-                        graphs.append(compare(*graphs_from_doc(span, found)))
+                        graphs.append(compare(*parse.graphs_from_doc(span, found)))
                     else:
                         if sentence not in graph_of:
-                            graph_of[sentence] = compare(*graphs_from_doc(span))
+                            graph_of[sentence] = compare(*parse.graphs_from_doc(span))
                         graphs.append(graph_of[sentence])
                 except Exception as exc:
                     failures.append(ParseFailure("parse", sentence, f"{type(exc).__name__}: {exc}"))
@@ -257,11 +256,6 @@ def default_pipeline() -> Pipeline:
     """The offline default: rule coref, lexical stripping, Punkt, dependency rules."""
 
     def make() -> Pipeline:
-        from lmms_scene.metrics.cesg.coref import RuleCoref
-        from lmms_scene.metrics.cesg.negation import strip_negation
-        from lmms_scene.metrics.cesg.parse import RuleParser
-        from lmms_scene.nlp.sentences import split_sentences
-
         return Pipeline(RuleCoref(), strip_negation, split_sentences, RuleParser())
 
     return cache.cached(("cesg", "default_pipeline"), make)
@@ -282,11 +276,6 @@ def pipeline(coref: str = "rule", parser: str = "rule", device: str | None = Non
         return default_pipeline()
 
     def make() -> Pipeline:
-        from lmms_scene.metrics.cesg.coref import FastCoref, RuleCoref
-        from lmms_scene.metrics.cesg.negation import strip_negation
-        from lmms_scene.metrics.cesg.parse import DiscoSGParser, FactualT5Parser, RuleParser
-        from lmms_scene.nlp.sentences import split_sentences
-
         c = RuleCoref() if coref == "rule" else FastCoref(device or "cpu")
         p = {"rule": RuleParser, "factual": FactualT5Parser, "discosg": DiscoSGParser}[parser]
         p = p() if parser == "rule" else p(device=device)

@@ -17,6 +17,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from lmms_scene import cache
+from lmms_scene.nlp import MissingNLPComponent
+from lmms_scene.nlp.spacy_model import spacy_pipeline
+from lmms_scene.nlp.wordnet import lexname
+
 _PLURAL = {"they", "them", "their", "theirs", "themselves"}
 _PERSON = {"he", "him", "his", "himself", "she", "her", "hers", "herself"}
 _THING = {"it", "its", "itself"}
@@ -38,8 +43,6 @@ class RuleCoref:
     @property
     def nlp(self) -> Any:
         if self._nlp is None:
-            from lmms_scene.nlp.spacy_model import spacy_pipeline
-
             self._nlp = spacy_pipeline(merge_compounds=True)
         return self._nlp
 
@@ -56,8 +59,6 @@ class RuleCoref:
 
 
 def _is_person(tok: Any) -> bool:
-    from lmms_scene.nlp.wordnet import lexname
-
     try:
         return lexname(tok.lemma_.lower()) == "noun.person"
     except Exception:
@@ -144,15 +145,11 @@ class FastCoref:
     name = "LINGMESS (fastcoref)"
 
     def __init__(self, device: str = "cpu"):
-        from lmms_scene import cache
-        from lmms_scene.nlp import MissingNLPComponent
-
         def load() -> Any:
             try:
                 from fastcoref import LingMessCoref
             except ImportError as exc:
                 raise MissingNLPComponent("LINGMESS needs `pip install fastcoref` and its checkpoint (biu-nlp/lingmess-coref)") from exc
-            from lmms_scene.nlp.spacy_model import spacy_pipeline
 
             return LingMessCoref(device=device, nlp=spacy_pipeline(disable=()), attn_implementation="eager")
 

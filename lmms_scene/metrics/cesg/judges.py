@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from lmms_scene import judges
+from lmms_scene.judges import JudgeSpec
+
 VERIFY_PROMPT = (
     "Two elements of scene descriptions, each naming something that is missing from a scene:\n"
     "A: {a}\nB: {b}\n"
@@ -24,8 +27,6 @@ EXTRA_PROMPT = (
 
 class _Judge:
     def __init__(self, spec: Any, template: str, client: Any = None):
-        from lmms_scene.judges import JudgeSpec
-
         if not isinstance(spec, JudgeSpec):
             raise TypeError(f"spec: expected a lmms_scene.judges.JudgeSpec, got {type(spec).__name__}: {spec!r}")
         self.spec, self.template, self.client = spec, template, client
@@ -37,9 +38,7 @@ class _Judge:
         return {**self.spec.describe(), "parser": "lmms_scene.judges.parse_verdict", "prompt": self.template}
 
     def _ask(self, prompt: str) -> bool | None:
-        from lmms_scene.judges import ask
-
-        reply = ask(self.spec, prompt, client=self.client)
+        reply = judges.ask(self.spec, prompt, client=self.client)
         self.replies.append(reply.to_dict())
         return reply.verdict if reply.ok else None
 
@@ -72,8 +71,6 @@ class ExtraJudges:
     ``extra=SPEC`` builds for the harness task."""
 
     def __init__(self, spec: Any, client: Any = None, template: str = EXTRA_PROMPT):
-        from lmms_scene.judges import JudgeSpec
-
         if not isinstance(spec, JudgeSpec):
             raise TypeError(f"spec: expected a lmms_scene.judges.JudgeSpec, got {type(spec).__name__}: {spec!r}")
         self.spec, self.client, self.template = spec, client, template

@@ -47,6 +47,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, Relation
+from lmms_scene import cache
+from lmms_scene.nlp.wordnet import hypernym_closure, synonyms, synsets
 
 TYPES = ("o", "a", "r")
 #: CESG = 0.5 F1_o + 0.25 F1_a + 0.25 F1_r (paper, Implementation Details)
@@ -108,14 +110,11 @@ def word_synonyms(a: str, b: str, pos: str | None = None) -> bool:
     ("safety helmet" ~ "helmet"). Memoised."""
     if a == b:
         return True
-    from lmms_scene import cache
 
     return cache.memo("cesg.word_synonyms", (a, b, pos), lambda: _word_synonyms(a, b, pos))
 
 
 def _word_synonyms(a: str, b: str, pos: str | None) -> bool:
-    from lmms_scene.nlp.wordnet import synonyms
-
     if synonyms(a, b, pos):
         return True
     wa, wb = a.split(), b.split()
@@ -128,8 +127,6 @@ def _word_synonyms(a: str, b: str, pos: str | None) -> bool:
 def _kind_of(a: str, b: str) -> bool:
     """Whether a names a kind b belongs to (WordNet hypernym within 3 steps, below the
     most general nouns): "individual" for "man", "person" for "worker"."""
-    from lmms_scene import cache
-
     return cache.memo("cesg.kind_of", (a, b), lambda: _hypernym(a, b))
 
 
@@ -137,8 +134,6 @@ _TOO_GENERAL = {"entity", "physical_entity", "object", "whole", "thing", "abstra
 
 
 def _hypernym(a: str, b: str) -> bool:
-    from lmms_scene.nlp.wordnet import hypernym_closure, synsets
-
     targets = {s for s in synsets(a, "n") if s.name().split(".")[0] not in _TOO_GENERAL}
     if not targets:
         return False
@@ -168,8 +163,6 @@ def _qual_words(q: tuple[str, ...]) -> set[str]:
 
 
 def _overlap(q1: tuple[str, ...], q2: tuple[str, ...]) -> bool:
-    from lmms_scene.nlp.wordnet import synonyms
-
     w1, w2 = _qual_words(q1), _qual_words(q2)
     return any(a == b or a.startswith(b) or b.startswith(a) or synonyms(a, b) for a in w1 for b in w2)
 

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import re
 
+from lmms_scene import cache
+from lmms_scene.nlp.wordnet import lexname, morphy
+
 PROVENANCE = {
     "negation_stripping": "lmms-scene lexical rules (no/not/n't/never/nowhere/without/neither-nor/none/lack/missing/absent/un-X/X-less)",
     "list_normalisation": "lmms-scene rules (item: verdict lines, negative headers, bullets and numbering)",
@@ -64,14 +67,11 @@ def lexical_negation(word: str) -> tuple[str, str] | None:
     w = word.lower()
     if len(w) < 5 or not (w.startswith("un") or w.endswith("less")) or not w.isalpha():
         return None
-    from lmms_scene import cache
 
     return cache.memo("cesg.lexical_negation", w, lambda: _lexical(w))
 
 
 def _lexical(w: str) -> tuple[str, str] | None:
-    from lmms_scene.nlp.wordnet import lexname, morphy
-
     if w.startswith("un") and w not in _UN_EXCLUDED:
         stem = w[2:]
         verb = morphy(stem, "v")

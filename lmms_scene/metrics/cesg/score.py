@@ -10,6 +10,12 @@ from lmms_scene.metrics.cesg.construct import Construction, Pipeline, combine, p
 from lmms_scene.metrics.cesg.graph import CESG
 from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA, DEFAULT_WEIGHTS, TYPES, Options, elements, f1, match, scores, weighted
 from lmms_scene.validation import texts
+from lmms_scene.judges import parse_judges
+from lmms_scene.metrics import rows as rows_lib
+from lmms_scene.metrics.cesg.judges import ExtraJudges, SynonymVerifier
+from lmms_scene.metrics.cesg.match import verbalise
+from lmms_scene.nlp.encoders import sentence_encoder
+from lmms_scene.progress import progress
 
 #: the score keys, in Table 2's order within CESG
 KEYS = ("P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r", "CESG")
@@ -39,8 +45,6 @@ def _resolve(options: dict[str, Any]) -> tuple[Pipeline, Options, dict[str, Any]
     if enc is None:
         encoder = None
     elif isinstance(enc, str):
-        from lmms_scene.nlp.encoders import sentence_encoder
-
         encoder = sentence_encoder(None if enc == "default" else enc, options.get("device")) if (interactive or soft) else None
     else:
         encoder = enc
@@ -93,9 +97,6 @@ def parse_components(spec: str | None) -> dict[str, Any]:
                 raise ValueError(f"CESG components: {key}={value!r}: expected on or off")
             out[option] = value.lower() in ("on", "true", "1")
         elif key in ("extra", "verifier"):
-            from lmms_scene.judges import parse_judges
-            from lmms_scene.metrics.cesg.judges import ExtraJudges, SynonymVerifier
-
             judges = parse_judges(value)
             if len(judges) != 1:
                 raise ValueError(f"CESG components: {key}={value!r}: expected one judge, got {len(judges)}")
@@ -225,12 +226,10 @@ def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any
     if opts.encoder is not None and (opts.interactive or opts.soft) and graphs:
         # every phrase the similarity stages may need, embedded in one batched call (one
         # call per pair would run the encoder on a few phrases at a time)
-        from lmms_scene.metrics.cesg.match import verbalise
 
         phrases = sorted({verbalise(e) for g in graphs for items in elements(g).values() for e in items})
         opts.encoder.encode(phrases[:100_000])
     rows = []
-    from lmms_scene.progress import progress
 
     for i, (row_id, prediction, refs) in enumerate(progress(pairs, "CESG", unit="pair")):
         if not isinstance(prediction, str):
@@ -262,8 +261,6 @@ def corpus_scores(rows: Sequence[Mapping[str, Any]], weights: Sequence[float] = 
     ``counts`` gives the rows behind each mean (``P_o``: rows with a predicted object...).
     With ``n_boot`` > 0, ``ci95`` holds seeded percentile-bootstrap intervals, rows resampled
     by ``cluster`` (each row its own cluster when None)."""
-    from lmms_scene.metrics import rows as rows_lib
-
     rows = [r for r in rows if r.get("status") != NO_ABSENT_REFERENCE]
     out: dict[str, Any] = {"counts": {}}
     columns = {}

@@ -39,6 +39,10 @@ from lmms_scene.metrics import rows as rows_lib
 # re-exported: COOCO had it first)
 from lmms_scene.metrics.outputs import clean_output, read_output, sanitise_output  # noqa: F401
 from lmms_scene.metrics.outputs import shown as shown_output
+from lmms_scene import cache
+from lmms_scene.data import recheck
+from lmms_scene.data.cooco import views
+from lmms_scene.provenance import scorer
 
 NORMALISER_VERSION = "cooco-normalise-2"
 #: Merlo et al. (2025), Section 4.3: accuracy is CLIP text cosine >= 0.9.
@@ -286,10 +290,6 @@ def score_doc(doc: Mapping[str, Any], output: Any, model: str | None = None) -> 
     is not one text, a row the task's load-time check found bad
     (:func:`lmms_scene.data.recheck.problem_of`), a bad image or an untokenizable text is
     recorded unscored with its reason."""
-    from lmms_scene import cache
-    from lmms_scene.data import recheck
-    from lmms_scene.data.cooco import views
-
     try:
         name = clip_metrics.resolve_model(model)
     except Exception as exc:  # a bad LMMS_SCENE_CLIP_MODEL: stopped when the task is built
@@ -315,10 +315,6 @@ def prescore(pairs: Iterable[tuple[Mapping[str, Any], Any]], model: str | None =
     embeddings once per crop, texts in batches of 256), keeping the rows for
     :func:`score_doc`. Pairs that fail are left to :func:`score_doc`, which records why.
     Returns how many rows were scored ahead."""
-    from lmms_scene import cache
-    from lmms_scene.data import recheck
-    from lmms_scene.data.cooco import views
-
     name = clip_metrics.resolve_model(model)
     memo = cache.memo_namespace(PRESCORED, PRESCORED_SIZE)
     done = 0
@@ -516,8 +512,6 @@ def selection_line(chosen: Mapping[str, Any]) -> str:
 
 def provenance(model: str | None = None) -> dict[str, Any]:
     """What computed the COOCO scores (checkpoint, device, thresholds, normaliser, versions)."""
-    from lmms_scene.provenance import scorer
-
     name = clip_metrics.resolve_model(model)
     enabled = clip_metrics.clip_enabled(name)
     clip = {"clip_model": name} if enabled else {

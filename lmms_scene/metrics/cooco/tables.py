@@ -17,6 +17,7 @@ from lmms_scene.data.cooco.schema import NAMING_CONDITIONS
 from lmms_scene.metrics.cooco import scoring
 from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.report.tables import Plot, Run, Table, Value, View, unscored_note, value_of
+from lmms_scene.results import short_fingerprint
 
 REPORT_KEY = scoring.BREAKDOWN_KEY
 ID_FIELDS = scoring.ID_FIELDS
@@ -111,8 +112,6 @@ def _why(text: str) -> str:
 def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
     """COOCO Figures 3-4, output-scene similarity and context capture, and the output
     counts, for every (model, dataset) in ``results``."""
-    from lmms_scene.results import short_fingerprint
-
     out = View("cooco", "COOCO")
     reports: dict[str, list[tuple[Any, Mapping[str, Any]]]] = {}
     for r in results:

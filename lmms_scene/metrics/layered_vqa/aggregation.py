@@ -11,6 +11,8 @@ from typing import Any
 
 from lmms_scene.metrics import rows as R
 from lmms_scene.metrics.layered_vqa.scoring import LENGTH_BINS, POSITION_BINS
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES
+from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
 
 # -- aggregation ---------------------------------------------------------------------------------
 
@@ -273,8 +275,6 @@ def restoration(rows: Sequence[Mapping[str, Any]], n_boot: int = R.N_BOOT, seed:
 
 def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: int = R.SEED) -> dict[str, Any]:
     """Every Layered-VQA number of a set of scored rows (deduplicated by id)."""
-    from lmms_scene.data.layered_vqa.delivery import SCHEDULES
-
     deduped = R.dedupe(expand_repeats(rows), ("scene_id", "question_id", "schedule", "repeat"), same=("output",))
     rows = [dict(r) for r in deduped.rows]
     order = {"schedule": list(SCHEDULES)}
@@ -342,8 +342,6 @@ def headline_cell(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, 
     1's retained accuracy Text / Visual / Layered and the pooled final-turn accuracy, with
     their intervals, exactly as :func:`report` computes its ``overall`` cell (the
     leaderboard recomputes a submission's headline with it)."""
-    from lmms_scene.data.layered_vqa.delivery import SCHEDULES
-
     rows = [dict(r) for r in R.dedupe(expand_repeats(rows), ("scene_id", "question_id", "schedule", "repeat"), same=()).rows]
     schedules = [s for s in SCHEDULES if any(r["schedule"] == s for r in rows)]
     return _headline(rows, _retained(rows, schedules, n_boot, seed), n_boot, seed)
@@ -413,12 +411,9 @@ def reliability(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, se
         p90, p10 = float(np.percentile(v, 90)), float(np.percentile(v, 10))
         summary.append({"schedule": schedule, "question_id": qid, CLUSTER: scene_of[(schedule, qid)], "repeats": len(values),
                         "aptitude": p90, "unreliability": p90 - p10, "average": float(v.mean()), "p10": p10})  # fmt: skip
-    from lmms_scene.data.layered_vqa.delivery import SCHEDULES
 
     return R.breakdown(summary, ["schedule"], ["aptitude", "unreliability", "average", "p10", "repeats"], CLUSTER, order={"schedule": list(SCHEDULES)}, n_boot=n_boot, seed=seed)
 
 
 def _types():
-    from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
-
     return QUESTION_TYPES

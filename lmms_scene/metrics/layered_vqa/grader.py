@@ -45,6 +45,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
+from lmms_scene.files import iter_jsonl
+
 CORRECT, WRONG, CANNOT_TELL = "correct", "wrong", "cannot_tell"
 VERDICTS = (CORRECT, WRONG, CANNOT_TELL)
 KINDS = ("yes/no", "count", "relation", "colour", "shape", "object")
@@ -889,9 +892,6 @@ def read_answers(path) -> list[dict[str, Any]]:
     """The lines of an answers file (JSON lines: ``id``, ``gold``, ``question_type``,
     ``answer``; optional ``question`` and ``label``, one of :data:`VERDICTS`), checked:
     an error names the file, the line, the field and the value."""
-    from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
-    from lmms_scene.files import iter_jsonl
-
     out, seen = [], {}
     for line, rec in iter_jsonl(path):
         where = f"{path} line {line}"

@@ -10,6 +10,8 @@ from typing import Any
 
 from lmms_scene.metrics.layered_vqa.aggregation import expand_repeats
 from lmms_scene.metrics.layered_vqa.scoring import parse_selection
+from lmms_scene import judges as J
+from lmms_scene.results import markdown_table
 
 # -- the LLM-judge path (after a run, on the recorded outputs) -------------------------------------
 
@@ -44,8 +46,6 @@ def judge_rows(
     :func:`score_row`); ``questions`` (question_id -> text) is for rows from runs that
     did not log it. A row with neither is refused before any judge is asked.
     """
-    from lmms_scene import judges as J
-
     flat = [dict(r) for r in expand_repeats(rows)]
     missing = [r["question_id"] for r in flat if not r.get("question") and not (questions or {}).get(r["question_id"])]
     if missing:
@@ -137,8 +137,6 @@ def self_cells(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[tuple[st
 def self_preference_table(matrix: Mapping[str, Mapping[str, float | None]], cells: Sequence[tuple[str, str]]) -> str:
     """Figure 4 as a Markdown table: rows judges, columns judged models, the share judged
     correct; a model judging its own outputs in [brackets] (the paper's boxed cells)."""
-    from lmms_scene.results import markdown_table
-
     models = sorted({m for row in matrix.values() for m in row})
     boxed = set(map(tuple, cells))
     rows = []

@@ -33,6 +33,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+from lmms_scene.data import recheck
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES, SELECTION, SINGLE_TURN
+from lmms_scene.data.layered_vqa.schema import depth, is_relational, n_layers, RELATIONAL_TYPES
+from lmms_scene.metrics.outputs import clean_output, shown
+from lmms_scene.provenance import scorer
 
 
 SELECTION_RE = re.compile(r"layers?\s*[:=]\s*([^\n]*)", re.IGNORECASE)
@@ -56,6 +61,7 @@ LENGTH_BINS = ("shortest", "short", "median", "long", "longest")
 # -- answer grading ----------------------------------------------------------------------
 
 from lmms_scene.metrics.layered_vqa.grader import CANNOT_TELL, Grade, grade  # the rule grader
+from lmms_scene.nlp.wordnet import lemma_names, wordnet
 
 #: bumped whenever the rule grader's verdicts change (recorded with every score)
 GRADER_VERSION = 2
@@ -72,8 +78,6 @@ def default_lemma_names() -> tuple[Callable[[str], set[str]] | None, str]:
     """WordNet's lemma names when installed, with what to record; else None and the
     reason (the grader then matches the head noun and its plural only, and says so)."""
     try:
-        from lmms_scene.nlp.wordnet import lemma_names, wordnet
-
         wordnet()
         return (lambda w: lemma_names(w, "n")), "wordnet"
     except Exception as exc:  # recorded in every row's grader details
@@ -81,8 +85,6 @@ def default_lemma_names() -> tuple[Callable[[str], set[str]] | None, str]:
 
 
 def grader_provenance(synonyms: str) -> dict[str, Any]:
-    from lmms_scene.provenance import scorer
-
     return scorer("rule", grader="lmms_scene.metrics.layered_vqa.grader.grade", grader_version=GRADER_VERSION, synonyms=synonyms)
 
 
@@ -205,15 +207,6 @@ def score_row(
     conversation that stopped early (or has more replies than turns) and a stand-in for a
     row that failed the task's load-time check are not graded: the row says why
     (``failure``, ``unscored_reason``), counted in the report, never a silent 0."""
-    from lmms_scene.data import recheck
-    from lmms_scene.data.layered_vqa.delivery import SCHEDULES, SELECTION, SINGLE_TURN
-    from lmms_scene.data.layered_vqa.schema import (
-        depth,
-        is_relational,
-        n_layers,
-    )
-    from lmms_scene.metrics.outputs import clean_output
-
     schedule = doc["schedule"]
     cleaned = [clean_output("" if o is None else o if isinstance(o, str) else str(o)) for o in outputs]
     outputs = [c.text or "" for c in cleaned]
@@ -306,12 +299,6 @@ def unscored_row(doc: Mapping[str, Any], reason: str, outputs: Any = None, repea
     """The row of a document that could not be scored at all (:func:`score_row` itself
     failed on it): its ids, the reason and every field the report reads, nothing graded.
     Never raises."""
-    from lmms_scene.data.layered_vqa.delivery import SCHEDULES, SINGLE_TURN
-    from lmms_scene.data.layered_vqa.schema import (
-        RELATIONAL_TYPES,
-    )
-    from lmms_scene.metrics.outputs import shown
-
     def get(name, default):
         value = doc.get(name, default) if isinstance(doc, Mapping) else default
         return value if isinstance(value, type(default)) else default

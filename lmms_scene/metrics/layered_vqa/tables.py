@@ -28,6 +28,8 @@ from lmms_scene.report.tables import (
     unscored_note,
     value_of,
 )
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES
+from lmms_scene.results import short_fingerprint
 
 REPORT_KEY = "layered_vqa_report"
 COLUMNS = ("text", "visual", "layered")
@@ -150,8 +152,6 @@ def _merge(reports: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def _model_reports(results: Sequence[Any], labels: Mapping[int, str], out: View) -> dict[str, dict[str, Any]]:
     """Per display label: the stored reports, the group's headline, and the one report that
     holds every schedule (stored, or pooled from the logged samples of a per-schedule run)."""
-    from lmms_scene.results import short_fingerprint
-
     models: dict[str, dict[str, Any]] = {}
     for r in results:
         label = labels[id(r)]
@@ -193,8 +193,6 @@ def _model_reports(results: Sequence[Any], labels: Mapping[int, str], out: View)
 
 
 def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
-    from lmms_scene.data.layered_vqa.delivery import SCHEDULES
-
     out = View("layered_vqa", "Layered-VQA")
     models = _model_reports(results, labels, out)
     if not models:

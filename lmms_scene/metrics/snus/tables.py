@@ -18,6 +18,8 @@ from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.metrics.cesg import report as snus_report
 from lmms_scene.metrics.cesg.score import DEFAULT_WEIGHTS, KEYS
 from lmms_scene.report.tables import Run, Table, Value, View, unscored_note
+from lmms_scene.metrics.cesg.score import corpus_scores as convention
+from lmms_scene.results import short_fingerprint
 
 REPORT_KEY = "snus_report"
 VERIFY_FIELDS: tuple[str, ...] = ("image_id", "references", *KEYS, "status")
@@ -95,8 +97,6 @@ def recompute(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def corpus_scores(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    from lmms_scene.metrics.cesg.score import corpus_scores as convention
-
     return convention(rows, DEFAULT_WEIGHTS, cluster="image_id", n_boot=rows_lib.N_BOOT, seed=rows_lib.SEED)
 
 
@@ -151,8 +151,6 @@ def table2(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
 def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
     """Table 2 per (model, dataset) plus the AC row of each dataset, the rows behind each
     CESG mean, the outcome counts and the components that computed every column."""
-    from lmms_scene.results import short_fingerprint
-
     out = View("snus", "SNUS")
     entries: list[tuple[str, Mapping[str, Any]]] = []
     acs: dict[str, tuple[str, Mapping[str, Any]]] = {}

@@ -1,0 +1,262 @@
+"""The import graph docs/architecture.md states ("Floors"): every module of lmms_scene (and
+of the task folders, ``lmms_scene.tasks``) sits on a floor; a module never imports one of
+a higher floor, no import cycle runs through top-level imports, and an import of one of
+our own modules inside a function is there only to defer a heavy third-party import,
+which its line says (``# deferred: ...``).
+
+Read with ``ast`` (nothing is imported): a module's imports are its top-level ``import`` /
+``from ... import`` statements (``if TYPE_CHECKING:`` and ``if __name__ == "__main__":`` blocks excluded: they never
+run on import),
+and importing ``a.b.c`` also runs ``a/__init__.py`` and ``a/b/__init__.py``, so those
+count as imported too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from conftest import REPO
+
+#: bottom to top; a module's floor is the one of its longest matching name (a package
+#: name matches the package and everything under it). Keep docs/architecture.md's table
+#: ("Floors") the same.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("core", ("lmms_scene", "lmms_scene.settings", "lmms_scene.cache", "lmms_scene.validation", "lmms_scene.provenance",
+              "lmms_scene.files", "lmms_scene.progress", "lmms_scene.prompts", "lmms_scene.imaging", "lmms_scene.compositing",
+              "lmms_scene.compat", "lmms_scene.data", "lmms_scene.data.layered_vqa", "lmms_scene.data.layered_vqa.schedules")),
+    ("registry", ("lmms_scene.registration", "lmms_scene.benchmarks", "lmms_scene.harness")),
+    ("services", ("lmms_scene.nlp", "lmms_scene.judges")),
+    ("generic metrics", ("lmms_scene.metrics", "lmms_scene.metrics.rows", "lmms_scene.metrics.outputs", "lmms_scene.metrics.clip")),
+    ("data", ("lmms_scene.data.card", "lmms_scene.data.local", "lmms_scene.data.release", "lmms_scene.data.recheck",
+              "lmms_scene.data.samples", "lmms_scene.data.cooco", "lmms_scene.data.snus", "lmms_scene.data.layered_vqa.schema",
+              "lmms_scene.data.layered_vqa.delivery", "lmms_scene.data.layered_vqa.rounds", "lmms_scene.data.layered_vqa.views",
+              "lmms_scene.data.layered_vqa.builder", "lmms_scene.data.layered_vqa.card", "lmms_scene.data.layered_vqa.sample",
+              "lmms_scene.data.layered_vqa.synth")),
+    ("results", ("lmms_scene.results", "lmms_scene.report", "lmms_scene.report.tables", "lmms_scene.report.plots")),
+    ("benchmark metrics", ("lmms_scene.metrics.cooco", "lmms_scene.metrics.snus", "lmms_scene.metrics.layered_vqa",
+                           "lmms_scene.metrics.cesg", "lmms_scene.metrics.captioning", "lmms_scene.baselines",
+                           "lmms_scene.analysis", "lmms_scene.evaluate_modules")),
+    ("reports", ("lmms_scene.report.html", "lmms_scene.report.text", "lmms_scene.report.submission",
+                 "lmms_scene.report.leaderboard", "lmms_scene.report.publish")),
+    ("runs", ("lmms_scene.models", "lmms_scene.journal", "lmms_scene.evaluate")),
+    ("tasks", ("lmms_scene.tasks",)),
+    ("cli", ("lmms_scene.cli",)),
+)
+DEFERRED = re.compile(r"#\s*deferred:\s*\S")
+
+
+def module_files(root: Path = REPO) -> dict[str, Path]:
+    """Every module: dotted name -> file (``tasks/`` is ``lmms_scene.tasks``)."""
+    out = {}
+    for base, prefix in ((root / "lmms_scene", ("lmms_scene",)), (root / "tasks", ("lmms_scene", "tasks"))):
+        for path in sorted(base.rglob("*.py")):
+            parts = [*prefix, *path.relative_to(base).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def floor_of(module: str) -> int:
+    best, floor = -1, None
+    for level, (_, names) in enumerate(FLOORS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > best:
+                best, floor = len(name), level
+    if floor is None:
+        raise AssertionError(f"{module}: on no floor; add it to FLOORS here and to docs/architecture.md ('Floors')")
+    return floor
+
+
+def _resolve(name: str, modules: dict[str, Path]) -> str | None:
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _with_parents(name: str, modules: dict[str, Path]) -> list[str]:
+    parts = name.split(".")
+    return [p for k in range(1, len(parts) + 1) if (p := ".".join(parts[:k])) in modules]
+
+
+def _never_on_import(node: ast.AST) -> bool:
+    """``if TYPE_CHECKING:`` and ``if __name__ == "__main__":`` blocks: they never run when
+    the module is imported."""
+    test = getattr(node, "test", None)
+    if getattr(test, "id", None) == "TYPE_CHECKING" or getattr(test, "attr", None) == "TYPE_CHECKING":
+        return True
+    return isinstance(test, ast.Compare) and getattr(test.left, "id", None) == "__name__"
+
+
+def imports(module: str, source: str, modules: dict[str, Path]) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]]:
+    """(top-level imports of our modules as (line, module); in-function ones as (line, module, line text))."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+
+    def targets(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module for a in node.names]
+        else:
+            return []
+        return [r for n in names if n.split(".")[0] == "lmms_scene" and (r := _resolve(n, modules))]
+
+    top: list[tuple[int, str]] = []
+
+    def walk_top(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                top.extend((node.lineno, t) for t in targets(node))
+            elif isinstance(node, (ast.If, ast.Try)) and not _never_on_import(node):
+                for part in ("body", "orelse", "finalbody"):
+                    walk_top(getattr(node, part, []))
+                for handler in getattr(node, "handlers", []):
+                    walk_top(handler.body)
+
+    walk_top(tree.body)
+    inner = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                for t in targets(node):
+                    inner.append((node.lineno, t, lines[node.lineno - 1]))
+    return top, inner
+
+
+def check(root: Path = REPO) -> list[str]:
+    """Every breach of the rule, one message each (empty: the graph is as the doc says)."""
+    modules = module_files(root)
+    problems: list[str] = []
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        here = floor_of(module)
+        top, inner = imports(module, path.read_text(encoding="utf-8"), modules)
+        graph[module] = set()
+        for line, target in top + [(line, target) for line, target, _ in inner]:
+            for dep in _with_parents(target, modules):
+                if dep == module or module.startswith(dep + "."):
+                    continue
+                if floor_of(dep) > here:
+                    problems.append(
+                        f"{path.relative_to(root)}:{line}: {module} (floor '{FLOORS[here][0]}') imports {dep} "
+                        f"(floor '{FLOORS[floor_of(dep)][0]}', higher); floors bottom to top: "
+                        + " < ".join(name for name, _ in FLOORS)
+                    )
+        for line, target in top:
+            graph[module].update(d for d in _with_parents(target, modules) if d != module and not module.startswith(d + "."))
+        for line, target, text in inner:
+            if not DEFERRED.search(text):
+                problems.append(
+                    f"{path.relative_to(root)}:{line}: {module} imports {target} inside a function; import it at the "
+                    "top, or, when it only defers a heavy third-party import, say so on the line (# deferred: <what>)"
+                )
+    problems.extend(f"import cycle: {' -> '.join(c)}" for c in cycles(graph))
+    return problems
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (as a path back to its start) per strongly connected component of more than one module."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def strong(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(_path(sorted(comp), graph))
+
+    for v in sorted(graph):
+        if v not in index:
+            strong(v)
+    return found
+
+
+def _path(comp: list[str], graph: dict[str, set[str]]) -> list[str]:
+    members, start = set(comp), comp[0]
+    paths = {start: [start]}
+    queue = [start]
+    while queue:
+        v = queue.pop(0)
+        for w in sorted(graph.get(v, ())):
+            if w == start:
+                return paths[v] + [start]
+            if w in members and w not in paths:
+                paths[w] = paths[v] + [w]
+                queue.append(w)
+    return comp
+
+
+def test_no_module_imports_a_higher_floor_no_cycle_no_hidden_import():
+    problems = check()
+    assert not problems, "\n".join(problems)
+
+
+def test_every_floor_is_in_the_architecture_doc_in_order():
+    doc = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = doc.split("## Floors", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d+) \| ([^|]+?) \|", section, flags=re.MULTILINE)
+    assert [(int(n), name) for n, name in rows] == [(k, name) for k, (name, _) in enumerate(FLOORS)]
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in {"lmms_scene/__init__.py": "", "tasks/__init__.py": "", **files}.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_an_upward_import_is_named_with_the_floors(tmp_path):
+    root = _tree(tmp_path, {"lmms_scene/settings.py": "from lmms_scene.cli import main\n", "lmms_scene/cli/__init__.py": ""})
+    (problem,) = check(root)
+    assert problem.startswith("lmms_scene/settings.py:1: lmms_scene.settings (floor 'core') imports lmms_scene.cli (floor 'cli', higher)")
+    assert "core < registry < " in problem
+
+
+def test_a_cycle_and_an_unexplained_function_import_are_named(tmp_path):
+    root = _tree(tmp_path, {
+        "lmms_scene/cache.py": "from lmms_scene import files\n",
+        "lmms_scene/files.py": "import lmms_scene.cache\n\ndef f():\n    from lmms_scene import settings\n",
+        "lmms_scene/settings.py": "def g():\n    from lmms_scene import cache  # deferred: torch\n",
+    })  # fmt: skip
+    problems = check(root)
+    assert "import cycle: lmms_scene.cache -> lmms_scene.files -> lmms_scene.cache" in problems
+    assert any(p.startswith("lmms_scene/files.py:4: lmms_scene.files imports lmms_scene.settings inside a function") for p in problems)
+    assert len(problems) == 2  # settings.g says why it defers its import
+
+
+def test_type_checking_imports_are_not_edges(tmp_path):
+    root = _tree(tmp_path, {
+        "lmms_scene/cache.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lmms_scene import files\n",
+        "lmms_scene/files.py": "from lmms_scene import cache\n",
+    })  # fmt: skip
+    assert check(root) == []
+
+
+def test_a_task_module_is_on_the_tasks_floor_and_the_rest_defaults_to_core():
+    assert FLOORS[floor_of("lmms_scene.tasks.x.utils")][0] == "tasks"
+    assert FLOORS[floor_of("lmms_scene.data.layered_vqa.schedules")][0] == "core"
+    assert FLOORS[floor_of("lmms_scene.data.layered_vqa.rounds")][0] == "data"
+    assert FLOORS[floor_of("lmms_scene.nowhere")][0] == "core"  # a new top-level module: core until placed
