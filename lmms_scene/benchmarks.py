@@ -19,6 +19,7 @@ A task says which benchmark it belongs to in its YAML ``metadata``
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,8 +47,6 @@ class Metric:
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` cannot be this metric's value (None: it can)."""
-        import math
-
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return f"{self.name}: {value!r} is not a number"
         if not math.isfinite(value):

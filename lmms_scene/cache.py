@@ -142,7 +142,7 @@ def torch_device(requested: str | None = None) -> str:
     """The device to compute on: ``requested`` if given, else CUDA when present, else CPU."""
     if requested:
         return requested
-    import torch
+    import torch  # deferred: torch is heavy to import
 
     return "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import inspect
 import os
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, entry_points, version
 from typing import Any
 
 #: the distribution name of the harness
@@ -38,8 +41,6 @@ VERIFIED_VERSIONS = ("0.7.3",)
 
 def installed_version() -> str | None:
     """The installed lmms-eval's version (``importlib.metadata``), or None."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(HARNESS)
     except PackageNotFoundError:
@@ -86,7 +87,7 @@ def unpatched(fn: Any) -> Any:
 def model_base() -> type:
     """lmms-eval's model base class ``lmms_eval.api.model.lmms`` (our models subclass it;
     it sets ``_rank = 0`` / ``_world_size = 1`` and exposes them as ``rank`` / ``world_size``)."""
-    from lmms_eval.api.model import lmms
+    from lmms_eval.api.model import lmms  # deferred: the harness (imports torch) is heavy to import
 
     return lmms
 
@@ -95,7 +96,7 @@ def request_class() -> type:
     """lmms-eval's request ``lmms_eval.api.instance.Instance`` (a dataclass: ``request_type``,
     ``arguments`` (exposed as ``args``), ``idx``, ``metadata``, ``task_name``, ``doc_id``,
     ``repeats``, ``filtered_resps``)."""
-    from lmms_eval.api.instance import Instance
+    from lmms_eval.api.instance import Instance  # deferred: the harness (imports torch) is heavy to import
 
     return Instance
 
@@ -109,7 +110,7 @@ def make_request(request_type: str, arguments: tuple, metadata: dict, idx: int =
 def model_class(name: str, force_simple: bool = False) -> type:
     """The harness model class registered as ``name`` (``lmms_eval.models.get_model(name,
     force_simple=...)``)."""
-    from lmms_eval import models
+    from lmms_eval import models  # deferred: the harness (imports torch) is heavy to import
 
     return models.get_model(name, force_simple=force_simple)
 
@@ -117,7 +118,7 @@ def model_class(name: str, force_simple: bool = False) -> type:
 def model_manifest(model_id: str, simple_class_path: str | None, chat_class_path: str | None) -> Any:
     """One ``lmms_eval.models.registry_v2.ModelManifest`` (the payload of our
     ``lmms_eval.models`` entry point)."""
-    from lmms_eval.models.registry_v2 import ModelManifest
+    from lmms_eval.models.registry_v2 import ModelManifest  # deferred: the harness (imports torch) is heavy to import
 
     return ModelManifest(model_id=model_id, simple_class_path=simple_class_path, chat_class_path=chat_class_path)
 
@@ -217,7 +218,7 @@ def round_outputs(results: Any) -> list[str]:
 def unwrap_output(output: Any) -> tuple[Any, Any]:
     """What the harness keeps of a model's output and its token counts
     (``lmms_eval.api.instance.unwrap_generation_output``)."""
-    from lmms_eval.api.instance import unwrap_generation_output
+    from lmms_eval.api.instance import unwrap_generation_output  # deferred: the harness (imports torch) is heavy to import
 
     return unwrap_generation_output(output)
 
@@ -233,7 +234,7 @@ def install_task_index_hook(extra_path: str, same_path: Callable[[Any], bool], o
     Returns True when installed (or already); otherwise nothing changed and it returns
     ``"shape"`` when the harness is not the tested shape, or the import error as a string."""
     try:
-        from lmms_eval.tasks import TaskManager
+        from lmms_eval.tasks import TaskManager  # deferred: the harness (imports torch) is heavy to import
     except Exception as err:  # the harness itself is broken; not ours to report
         return f"could not import lmms_eval.tasks ({err})"
     # (once wrapped, inspect follows __wrapped__ to the harness's own signature)
@@ -259,7 +260,7 @@ def install_task_index_hook(extra_path: str, same_path: Callable[[Any], bool], o
 
 def task_manager() -> type:
     """``lmms_eval.tasks.TaskManager`` (index of every task the harness knows)."""
-    from lmms_eval.tasks import TaskManager
+    from lmms_eval.tasks import TaskManager  # deferred: the harness (imports torch) is heavy to import
 
     return TaskManager
 
@@ -273,7 +274,7 @@ def install_table_filter(filter_result: Callable[[dict], dict]) -> bool:
     it by name (``lmms_eval.evaluator``, ``lmms_eval.__main__``). Returns False (and
     changes nothing) when the harness has no ``make_table``."""
     try:
-        import lmms_eval.utils as harness_utils
+        import lmms_eval.utils as harness_utils  # deferred: the harness (imports torch) is heavy to import
     except Exception:  # pragma: no cover - the harness itself is broken
         return False
     original = getattr(harness_utils, "make_table", None)
@@ -301,10 +302,8 @@ def install_after_filters(callback: Callable[[Any], None]) -> bool:
     """After ``lmms_eval.api.task.ConfigurableTask.apply_filters(self)`` (every answer of
     this process is in, filtered), call ``callback(task)``; a failing callback is a
     warning naming the task, never an error. Returns whether the hook is installed."""
-    import warnings
-
     try:
-        from lmms_eval.api.task import ConfigurableTask
+        from lmms_eval.api.task import ConfigurableTask  # deferred: the harness (imports torch) is heavy to import
     except Exception:  # pragma: no cover - the harness itself is broken
         return False
 
@@ -341,7 +340,7 @@ def task_pairs(task: Any, filter_key: str = "none") -> list[tuple[Any, Any]]:
 def evaluator_module() -> Any:
     """``lmms_eval.evaluator`` (its ``evaluate(lm, task_dict, ..., cli_args=...)`` is what the
     journal wraps)."""
-    import lmms_eval.evaluator as evaluator
+    import lmms_eval.evaluator as evaluator  # deferred: the harness (imports torch) is heavy to import
 
     return evaluator
 
@@ -359,7 +358,7 @@ def install_evaluate_wrapper(wrap: Callable[[Callable], Callable], mark: str) ->
 def leaf_tasks(task_dict: Any) -> list:
     """The leaf tasks of a built task dict (``lmms_eval.evaluator_utils.get_task_list``:
     each with ``.task`` (its ``instances``, ``config``) and ``.task_name``)."""
-    from lmms_eval.evaluator_utils import get_task_list
+    from lmms_eval.evaluator_utils import get_task_list  # deferred: the harness (imports torch) is heavy to import
 
     return get_task_list(task_dict)
 
@@ -375,7 +374,7 @@ def install_version_functions(commit: Callable, branch: Callable, version: Calla
     ``lmms_eval.evaluator`` when it already imported them by name (the evaluator is not
     imported here). None when the harness cannot be imported, False when it lacks them."""
     try:
-        from lmms_eval import utils as harness_utils
+        from lmms_eval import utils as harness_utils  # deferred: the harness (imports torch) is heavy to import
     except Exception:  # noqa: BLE001 - the harness itself is broken; not ours to report
         return None
     if not all(callable(getattr(harness_utils, n, None)) for n in VERSION_FUNCTIONS):
@@ -390,7 +389,7 @@ def install_version_functions(commit: Callable, branch: Callable, version: Calla
 
 def harness_folder() -> str:
     """The folder of the installed ``lmms_eval`` package."""
-    from lmms_eval import utils as harness_utils
+    from lmms_eval import utils as harness_utils  # deferred: the harness (imports torch) is heavy to import
 
     return os.path.dirname(os.path.abspath(harness_utils.__file__))
 
@@ -407,7 +406,7 @@ class HarnessCLI:
     restored on the way out."""
 
     def __init__(self, argv: list[str], on_failure: Callable[[BaseException], None]) -> None:
-        import lmms_eval.__main__ as harness
+        import lmms_eval.__main__ as harness  # deferred: the harness (imports torch) is heavy to import
 
         self._harness, self._argv, self._on_failure = harness, list(argv), on_failure
         self._saved: tuple[Any, list[str]] | None = None
@@ -439,7 +438,7 @@ class HarnessCLI:
 def eval_arg_parser() -> Any:
     """The harness's own argument parser (``lmms_eval.__main__.parse_eval_args()`` returns
     ``(parser, args)``)."""
-    import lmms_eval.__main__ as harness
+    import lmms_eval.__main__ as harness  # deferred: the harness (imports torch) is heavy to import
 
     parser, _ = harness.parse_eval_args()
     return parser
@@ -459,14 +458,14 @@ def retry_cause(err: BaseException) -> BaseException | None:
 
 def judge_server(provider: str, **config: Any) -> Any:
     """lmms-eval's judge client: ``lmms_eval.llm_judge.get_server(provider, ServerConfig(**config))``."""
-    from lmms_eval.llm_judge import ServerConfig, get_server
+    from lmms_eval.llm_judge import ServerConfig, get_server  # deferred: the harness (imports torch) is heavy to import
 
     return get_server(provider, ServerConfig(**config))
 
 
 def judge_request(messages: list[dict], config: Any) -> Any:
     """One ``lmms_eval.llm_judge.Request(messages=, config=)``."""
-    from lmms_eval.llm_judge import Request
+    from lmms_eval.llm_judge import Request  # deferred: the harness (imports torch) is heavy to import
 
     return Request(messages=messages, config=config)
 
@@ -479,7 +478,7 @@ def harness_sets_truncated_images() -> bool:
     ``ImageFile.LOAD_TRUNCATED_IMAGES`` on (0.7.3's ``lmms_eval/api/task.py`` sets it at
     import). Our decoders never read or set the flag (``data/release.py`` decodes in
     full, ``analysis/extract.py`` turns it off around its own decoding)."""
-    import lmms_eval.api.task  # noqa: F401  (the import is what sets it)
+    import lmms_eval.api.task  # noqa: F401  (the import is what sets it); deferred: the harness (imports torch) is heavy to import
     from PIL import ImageFile
 
     return bool(ImageFile.LOAD_TRUNCATED_IMAGES)
@@ -513,8 +512,6 @@ class HarnessChanged(RuntimeError):
 
 
 def _import(module: str) -> Any:
-    import importlib
-
     return importlib.import_module(module)
 
 
@@ -576,8 +573,6 @@ def _check_parse_eval_args() -> str | None:
 
 
 def _check_entry_point() -> str | None:
-    from importlib.metadata import entry_points
-
     ours = [e for e in entry_points(group="lmms_eval.models") if e.value.startswith("lmms_scene")]
     if not ours:
         return "no lmms_eval.models entry point of lmms_scene is installed (pip install -e .)"

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 import sys
+import textwrap
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from lmms_scene import compat, harness
@@ -205,8 +210,6 @@ DEMO_WIDTH = 160
 
 
 def _say(message: str) -> None:
-    import textwrap
-
     print(textwrap.fill(message, DEMO_WIDTH, subsequent_indent="  ", break_on_hyphens=False))
 
 
@@ -216,9 +219,6 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     submission; it ends with the three paths a user needs. The harness runs in a child
     process with its log level at WARNING and no progress bars, so what is printed is
     the harness's own table and ours (no line over :data:`DEMO_WIDTH` characters)."""
-    import os
-    import subprocess
-
     for bench in benchmarks.BENCHMARKS:
         if not bench.built():
             _say(f"lmms-scene demo: {bench.title} is not built yet in this version; skipping it.")
@@ -271,8 +271,6 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
 def _report_and_submission(run_dir: Path) -> Path:
     """The demo's last step: the HTML report of the run, and the leaderboard submission
     it would make, which is refused (sample splits are not the benchmarks) with its reasons."""
-    import json
-
     info = build_report([run_dir], run_dir / "report" / "report.html", overwrite=True)
     _say(f"lmms-scene demo: wrote the HTML report {info.out} (tables as Markdown: {info.markdown})")
     target = run_dir / "submission.json"
@@ -348,8 +346,6 @@ def _include_path_ok(options, extra: list[str]) -> None:
 
 
 def _rescore_samples(files: list[Path], given: list[Path], output_path: Path, extra: list[str]) -> int:
-    from dataclasses import asdict
-
     from lmms_scene.models.from_samples import RunOptions, logged_repeats, results_file_of, run_options, task_of_samples_file  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
 
     options: dict[str, RunOptions] = {}
@@ -402,8 +398,6 @@ def _rescore_samples(files: list[Path], given: list[Path], output_path: Path, ex
 
 def _check_repeats(output_path: Path, options, tasks: list[str]) -> int:
     """After a replay: each task ran with the run's repeats (1 and a message if not)."""
-    import json
-
     written = sorted(Path(output_path).rglob("*_results.json"), key=lambda p: p.stat().st_mtime)
     if not written:
         return 0

@@ -8,6 +8,7 @@ for the task folders.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from lmms_scene import compat, registration
@@ -80,7 +81,7 @@ def _prescore(task: Any) -> None:
         return
     spec = benchmarks.get(name).prescore
     if spec and task.instances:
-        from loguru import logger  # the harness's logger
+        from loguru import logger  # the harness's logger; deferred: loguru is heavy to import
 
         done = benchmarks.resolve(spec)(task_pairs(task))
         logger.info(f"lmms-scene: pre-scored {done} of {len(task.instances)} answers of {config.task} in batches")
@@ -94,14 +95,12 @@ def guarded_aggregation(fn):
     writes neither results nor samples when an aggregation raises, so hours of
     generations would be lost. A guarded aggregation logs the error and returns
     ``{"error": ...}`` (dict-valued keys) or None (numeric keys, printed as N/A)."""
-    import functools
-
     @functools.wraps(fn)
     def aggregate(items):
         try:
             return fn(items)
         except Exception as err:
-            from loguru import logger
+            from loguru import logger  # deferred: loguru is heavy to import
 
             message = f"{type(err).__name__}: {err}"
             logger.error(f"lmms-scene: aggregation {fn.__name__} failed over {len(items)} rows: {message}")

@@ -181,7 +181,7 @@ def standard_normal_field(shape: tuple[int, ...], seed: int) -> np.ndarray:
     one), about three times faster than numpy's for an image-sized field; the values for
     one seed are the same on every call, thread and process. Noise is the same
     distribution as numpy's ``standard_normal``; the stream is torch's."""
-    import torch
+    import torch  # deferred: torch is heavy to import
 
     generator = torch.Generator(device="cpu").manual_seed(int(seed) & ((1 << 63) - 1))
     return torch.randn(shape, generator=generator, dtype=torch.float32).numpy()

@@ -231,7 +231,7 @@ class HFJudge:
 
     def _load(self):
         def load():
-            from transformers import AutoModelForCausalLM, AutoTokenizer
+            from transformers import AutoModelForCausalLM, AutoTokenizer  # deferred: transformers (imports torch) is heavy to import
 
             kwargs = {"gguf_file": self.gguf_file} if self.gguf_file else {}
             tokenizer = AutoTokenizer.from_pretrained(str(self.path), **kwargs)
@@ -241,7 +241,7 @@ class HFJudge:
         return cached(("lmms_scene.judges.hf", str(self.path), self.gguf_file), load)
 
     def evaluate(self, request) -> _Reply:
-        import torch
+        import torch  # deferred: torch is heavy to import
 
         tokenizer, model = self._load()
         messages = [dict(m) for m in request.messages]

@@ -25,7 +25,7 @@ def progress(items: Iterable[T], desc: str, *, total: int | None = None, unit: s
     if not enabled:
         yield from items
         return
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # deferred: tqdm is heavy to import
 
     if total is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]

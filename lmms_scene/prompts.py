@@ -16,8 +16,8 @@ from lmms_scene.cache import cached
 
 def environment():
     def make():
-        from jinja2 import FileSystemLoader, StrictUndefined, select_autoescape
-        from jinja2.sandbox import SandboxedEnvironment
+        from jinja2 import FileSystemLoader, StrictUndefined, select_autoescape  # deferred: jinja2 is heavy to import
+        from jinja2.sandbox import SandboxedEnvironment  # deferred: jinja2 is heavy to import
 
         root = resources.files("lmms_scene.templates")
         return SandboxedEnvironment(

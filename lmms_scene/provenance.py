@@ -8,7 +8,12 @@ libraries whose behaviour the numbers depend on), plus scorer-specific details.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import subprocess
 from collections.abc import Iterable, Mapping
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from lmms_scene import __version__
@@ -17,8 +22,6 @@ from lmms_scene.cache import memo
 
 def library_version(name: str) -> str | None:
     """The installed version of distribution ``name`` (None when not installed)."""
-    from importlib import metadata
-
     def look_up() -> str | None:
         try:
             return metadata.version(name)
@@ -29,8 +32,6 @@ def library_version(name: str) -> str | None:
 
 
 def _git(folder: "Path", *args: str) -> str | None:
-    import subprocess
-
     try:
         out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
@@ -44,9 +45,6 @@ def checkout_commit(package: str) -> str | None:
     that happens to lie inside some other repository is not a checkout: asking git from
     the package folder would name that repository's commit (lmms-eval 0.7.3 does exactly
     this, recording the commit of whatever repository holds its site-packages)."""
-    import importlib.util
-    from pathlib import Path
-
     def look_up() -> str | None:
         spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:

@@ -11,6 +11,7 @@ one by one, so a tool can say what it skipped.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -67,8 +68,6 @@ class TaskResult:
         files = data_files(config)
         digests = [file_sha256(_resolve(f, config)) for f in files]
         if files and all(digests):
-            import hashlib
-
             out["fingerprint"] = "files:" + hashlib.sha256("\n".join(sorted(digests)).encode()).hexdigest()
         elif out["path"] and not files:
             out["fingerprint"] = f"hub:{out['path']}@{out['revision'] or 'unpinned'}"
@@ -109,8 +108,6 @@ def _resolve(name: str, config: dict[str, Any]) -> Path:
 
 def file_sha256(path: Path) -> str | None:
     """The sha256 of a file (None when it cannot be read here)."""
-    import hashlib
-
     try:
         h = hashlib.sha256()
         with path.open("rb") as f:

@@ -336,7 +336,7 @@ def collect_attention(
         output_ids: skip generation and use these output token ids (for tests and
             for reusing the outputs of an lmms-eval run).
     """
-    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor  # deferred: transformers (imports torch) is heavy to import
 
     cfg = AutoConfig.from_pretrained(model)
     if cfg.model_type not in ("llava", "llava_onevision"):

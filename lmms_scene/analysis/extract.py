@@ -172,7 +172,7 @@ def _load_model(cls: Any, path: str, device: str, dtype: torch.dtype, device_map
 def _plain_adapter(
     path: str, model_type: str, device: str, dtype: torch.dtype, device_map: Any, processor_kwargs: dict[str, Any]
 ) -> _Adapter:
-    from transformers import AutoImageProcessor, AutoModel
+    from transformers import AutoImageProcessor, AutoModel  # deferred: transformers (imports torch) is heavy to import
 
     model = _load_model(AutoModel, path, device, dtype, device_map)
     encoder = getattr(model, "vision_model", model)
@@ -224,7 +224,7 @@ def _vlm_adapter(
     instruction: str | None,
     processor_kwargs: dict[str, Any],
 ) -> _Adapter:
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers import AutoModelForImageTextToText, AutoProcessor  # deferred: transformers (imports torch) is heavy to import
 
     model = _load_model(AutoModelForImageTextToText, path, device, dtype, device_map)
     processor = AutoProcessor.from_pretrained(path, **processor_kwargs)
@@ -280,7 +280,7 @@ def _load_adapter(
     instruction: str | None,
     processor_kwargs: dict[str, Any],
 ) -> _Adapter:
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # deferred: transformers (imports torch) is heavy to import
 
     try:
         cfg = AutoConfig.from_pretrained(model)
@@ -471,7 +471,7 @@ def _verify_shard(
     """Open shard ``k`` and check it against ``meta`` (ids, layers, shapes, checksums,
     finite values); return ``{layer: (flat [sum N_i, d], patch counts)}`` for ``layers``
     (empty when ``keep`` is False). Any problem is a :class:`ShardError` naming the file."""
-    from safetensors import SafetensorError, safe_open
+    from safetensors import SafetensorError, safe_open  # deferred: safetensors is heavy to import
 
     if not path.is_file():
         raise ShardError(path, "missing")
@@ -623,7 +623,7 @@ def load_features(features_dir: str | Path, layer: str) -> tuple[list[str], list
 def _write_shard(path: Path, ids: list[str], feats: dict[str, list[torch.Tensor]]) -> None:
     """Write one shard (format v2): per layer the float16 vectors and patch counts; in the
     metadata the shard's image ids, its layer names and each tensor's sha256."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # deferred: safetensors is heavy to import
 
     tensors: dict[str, torch.Tensor] = {}
     for layer, per_image in feats.items():

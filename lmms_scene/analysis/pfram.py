@@ -374,7 +374,7 @@ def embed_descriptions(texts: Sequence[str], model: str | None = None, *, batch_
         model = minilm_location()[0]
 
     def load() -> Any:
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # deferred: sentence-transformers (imports torch) is heavy to import
 
         return SentenceTransformer(model, device="cpu")
 

@@ -93,7 +93,7 @@ def score_features(
     G_des from ``descriptions_path`` (a JSON object image -> one-sentence
     description, embedded with ``sentence_model``; paper: all-mpnet-base-v2).
     """
-    import numpy as np
+    import numpy as np  # deferred: numpy is heavy to import
 
     from lmms_scene.analysis import pfram as P  # deferred: imports torch at module top
     from lmms_scene.analysis.extract import FeatureStore  # deferred: imports torch at module top
@@ -330,7 +330,7 @@ def correlate(
     pope_tasks: Sequence[str] = DEFAULT_POPE_TASKS,
 ) -> dict[str, Any]:
     """Pearson r between a Pfram summary and POPE accuracy across models (Pfram paper, Table 1)."""
-    from scipy.stats import pearsonr
+    from scipy.stats import pearsonr  # deferred: SciPy is heavy to import
 
     if len(score_files) != len(pope):
         raise ValueError(f"--scores has {len(score_files)} files but --pope has {len(pope)}; pair them in order")

@@ -30,7 +30,7 @@ def vocabulary() -> tuple[str, ...]:
 
 def _encoder():
     def load():
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # deferred: sentence-transformers (imports torch) is heavy to import
 
         return SentenceTransformer(minilm_location()[0], device="cpu")
 

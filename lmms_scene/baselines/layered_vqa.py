@@ -29,7 +29,7 @@ PRIOR_FALLBACK = {
 
 
 def _table() -> dict[str, Any]:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: pyarrow is heavy to import
 
     path = tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet"
     table = pq.read_table(path, columns=["question_type", "answer", "minimal_sufficient_layers"]).to_pylist()

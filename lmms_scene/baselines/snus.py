@@ -31,7 +31,7 @@ def prior_from(captions: Iterable[str]) -> str:
 
 
 def _sample_prior() -> str:
-    import datasets
+    import datasets  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     path = tasks_folder() / SAMPLE_FILE
     if not path.is_file():

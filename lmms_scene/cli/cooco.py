@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 from pathlib import Path
 
 from lmms_scene.data import cooco
@@ -55,9 +57,6 @@ def register_build(builds) -> None:
 
 
 def _build(args) -> int:
-    import sys
-    import warnings
-
     if not args.out and not args.push_to_hub:
         args.parser.error("give --out and/or --push-to-hub")
     with warnings.catch_warnings(record=True) as caught:
@@ -96,8 +95,8 @@ def _build(args) -> int:
         print("the blind baseline on it:")
         print("  " + cooco.evaluate_command(written, model="scene_blind", model_args=None))
     if args.push_to_hub:
-        from datasets import DatasetDict
-        from huggingface_hub import DatasetCard
+        from datasets import DatasetDict  # deferred: datasets (pyarrow, pandas) is heavy to import
+        from huggingface_hub import DatasetCard  # deferred: huggingface_hub is heavy to import
 
         DatasetDict({cooco.SPLIT: dataset}).push_to_hub(args.push_to_hub, private=args.private)
         DatasetCard(card).push_to_hub(args.push_to_hub)

@@ -124,7 +124,7 @@ def _grade(args) -> int:
 def _run_data(data: Path) -> dict[str, dict]:
     """question_id -> the question's text, gold answer, type and scene in ``--data`` (a
     parquet file, or a folder written by ``lmms-scene build``)."""
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # deferred: pyarrow is heavy to import
 
     if Path(data).is_dir():
         files = sorted((Path(data) / "data").glob("*.parquet")) or sorted(Path(data).glob("*.parquet"))

@@ -153,7 +153,7 @@ def _extract(a) -> int:
         if not settings.current().progress:
             return
         if bar is None:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # deferred: tqdm is heavy to import
 
             bar = tqdm(total=total, desc=f"pfram extract [process {rank}/{world}]", unit="image")
         bar.update(done - bar.n)

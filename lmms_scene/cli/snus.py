@@ -141,7 +141,7 @@ def _cesg(args) -> int:
 
 def _snus_ac(args) -> int:
     if args.sample:
-        import datasets
+        import datasets  # deferred: datasets (pyarrow, pandas) is heavy to import
 
         ds = datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test")
         rows = [{"image_id": d["image_id"], "references": [d["caption"]]} for d in ds]

@@ -19,7 +19,7 @@ def front_matter(*, license: str, source: str, pretty_name: str, splits: Sequenc
                  task_categories: Sequence[str] = (), license_terms: str | None = None, **extra: Any) -> str:  # fmt: skip
     """The ``---``-fenced YAML block of a card (``data_path``: where a split's files are,
     ``{split}`` filled in)."""
-    from huggingface_hub import DatasetCardData
+    from huggingface_hub import DatasetCardData  # deferred: huggingface_hub is heavy to import
 
     data = DatasetCardData(
         license=license, pretty_name=pretty_name, task_categories=list(task_categories) or None,
@@ -36,7 +36,7 @@ def card(body: str, **meta: Any) -> str:
 
 def read_card(text: str) -> tuple[dict[str, Any], str]:
     """(front matter as a dict, body) of a card; ``({}, text)`` when it has none."""
-    from huggingface_hub import DatasetCard
+    from huggingface_hub import DatasetCard  # deferred: huggingface_hub is heavy to import
 
     # huggingface_hub logs a warning for a card without metadata; that is a valid card here
     logger = logging.getLogger("huggingface_hub.repocard")

@@ -28,6 +28,7 @@ when they load them (:mod:`lmms_scene.data.recheck`): a new benchmark does the s
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -275,8 +276,6 @@ def evaluate_command(
 ) -> str:
     """The ``lmms-scene eval`` command that evaluates what :func:`write_local` wrote
     (``tasks`` default: its headline); ``extra`` arguments go after the model's."""
-    import shlex
-
     args = f" --model_args {model_args}" if model_args else ""
     more = "".join(f" {shlex.quote(a)}" for a in extra)
     headline = tasks or written.get("headline") or written["tasks"][0]

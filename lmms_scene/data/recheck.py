@@ -27,6 +27,7 @@ True
 from __future__ import annotations
 
 import io
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -74,7 +75,7 @@ def stand_in_visual():
 def undecoded(dataset):
     """``dataset`` with every image column (``Image`` or a list of them) left undecoded
     (``{"bytes", "path"}``): the checks decode them strictly themselves."""
-    from datasets import Image, List, Sequence
+    from datasets import Image, List, Sequence  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     features = dataset.features
     out = dataset
@@ -114,7 +115,7 @@ def replace_rows(dataset, stand_ins: Mapping[int, Mapping[str, Any]], problems: 
     """``dataset`` with a :data:`PROBLEM` column ("" for every good row) and the rows in
     ``stand_ins`` replaced by those stand-ins, in place (row order kept). The good rows
     are not copied: the result concatenates slices of ``dataset`` with the stand-ins."""
-    from datasets import Dataset, Value, concatenate_datasets
+    from datasets import Dataset, Value, concatenate_datasets  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     n = len(dataset)
     if dataset._indices is not None:
@@ -170,12 +171,11 @@ def _warn(what: str, problems: Mapping[int, str], n: int) -> None:
         f"each is kept as a stand-in and recorded unscored with its reason: {listed(problems)}"
     )
     try:
-        from loguru import logger
+        from loguru import logger  # deferred: loguru is heavy to import
 
         logger.warning(message)
     except Exception:  # pragma: no cover - loguru comes with the harness
         pass
-    import warnings
 
     warnings.warn(message, UserWarning, stacklevel=3)
 

@@ -222,13 +222,13 @@ def hub_roots() -> list[Path]:
     of a hub dataset stored as files points there)."""
     roots: list[Path] = []
     try:
-        from datasets import config
+        from datasets import config  # deferred: datasets (pyarrow, pandas) is heavy to import
 
         roots.append(Path(config.HF_DATASETS_CACHE))
     except Exception:  # pragma: no cover - datasets is a dependency
         pass
     try:
-        from huggingface_hub import constants
+        from huggingface_hub import constants  # deferred: huggingface_hub is heavy to import
 
         roots.append(Path(constants.HF_HUB_CACHE))
     except Exception:  # pragma: no cover

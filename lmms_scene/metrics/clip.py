@@ -121,7 +121,7 @@ def for_sample_run() -> str | None:
 
 def default_model_cached() -> bool:
     """Whether the default checkpoint is in the local Hugging Face cache (no network)."""
-    from huggingface_hub import try_to_load_from_cache
+    from huggingface_hub import try_to_load_from_cache  # deferred: huggingface_hub is heavy to import
 
     found = try_to_load_from_cache(DEFAULT_CLIP_MODEL, "config.json")
     return isinstance(found, str)
@@ -159,7 +159,7 @@ class ClipEncoder:
 
     def embed_texts(self, texts: Sequence[str], batch_size: int = 256) -> torch.Tensor:
         """L2-normalised text embeddings, ``(len(texts), dim)`` on the CPU."""
-        import torch
+        import torch  # deferred: torch is heavy to import
 
         texts = [str(t) for t in texts]
         with self._lock:
@@ -197,7 +197,7 @@ class ClipEncoder:
         With ``keys`` (one hashable per image, naming its pixels), embeddings are
         cached under them and images whose key was seen are not encoded again.
         """
-        import torch
+        import torch  # deferred: torch is heavy to import
 
         if keys is not None:
             if len(keys) != len(images):
@@ -236,7 +236,7 @@ def _normalise(x: torch.Tensor) -> torch.Tensor:
 
 def _load(name: str, device: str) -> ClipEncoder:
     try:
-        from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel
+        from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel  # deferred: transformers (imports torch) is heavy to import
 
         model = load_pretrained(CLIPModel, name, device)
         tokenizer = AutoTokenizer.from_pretrained(name)

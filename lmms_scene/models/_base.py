@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import torch.distributed as dist
+
 from lmms_scene import compat
 from lmms_scene.compat import GenerationRequest
 from lmms_scene.metrics.outputs import clean_output
@@ -147,7 +149,6 @@ class SceneModel(lmms):
         self._record_lock = threading.Lock()
         # Under `accelerate launch` the harness shards documents by rank, so a model
         # must report the process group it runs in.
-        import torch.distributed as dist
 
         if dist.is_available() and dist.is_initialized():
             compat.set_process_group(self, dist.get_rank(), dist.get_world_size())

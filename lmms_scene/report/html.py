@@ -299,7 +299,7 @@ def build_report(
     written by an lmms-scene report (pass ``overwrite=True`` to replace it); anything less
     is listed in :attr:`ReportInfo.skipped`.
     """
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # deferred: tqdm is heavy to import
 
     if isinstance(paths, (str, Path)):
         paths = [paths]

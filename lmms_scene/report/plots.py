@@ -24,10 +24,10 @@ FONT = 10
 
 
 def _pyplot():
-    import matplotlib
+    import matplotlib  # deferred: matplotlib is heavy to import
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # deferred: matplotlib is heavy to import
 
     plt.rcParams.update({"font.size": FONT, "axes.titlesize": FONT + 1, "axes.labelsize": FONT,
                          "xtick.labelsize": FONT, "ytick.labelsize": FONT, "legend.fontsize": FONT})  # fmt: skip

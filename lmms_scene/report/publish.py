@@ -19,6 +19,7 @@ what was found.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Mapping
@@ -64,8 +65,6 @@ def check_repo(repo: str) -> str:
 
 
 def _data_module(benchmark: str):
-    import importlib
-
     bench = benchmarks.get(benchmark)
     return bench, importlib.import_module(bench.data_module)
 
@@ -77,7 +76,7 @@ def _split_of(path: Path) -> str:
 
 def read_splits(folder: str | Path) -> dict[str, Any]:
     """The splits of a built folder (``data/*.parquet``), shards of a split concatenated."""
-    from datasets import Dataset, concatenate_datasets
+    from datasets import Dataset, concatenate_datasets  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     folder = Path(folder)
     files = sorted((folder / "data").glob("*.parquet"))
@@ -96,7 +95,7 @@ def read_splits(folder: str | Path) -> dict[str, Any]:
 def validate_features(splits: Mapping[str, Any], features: Any) -> list[str]:
     """Check every split against ``features``; returns the checks passed, raises
     ``ValueError`` naming split, column and what was found on the first failure."""
-    from datasets import Image
+    from datasets import Image  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     checks = []
     expected = dict(features)
@@ -203,8 +202,8 @@ def write_folder(prepared: Prepared, out: str | Path) -> list[Path]:
 
 def push(prepared: Prepared, *, private: bool = False, token: str | None = None) -> str:
     """Push the data and its card to ``prepared.repo`` (needs the network and a token)."""
-    from datasets import DatasetDict
-    from huggingface_hub import DatasetCard
+    from datasets import DatasetDict  # deferred: datasets (pyarrow, pandas) is heavy to import
+    from huggingface_hub import DatasetCard  # deferred: huggingface_hub is heavy to import
 
     DatasetDict(prepared.splits).push_to_hub(prepared.repo, private=private, token=token)
     DatasetCard(prepared.card).push_to_hub(prepared.repo, token=token)

@@ -34,6 +34,7 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +67,12 @@ class Refused(ValueError):
 
 def schema() -> dict[str, Any]:
     """The submission JSON Schema (``lmms_scene/report/submission.schema.json``)."""
-    from importlib import resources
-
     return json.loads(resources.files("lmms_scene.report").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
 def validate(instance: Any) -> list[str]:
     """Every way ``instance`` breaks the schema, as ``"$.path: message"`` (empty: valid)."""
-    import jsonschema
+    import jsonschema  # deferred: jsonschema is heavy to import
 
     validator = jsonschema.Draft202012Validator(schema())
     out = []

@@ -17,6 +17,7 @@ import csv
 import html
 import io
 import re
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,8 +148,6 @@ def _pipe_row(cells: Any) -> str:
 
 
 def _wrap(text: str, width: int | None, indent: str = "") -> list[str]:
-    import textwrap
-
     if not width or len(text) <= width:
         return [text]
     return textwrap.wrap(text, width, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False)

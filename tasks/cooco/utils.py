@@ -73,7 +73,7 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None):
 
 
 def _log_unusable(doc, exc):
-    from loguru import logger
+    from loguru import logger  # deferred: loguru is heavy to import
 
     logger.warning(f"lmms-scene: COOCO {doc.get('image_id', '?')}: cannot be shown ({type(exc).__name__}: {exc}); "
                    "the model gets a stand-in and the row is recorded unscored")  # fmt: skip

@@ -79,7 +79,7 @@ def __getattr__(name):
 
 
 def _log(doc, exc):
-    from loguru import logger
+    from loguru import logger  # deferred: loguru is heavy to import
 
     logger.warning(f"lmms-scene: Layered-VQA {doc.get('question_id', '?')}: cannot be delivered "
                    f"({type(exc).__name__}: {exc}); the row is recorded unscored")  # fmt: skip

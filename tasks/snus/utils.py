@@ -34,7 +34,7 @@ def doc_to_visual(doc):
     try:
         return [doc["image"].convert("RGB")]
     except Exception as exc:  # never a mid-generation exception: process_results records why
-        from loguru import logger
+        from loguru import logger  # deferred: loguru is heavy to import
 
         logger.warning(f"lmms-scene: SNUS {doc.get('image_id', '?')}: image cannot be shown ({type(exc).__name__}: {exc})")
         return [recheck.stand_in_visual()]

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
 from lmms_scene import imaging
 from lmms_scene.data.cooco.schema import (
     AUTHORS_EXTRA_FIELDS,
@@ -160,8 +162,6 @@ def _image_bytes(
     rotate the image when decoding it, while the size and the target box refer to the
     raw pixels. Such an image is stored as its raw (unrotated) pixels, re-encoded
     losslessly as PNG without the tag, so decoding gives the pixels the box refers to."""
-    from PIL import Image
-
     data: bytes | None = None
     if isinstance(image, Image.Image):
         pil = release.check_loaded(image, "(the row's image)")
@@ -863,7 +863,7 @@ def build_dataset(
     authors' extra fields dropped, and warnings about very large or elongated images are
     appended to ``notes`` (for the card). No row to evaluate (empty, or every row
     excluded or clean) is an error."""
-    from datasets import Dataset
+    from datasets import Dataset  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     mapping = map_columns(columns, column_map)
     extras = dropped_extras(columns, mapping)
@@ -902,7 +902,7 @@ def ensure_schema(dataset):
     the columns found and the ``--column-map`` for a local build that would map or drop
     each), a repeated image id, and nothing to evaluate (every row bad, excluded or
     clean)."""
-    from datasets import Image, Value
+    from datasets import Image, Value  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     ours = set(features())
     if ours <= set(dataset.column_names):
@@ -1080,7 +1080,7 @@ def load_hub_rows(repo: str = HUB_REPO, split: str | None = None):
     ``save_to_disk`` (read with ``load_from_disk``) or a folder ``load_dataset`` reads
     (data files, an image folder with metadata). Without ``split`` every split is read,
     concatenated."""
-    from datasets import Image, load_dataset, load_from_disk
+    from datasets import Image, load_dataset, load_from_disk  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     local = Path(str(repo)).expanduser()
     try:
@@ -1098,7 +1098,7 @@ def load_hub_rows(repo: str = HUB_REPO, split: str | None = None):
         where = f"the local folder {local}" if local.is_dir() else f"{repo!r} from the hub"
         raise CoocoBuildError(f"could not load {where} ({type(exc).__name__}: {exc})") from exc
     if hasattr(data, "keys"):  # a DatasetDict: concatenate its splits
-        from datasets import concatenate_datasets
+        from datasets import concatenate_datasets  # deferred: datasets (pyarrow, pandas) is heavy to import
 
         data = concatenate_datasets([data[k] for k in data])
     if "image" in data.column_names:

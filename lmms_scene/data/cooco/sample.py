@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from PIL import Image, ImageDraw
+
 from lmms_scene import imaging
 from lmms_scene.data.cooco.builder import build_dataset
 from lmms_scene.data.cooco.schema import CONDITION_ALIASES
@@ -52,8 +54,6 @@ def _draw_object(draw, label: str, box: Sequence[float], variant: int) -> None:
 
 
 def _sample_scene(scene: str, size: tuple[int, int], seed: int):
-    from PIL import Image, ImageDraw
-
     rng = random.Random(seed)
     width, height = size
     wall, floor = _colour(scene + "/wall"), _colour(scene + "/floor")

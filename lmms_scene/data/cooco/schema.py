@@ -90,8 +90,8 @@ BOX_FORMATS: tuple[str, ...] = ("xywh", "xyxy", "xwyh")
 
 def features():
     """The COOCO schema as ``datasets.Features`` (import deferred: no work at import)."""
-    from datasets import Features, Image, Value
-    from datasets import Sequence as Seq
+    from datasets import Features, Image, Value  # deferred: datasets (pyarrow, pandas) is heavy to import
+    from datasets import Sequence as Seq  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     return Features(
         {

@@ -4,6 +4,7 @@ the target crop, the prompt coordinates, and the naming / noise-grid document li
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -42,8 +43,6 @@ def noise_seed(doc: Mapping[str, Any]) -> int:
 def warn_if_costly(doc: Mapping[str, Any]) -> str | None:
     """Warn, once per image, when padding and noise make an image costly (a 10000 x 50
     image becomes a 10000 x 10000 square for every view); returns the warning or None."""
-    import warnings
-
     text = size_warning(int(doc.get("width") or doc["image"].size[0]), int(doc.get("height") or doc["image"].size[1]))
     if text is None:
         return None
@@ -149,7 +148,7 @@ def _with_setting(dataset, area: str, level: float):
     """``dataset`` with constant ``noise_area``/``noise_level`` columns. ``add_column``
     on a dataset without an indices mapping concatenates Arrow columns: the image
     bytes are shared, not copied or decoded."""
-    from datasets import Value
+    from datasets import Value  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     n = len(dataset)
     dataset = dataset.add_column("noise_area", [area] * n, feature=Value("string"))
@@ -189,7 +188,7 @@ def selection(dataset, include_clean: bool = False) -> dict[str, Any]:
 
 
 def _selection_feature():
-    from datasets import Value
+    from datasets import Value  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     return {
         "release_rows": Value("int32"), "evaluated": Value("int32"), "skipped_excluded": Value("int32"),
@@ -228,7 +227,7 @@ def noise_grid_docs(
     Built by concatenating per-setting views of the same Arrow data and reordering
     through an indices mapping, so the full release is not copied six times on disk
     (a batched ``map`` would write every image once per setting)."""
-    from datasets import concatenate_datasets
+    from datasets import concatenate_datasets  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     base = dataset.flatten_indices() if dataset._indices else dataset
     base = _with_selection(base, include_clean)

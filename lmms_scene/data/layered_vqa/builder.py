@@ -248,7 +248,7 @@ def write_local(items_or_dataset, out: str | Path, card: str, name: str | None =
     folder ``out`` (layout: :mod:`lmms_scene.data.local`) with ``card``, the 16 schedule
     tasks and the group (:func:`local_task_configs`; ``name`` default: the folder's
     name). Names are checked before anything is written."""
-    from datasets import Dataset
+    from datasets import Dataset  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     out = Path(out)
     if out.exists() and not out.is_dir():

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,8 +17,6 @@ def card_text(items: Sequence[Mapping[str, Any]], *, source: str, max_difference
               license: str = "see the release", license_id: str = "other") -> str:  # fmt: skip
     """The dataset card: where the data came from, license (``license_id`` the hub's
     identifier, ``license`` in words), split, counts, features."""
-    from collections import Counter
-
     text = render(
         "layered_vqa/card.md.jinja",
         source=source,

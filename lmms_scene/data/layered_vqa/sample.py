@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from lmms_scene import compositing
 from lmms_scene.data.layered_vqa import synth
 from lmms_scene.data.layered_vqa.views import write_placeholder
@@ -16,8 +18,6 @@ from lmms_scene.data.layered_vqa.views import write_placeholder
 def toy_item(n_layers: int = 3, size: tuple[int, int] = (8, 6)) -> dict[str, Any]:
     """A tiny hand-built item (for doctests, tests and benchmarks): a grey background, a
     red square (layer 1) and a blue square (layer 2); three shards."""
-    import numpy as np
-
     w, h = size
     layers = []
     bg = np.zeros((h, w, 4), np.uint8)

@@ -40,7 +40,7 @@ ID_FIELDS: tuple[str, ...] = ("scene_id", "question_id", "schedule", "repeat")
 
 def features():
     """The item schema as explicit ``datasets.Features``."""
-    from datasets import Features, Image, List, Value
+    from datasets import Features, Image, List, Value  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     return Features(
         {

@@ -382,7 +382,7 @@ def _columns():
 
 def dataset(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5):
     """:func:`generate` as a ``datasets.Dataset`` with the Layered-VQA features."""
-    from datasets import Dataset
+    from datasets import Dataset  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     items = generate(scenes, seed, size, max_objects)
     return Dataset.from_list(items, features=features())

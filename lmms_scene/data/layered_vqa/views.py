@@ -5,6 +5,7 @@ tasks read until their data location is set.
 
 from __future__ import annotations
 
+import hashlib as _hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,6 @@ def loaded_row_problem(row: Mapping[str, Any], index: int, decoded: dict[str, An
     """Why a loaded Layered-VQA row (undecoded) cannot be evaluated, or None: the
     composite and every layer decoded in full (``decoded`` caches them by content), then
     :func:`validate` with the images (question type, shards, layer indices, sizes)."""
-    import hashlib as _hashlib
-
     where = f"row {index}: {item_where(row)}"
     cache = decoded if decoded is not None else {}
 
@@ -167,7 +166,7 @@ def not_built_message() -> str:
 
 def write_placeholder(folder: str | Path) -> Path:
     """Write :data:`PLACEHOLDER_FILE` under ``folder`` (the task folder)."""
-    from datasets import Dataset
+    from datasets import Dataset  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     path = Path(folder) / PLACEHOLDER_FILE
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ evaluates its test split; and the load-time check of a dataset the task reads.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
@@ -125,8 +126,6 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
                 raise ValueError(f"{path} item {i}: expected a JSON object (one record), got {type(item).__name__}")
         return data
     if path.suffix == ".csv":
-        import csv
-
         return list(csv.DictReader(io.StringIO(text)))
     raise ValueError(f"{path}: expected a .jsonl, .json or .csv metadata file")
 
@@ -135,7 +134,7 @@ def build(folder: Path, metadata: Path | None = None) -> dict[str, Any]:
     """The release under ``folder`` as a ``DatasetDict`` (one split per ``split`` value of
     the metadata; all ``test`` when it has none). ``metadata`` defaults to
     ``folder/metadata.{jsonl,json,csv}``."""
-    from datasets import Dataset, DatasetDict
+    from datasets import Dataset, DatasetDict  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     folder = Path(folder)
     if not folder.is_dir():

@@ -79,7 +79,7 @@ def _draw(i: int, scene: str, rng: random.Random):
 
 def build_sample(out_dir: Path) -> list[Path]:
     """Write ``sample/snus_sample.parquet`` under ``out_dir`` (``tasks/snus``)."""
-    from datasets import Dataset
+    from datasets import Dataset  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     rows = []
     for row in sample_rows():

@@ -23,7 +23,7 @@ FIELDS = ("image_id", "image", "caption", "missing_objects", "missing_attributes
 
 def features():
     """The explicit ``datasets.Features`` of a SNUS split."""
-    from datasets import Features, Image, Sequence as Seq, Value
+    from datasets import Features, Image, Sequence as Seq, Value  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     return Features(
         {

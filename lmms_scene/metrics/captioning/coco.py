@@ -14,7 +14,9 @@ it is not the flavour the SNUS paper's MET column matches (that is NLTK's,
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Mapping
+from importlib.metadata import version
 from typing import Any, Hashable
 
 from lmms_scene import cache, provenance
@@ -24,14 +26,12 @@ from lmms_scene.nlp.java import provenance as java_provenance
 
 
 def _version() -> str:
-    from importlib.metadata import version
-
     return version("pycocoevalcap")
 
 
 def tokenize(references: dict, predictions: dict) -> tuple[dict, dict]:
     """PTB-tokenise both sides (one Java call each), memoised per corpus."""
-    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer  # deferred: pycocoevalcap is heavy to import
 
     key = (tuple(sorted((str(k), tuple(v)) for k, v in references.items())), tuple(sorted((str(k), v) for k, v in predictions.items())))
 
@@ -73,7 +73,7 @@ class Bleu4(_Coco):
     details = {"n": 4, "option": "closest"}
 
     def _compute(self, gts, res):
-        from pycocoevalcap.bleu.bleu import Bleu
+        from pycocoevalcap.bleu.bleu import Bleu  # deferred: pycocoevalcap is heavy to import
 
         score, scores = Bleu(4).compute_score(gts, res, verbose=0)
         return score[3], scores[3]
@@ -84,7 +84,7 @@ class RougeL(_Coco):
     details = {"beta": 1.2}
 
     def _compute(self, gts, res):
-        from pycocoevalcap.rouge.rouge import Rouge
+        from pycocoevalcap.rouge.rouge import Rouge  # deferred: pycocoevalcap is heavy to import
 
         score, scores = Rouge().compute_score(gts, res)
         return score, list(scores)
@@ -95,7 +95,7 @@ class CiderD(_Coco):
     details = {"sigma": 6.0, "scale": 10, "idf": "evaluated corpus (corpus-level)"}
 
     def _compute(self, gts, res):
-        from pycocoevalcap.cider.cider import Cider
+        from pycocoevalcap.cider.cider import Cider  # deferred: pycocoevalcap is heavy to import
 
         score, scores = Cider().compute_score(gts, res)
         return score, list(scores)
@@ -103,11 +103,9 @@ class CiderD(_Coco):
 
 def meteor_process() -> Any:
     """The one METEOR JVM of this process."""
-    from pycocoevalcap.meteor.meteor import Meteor
+    from pycocoevalcap.meteor.meteor import Meteor  # deferred: pycocoevalcap is heavy to import
 
     def start() -> Any:
-        import atexit
-
         java()
         meteor = Meteor()
         atexit.register(_stop, meteor)

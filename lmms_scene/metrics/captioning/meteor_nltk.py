@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from importlib.metadata import version
 from typing import Any, Hashable
 
 from lmms_scene import provenance
@@ -29,7 +30,7 @@ def tokens(text: str) -> list[str]:
 
 def meteor_nltk(prediction: str, references: list[str]) -> float:
     """NLTK METEOR of one prediction (0 for an empty one)."""
-    from nltk.translate.meteor_score import meteor_score
+    from nltk.translate.meteor_score import meteor_score  # deferred: NLTK is heavy to import
 
     hyp = tokens(prediction)
     refs = [tokens(r) for r in references]
@@ -44,8 +45,6 @@ class MeteorNltk:
     name = "meteor_nltk"
 
     def provenance(self) -> dict[str, Any]:
-        from importlib.metadata import version
-
         return provenance.scorer(
             self.name,
             implementation=f"nltk {version('nltk')} nltk.translate.meteor_score.meteor_score (the SNUS paper's MET)",

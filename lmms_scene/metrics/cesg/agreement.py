@@ -96,7 +96,7 @@ def goodman_kruskal_gamma(x: Sequence[float], y: Sequence[float]) -> float | Non
     left out; None when no pair is untied. O(n log n): C - D comes from Kendall's tau-b
     (tau_b = (C - D) / sqrt((n0 - n1)(n0 - n2))) and C + D = n0 - n1 - n2 + n3, with n0 all
     pairs, n1 / n2 pairs tied in x / y, n3 pairs tied in both."""
-    from scipy import stats
+    from scipy import stats  # deferred: SciPy is heavy to import
 
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     n = len(a)
@@ -111,7 +111,7 @@ def goodman_kruskal_gamma(x: Sequence[float], y: Sequence[float]) -> float | Non
 
 
 def statistics(metric: Sequence[float], target: Sequence[float], groups: Sequence[Any]) -> dict[str, float | None]:
-    from scipy import stats
+    from scipy import stats  # deferred: SciPy is heavy to import
 
     m, t = np.asarray(metric, dtype=float), np.asarray(target, dtype=float)
     out: dict[str, float | None] = {s: None for s in STATISTICS}

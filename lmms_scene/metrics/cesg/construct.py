@@ -172,7 +172,7 @@ class Pipeline:
         inspection. Only for RuleCoref + RuleParser with a shared spaCy pipeline."""
         if not (type(self.coref) is RuleCoref and type(self.parser) is RuleParser and self.coref.nlp is self.parser.nlp):
             return None
-        from spacy.tokens import Doc
+        from spacy.tokens import Doc  # deferred: spaCy is heavy to import
 
         sentences = [self.split(t) for t in texts]
         flat = [s for ss in sentences for s in ss]

@@ -147,7 +147,7 @@ class FastCoref:
     def __init__(self, device: str = "cpu"):
         def load() -> Any:
             try:
-                from fastcoref import LingMessCoref
+                from fastcoref import LingMessCoref  # deferred: optional (fastcoref may not be installed)
             except ImportError as exc:
                 raise MissingNLPComponent("LINGMESS needs `pip install fastcoref` and its checkpoint (biu-nlp/lingmess-coref)") from exc
 

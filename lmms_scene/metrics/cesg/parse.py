@@ -17,6 +17,7 @@ factual :class:`~lmms_scene.metrics.cesg.graph.SceneGraph`; stage V compares the
 from __future__ import annotations
 
 import contextvars
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -559,8 +560,6 @@ _FACTUAL_PROMPT = "Generate Scene Graph: "
 def parse_factual_output(text: str) -> SceneGraph:
     """FACTUAL's linearised output ``( man , wear , goggles ) , ( man , is , tall ) ,
     ( helmet )`` -> a SceneGraph; an ``is`` triple is an attribute."""
-    import re
-
     objects: list[str] = []
     attributes: list[tuple[str, str]] = []
     relations: list[tuple[str, str, str]] = []
@@ -594,7 +593,7 @@ class FactualT5Parser:
         self.device = cache.torch_device(device)
 
         def load() -> tuple[Any, Any]:
-            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer  # deferred: transformers (imports torch) is heavy to import
 
             try:
                 tok = AutoTokenizer.from_pretrained(model)
@@ -613,7 +612,7 @@ class FactualT5Parser:
 
     def generate(self, sentences: list[str]) -> list[str]:
         """FACTUAL's linearised graphs of ``sentences`` (batched, greedy)."""
-        import torch
+        import torch  # deferred: torch is heavy to import
 
         out: list[str] = []
         for start in range(0, len(sentences), self.batch_size):
@@ -658,7 +657,7 @@ class DiscoSGParser:
 
         def load() -> Any:
             try:
-                from discosg.parser.DualTaskSceneGraphParser import DualTaskSceneGraphParser
+                from discosg.parser.DualTaskSceneGraphParser import DualTaskSceneGraphParser  # deferred: optional (discosg may not be installed)
             except ImportError as exc:
                 raise MissingNLPComponent(f"parser='discosg' needs the discosg package: {DISCOSG_INSTALL}; the offline default is parser='rule'") from exc
             try:

@@ -8,6 +8,7 @@ so CESG, the caption baselines and the AC stress test are computed once per run.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from lmms_scene import provenance as _provenance
@@ -135,8 +136,6 @@ def samples_rows(path: Any) -> list[dict[str, Any]]:
     """Flat per-row scores from a SNUS samples JSONL (what ``--log_samples`` writes): one
     ``{"image_id", "output", CESG parts..., baselines..., "status"}`` per image, read from
     the row every metric key carries. Errors name the line."""
-    from pathlib import Path
-
     out, seen = [], set()
     for n, record in iter_jsonl(Path(path)):
         row = next((v for v in record.values() if isinstance(v, Mapping) and isinstance(v.get("scores"), Mapping) and "image_id" in v), None)

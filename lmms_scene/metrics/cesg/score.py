@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from lmms_scene import provenance as _provenance
 from lmms_scene.metrics.cesg.construct import Construction, Pipeline, combine, pipeline as _pipeline
@@ -169,7 +172,6 @@ def _score(pipe: Pipeline, opts: Options, prediction: str, references: list[str]
     judge = opts.extra_judge
     if judge is not None and hasattr(judge, "for_reference"):
         # a judge that sees each row's reference (the task's extra matching)
-        from dataclasses import replace
 
         opts = replace(opts, extra_judge=judge.for_reference(" ".join(references)), judge_failures=opts.judge_failures)
     out: dict[str, Any] = scores(match(pred, gt, opts), opts.weights)
@@ -293,8 +295,6 @@ def _derive(means: Mapping[str, float | None], weights: Sequence[float]) -> dict
 
 def _derive_arrays(dists: Mapping[str, Any], weights: Sequence[float]) -> dict[str, Any]:
     """:func:`_derive` on bootstrap distributions (NaN: no row of that kind was drawn)."""
-    import numpy as np
-
     out: dict[str, Any] = {}
     f1s = []
     for t in TYPES:

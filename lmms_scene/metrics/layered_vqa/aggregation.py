@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from lmms_scene.metrics import rows as R
 from lmms_scene.metrics.layered_vqa.scoring import LENGTH_BINS, POSITION_BINS
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES
@@ -50,8 +52,6 @@ GROUNDING = {
 
 def _length_bins(rows: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """question_id -> length bin (quintiles of the distinct questions' lengths)."""
-    import numpy as np
-
     lengths = {r["question_id"]: r["evidence_length"] for r in rows}
     if not lengths:
         return {}
@@ -84,8 +84,6 @@ def _ratio(pairs, n_boot: int, seed: int) -> dict[str, Any]:
     ci = None
     scenes = [r[CLUSTER] for r, _ in pairs]
     if value is not None and len(set(scenes)) >= 2:
-        import numpy as np
-
         dist = R.bootstrap_means({"frag": frag, "base": base}, scenes, n_boot=n_boot, seed=seed)
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = np.where(dist["base"] > 0, dist["frag"] / np.where(dist["base"] > 0, dist["base"], 1), np.nan)
@@ -147,8 +145,6 @@ def _retained(rows: Sequence[Mapping[str, Any]], schedules: Iterable[str], n_boo
         value = retained(acc["full"], [acc[s] for s in have])
         ci = None
         if value is not None and dist is not None:
-            import numpy as np
-
             with np.errstate(invalid="ignore", divide="ignore"):
                 mean = np.nanmean(np.stack([dist[s] for s in have]), axis=0)
                 ratio = np.where(dist["full"] > 0, mean / np.where(dist["full"] > 0, dist["full"], 1), np.nan)
@@ -228,8 +224,6 @@ def loss_concentration(rows: Sequence[Mapping[str, Any]], conditions: Sequence[s
     ``full`` (full correct minus condition correct, averaged over repeats), the running
     total of that loss as a share of the total, and how few questions hold half and 80%
     of it (None when nothing is lost overall)."""
-    import numpy as np
-
     out: dict[str, Any] = {}
     for cond in conditions:
         per_q: dict[tuple, list[float]] = {}
@@ -395,8 +389,6 @@ def reliability(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, se
     samples, **aptitude** A90 = the 90th percentile of the scores and **unreliability**
     U90_10 = the 90th minus the 10th percentile (numpy's linear percentiles), with the
     mean score (``average``) beside them; each averaged over questions, scene-resampled."""
-    import numpy as np
-
     per_question: dict[tuple, list[float]] = {}
     scene_of: dict[tuple, str] = {}
     for r in rows:
