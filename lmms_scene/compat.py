@@ -640,7 +640,7 @@ def _check_results_keys() -> str | None:
 
 
 def _check_retry() -> str | None:
-    import tenacity
+    import tenacity  # deferred: only this check reads it, and it costs ~60 ms at every import of compat
 
     if not hasattr(tenacity.RetryError, "last_attempt") and "last_attempt" not in inspect.getsource(tenacity.RetryError):
         return "tenacity.RetryError no longer has last_attempt"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from PIL import Image, ImageChops
 
 #: default tolerance of :func:`check_recomposition` (max absolute difference, 0-255):
 #: PNG round trips are exact; rounding of semi-transparent edges costs at most 1-2.
@@ -57,8 +58,6 @@ def as_rgb(image: Any, name: str = "image") -> np.ndarray:
 
 def _pil_rgba(image: Any, name: str):
     """``image`` as a PIL RGBA image (numpy arrays checked by :func:`as_rgba`)."""
-    from PIL import Image
-
     if isinstance(image, np.ndarray):
         return Image.fromarray(np.ascontiguousarray(as_rgba(image, name)), "RGBA")
     if not hasattr(image, "convert") or not hasattr(image, "mode"):
@@ -102,8 +101,6 @@ def _is_opaque(img) -> bool:
 def composite_rgba(layers: Sequence[Any]) -> np.ndarray:
     """Layers drawn back to front with "over" (straight alpha, the result's own alpha
     kept): ``H x W x 4`` ``uint8``."""
-    from PIL import Image
-
     images = _stack(layers)
     canvas = Image.new("RGBA", images[0].size, (0, 0, 0, 0))
     for img in images:
@@ -114,8 +111,6 @@ def composite_rgba(layers: Sequence[Any]) -> np.ndarray:
 
 
 def _background(background: Any, size: tuple[int, int]):
-    from PIL import Image
-
     if hasattr(background, "convert") and hasattr(background, "size"):
         if tuple(background.size) != tuple(size):
             raise ValueError(f"background: size {background.size[0]}x{background.size[1]} differs from the layers' {size[0]}x{size[1]}")
@@ -148,8 +143,6 @@ def composite(layers: Sequence[Any], background: Any = (255, 255, 255)) -> np.nd
 
 def to_image(array: np.ndarray):
     """A numpy image as a PIL image (RGB or RGBA by its channel count)."""
-    from PIL import Image
-
     return Image.fromarray(array, "RGBA" if array.shape[2] == 4 else "RGB")
 
 
@@ -168,8 +161,6 @@ class Recomposition:
 
 
 def _rgb_image(image: Any, name: str):
-    from PIL import Image
-
     if isinstance(image, np.ndarray):
         return Image.fromarray(np.ascontiguousarray(as_rgb(image, name)), "RGB")
     if not hasattr(image, "convert"):
@@ -233,8 +224,6 @@ def recomposition_error(layers: Sequence[Any], reference: Any, tolerance: int = 
     ``max_difference``: the largest absolute difference of any channel of any pixel;
     ``mean_difference``: the mean over pixels and channels; ``n_pixels_over``: pixels with
     some channel more than ``tolerance`` off (counted only when the maximum is over it)."""
-    from PIL import ImageChops
-
     if not isinstance(tolerance, int) or isinstance(tolerance, bool) or not 0 <= tolerance <= 255:
         raise ValueError(f"tolerance: expected an integer in 0..255, got {tolerance!r}")
     ours = composite_image(layers)

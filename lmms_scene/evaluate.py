@@ -280,8 +280,6 @@ def _report_and_submission(run_dir: Path) -> Path:
         reasons = run_dir / "submission_refused.txt"
         reasons.write_text("\n".join(refused.reasons) + "\n", encoding="utf-8")
         _say(f"lmms-scene demo: no leaderboard submission, as expected for sample splits ({reasons}):")
-        import textwrap
-
         for reason in refused.reasons:
             print(textwrap.fill(reason, DEMO_WIDTH, initial_indent="  - ", subsequent_indent="    "))
         return info.out

@@ -26,6 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from lmms_scene import compat
 from lmms_scene import provenance, settings
 from lmms_scene.cache import cached
@@ -126,8 +128,6 @@ class FunctionRef(str):
 
 
 def _yaml_loader():
-    import yaml
-
     class Loader(yaml.SafeLoader):
         pass
 
@@ -137,8 +137,6 @@ def _yaml_loader():
 
 def dump_task_yaml(config: dict[str, Any]) -> str:
     """A task config as YAML text the harness reads (``FunctionRef`` as ``!function``)."""
-    import yaml
-
     class Dumper(yaml.SafeDumper):
         pass
 
@@ -149,8 +147,6 @@ def dump_task_yaml(config: dict[str, Any]) -> str:
 def read_task_yaml(path: str | os.PathLike) -> dict[str, Any]:
     """A task YAML with its ``include:`` chain merged (later keys win), ``!function``
     references kept as strings. Raises ``ValueError`` naming the file on bad YAML."""
-    import yaml
-
     path = Path(path)
     try:
         config = yaml.load(path.read_text(encoding="utf-8"), Loader=_yaml_loader()) or {}

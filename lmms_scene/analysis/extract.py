@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from PIL import Image, ImageFile
 
 import lmms_scene
 from lmms_scene.cache import cached, load_pretrained
@@ -661,8 +662,6 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
 def _strict_decoding() -> Iterator[None]:
     # lmms-eval sets PIL's LOAD_TRUNCATED_IMAGES when imported, which decodes a cut-off
     # JPEG as a grey-filled image; features of such an image must be an error instead
-    from PIL import ImageFile
-
     saved = ImageFile.LOAD_TRUNCATED_IMAGES
     ImageFile.LOAD_TRUNCATED_IMAGES = False
     try:
@@ -673,8 +672,6 @@ def _strict_decoding() -> Iterator[None]:
 
 def _open_rgb(path: Path, image_id: str) -> Any:
     """The fully decoded RGB image; a ValueError naming the id and file when it cannot be."""
-    from PIL import Image
-
     try:
         with Image.open(path) as im:
             im.load()

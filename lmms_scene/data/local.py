@@ -33,6 +33,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from lmms_scene.cache import cached
 from lmms_scene.registration import dump_task_yaml, our_task_configs, read_task_yaml, tasks_path
 
@@ -181,8 +183,6 @@ def local_card(card: str) -> str:
     caches ``load_dataset("D")`` under a key made from the card alone (not the files):
     a folder rebuilt in place, or another folder with the same name and card, would load
     the old rows without a word. A card without front matter is returned as is."""
-    import yaml
-
     if not card.startswith("---\n"):
         return card
     end = card.find("\n---", 4)

@@ -31,6 +31,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from PIL import Image
+
 from lmms_scene import cache
 
 #: the column that marks a stand-in row: "" for a good row, the reason for a bad one
@@ -56,8 +58,6 @@ def problem_of(doc: Any) -> str | None:
 
 def stand_in_image(mode: str = "RGB", size: tuple[int, int] = (STAND_IN_SIDE, STAND_IN_SIDE)) -> dict[str, Any]:
     """A grey PNG (an undecoded ``datasets`` Image cell) for a stand-in row."""
-    from PIL import Image
-
     colour = (128, 128, 128, 255) if mode == "RGBA" else (128, 128, 128)
     buffer = io.BytesIO()
     Image.new(mode, size, colour).save(buffer, format="PNG")
@@ -67,8 +67,6 @@ def stand_in_image(mode: str = "RGB", size: tuple[int, int] = (STAND_IN_SIDE, ST
 def stand_in_visual():
     """The grey image a view shows when it cannot render a row (never reached for a
     checked dataset; a last guard so generation never raises)."""
-    from PIL import Image
-
     return Image.new("RGB", (STAND_IN_SIDE, STAND_IN_SIDE), (128, 128, 128))
 
 

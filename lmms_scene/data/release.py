@@ -33,6 +33,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
+from PIL import Image, UnidentifiedImageError
+
 #: the image formats whose complete decoding can be checked (see the module docstring)
 FORMATS = ("JPEG", "PNG", "WEBP")
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -133,8 +135,6 @@ def decode_image(data: bytes, label: str):
     not an image, is cut short or corrupt, is in a format whose completeness cannot be
     checked (:data:`FORMATS`) or is a decompression bomb is a ``ValueError`` naming
     ``label`` (the file). Never reads or sets PIL's ``LOAD_TRUNCATED_IMAGES``."""
-    from PIL import Image, UnidentifiedImageError
-
     if not isinstance(data, (bytes, bytearray)):
         raise ValueError(f"image {label}: expected the file's bytes, got {type(data).__name__}")
     data = bytes(data)

@@ -38,6 +38,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from lmms_scene import benchmarks
 from lmms_scene.provenance import run_versions
 from lmms_scene.results import _resolve, data_files, file_sha256, load
@@ -84,9 +87,6 @@ def validate(instance: Any) -> list[str]:
 
 def tested_harness(version: Any) -> bool:
     """Whether an lmms-eval version string is one of :data:`TESTED_HARNESS`."""
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
     try:
         return Version(str(version).split("+", 1)[0]) in SpecifierSet(",".join(TESTED_HARNESS))
     except InvalidVersion:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from PIL import Image, ImageDraw
 
 from lmms_scene import compositing
 from lmms_scene.data.layered_vqa.schema import (
@@ -91,8 +92,6 @@ def _background(w: int, h: int, rng: random.Random) -> np.ndarray:
 
 
 def _draw(w: int, h: int, shape: str, box: tuple[int, int, int, int], colour: tuple[int, int, int]) -> np.ndarray:
-    from PIL import Image, ImageDraw
-
     img = Image.new("RGBA", (w, h), (0, 0, 0, 0))
     draw = ImageDraw.Draw(img)
     fill = (*colour, 255)

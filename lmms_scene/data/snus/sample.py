@@ -6,6 +6,9 @@ import io
 import random
 from pathlib import Path
 from typing import Any
+
+from PIL import Image, ImageDraw
+
 from lmms_scene.data.snus.schema import features, SAMPLE_FILE
 
 # -- the embedded sample (our own procedural scenes and captions) -------------------------
@@ -61,8 +64,6 @@ def sample_rows(n: int = 12, seed: int = 0) -> list[dict[str, Any]]:
 
 
 def _draw(i: int, scene: str, rng: random.Random):
-    from PIL import Image, ImageDraw
-
     img = Image.new("RGB", (160, 120), (200 + (i * 7) % 50, 210, 225))
     d = ImageDraw.Draw(img)
     d.rectangle([0, 90, 160, 120], fill=(120, 110, 100))  # ground

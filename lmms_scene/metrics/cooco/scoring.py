@@ -31,6 +31,8 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rapidfuzz import fuzz
+
 from lmms_scene.data.cooco.schema import CONDITIONS, NO_NOISE_AREA
 from lmms_scene.metrics import clip as clip_metrics
 from lmms_scene.metrics import rows as rows_lib
@@ -112,8 +114,6 @@ def long_form(name: str) -> str:
 
 def levenshtein_similarity(a: str, b: str) -> float:
     """Normalised Indel similarity in [0, 1] (rapidfuzz ``fuzz.ratio`` / 100)."""
-    from rapidfuzz import fuzz
-
     return fuzz.ratio(a, b) / 100.0
 
 
