@@ -478,8 +478,8 @@ def harness_sets_truncated_images() -> bool:
     ``ImageFile.LOAD_TRUNCATED_IMAGES`` on (0.7.3's ``lmms_eval/api/task.py`` sets it at
     import). Our decoders never read or set the flag (``data/release.py`` decodes in
     full, ``analysis/extract.py`` turns it off around its own decoding)."""
-    import lmms_eval.api.task  # noqa: F401  (the import is what sets it); deferred: the harness (imports torch) is heavy to import
-    from PIL import ImageFile
+    import lmms_eval.api.task  # noqa: F401  # deferred: the harness (imports torch) is heavy; the import is what sets the flag
+    from PIL import ImageFile  # deferred: compat (imported at every harness start) loads no image library at import
 
     return bool(ImageFile.LOAD_TRUNCATED_IMAGES)
 

@@ -81,7 +81,7 @@ def _prescore(task: Any) -> None:
         return
     spec = benchmarks.get(name).prescore
     if spec and task.instances:
-        from loguru import logger  # the harness's logger; deferred: loguru is heavy to import
+        from loguru import logger  # deferred: loguru (the harness's logger) is heavy to import
 
         done = benchmarks.resolve(spec)(task_pairs(task))
         logger.info(f"lmms-scene: pre-scored {done} of {len(task.instances)} answers of {config.task} in batches")

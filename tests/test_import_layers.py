@@ -153,8 +153,35 @@ def check(root: Path = REPO) -> list[str]:
                     f"{path.relative_to(root)}:{line}: {module} imports {target} inside a function; import it at the "
                     "top, or, when it only defers a heavy third-party import, say so on the line (# deferred: <what>)"
                 )
+        for line, text in other_function_imports(path.read_text(encoding="utf-8")):
+            problems.append(
+                f"{path.relative_to(root)}:{line}: {module}: `{text.strip()}` inside a function; import it at the top, "
+                "or, when it defers a heavy or optional third-party import, say so on the line (# deferred: <why>)"
+            )
     problems.extend(f"import cycle: {' -> '.join(c)}" for c in cycles(graph))
     return problems
+
+
+def other_function_imports(source: str) -> list[tuple[int, str]]:
+    """In-function imports of anything but our own modules (the standard library, third-party
+    packages) whose lines do not say why they are deferred: (line, text)."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    out = []
+    seen: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(fn):
+                if not isinstance(node, (ast.Import, ast.ImportFrom)) or node.lineno in seen:
+                    continue
+                seen.add(node.lineno)
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level or any(n.split(".")[0] == "lmms_scene" for n in names):
+                    continue  # ours: the check above
+                text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+                if not DEFERRED.search(text):
+                    out.append((node.lineno, lines[node.lineno - 1]))
+    return out
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -260,3 +287,11 @@ def test_a_task_module_is_on_the_tasks_floor_and_the_rest_defaults_to_core():
     assert FLOORS[floor_of("lmms_scene.data.layered_vqa.schedules")][0] == "core"
     assert FLOORS[floor_of("lmms_scene.data.layered_vqa.rounds")][0] == "data"
     assert FLOORS[floor_of("lmms_scene.nowhere")][0] == "core"  # a new top-level module: core until placed
+
+
+def test_a_third_party_or_stdlib_import_inside_a_function_needs_its_reason(tmp_path):
+    root = _tree(tmp_path, {
+        "lmms_scene/files.py": "def f():\n    import json\n\ndef g():\n    import torch  # deferred: torch is heavy to import\n",
+    })
+    problems = check(root)
+    assert len(problems) == 1 and "files.py:2" in problems[0] and "`import json` inside a function" in problems[0], problems
