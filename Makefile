@@ -32,12 +32,18 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 nlp-data:
 	$(BIN)/python -m lmms_scene.nlp.install
 
+# Every test, on TEST_WORKERS pytest-xdist workers (2 cores here: 2). --dist loadgroup keeps the
+# tests that read one shared harness run on one worker (xdist_group marks, tests/conftest.py);
+# each such run happens once per pytest run whichever worker asks (a file lock).
+TEST_WORKERS ?= 2
+TEST_CMD = $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(TEST_CMD) $(PYTEST_ARGS)
 
-# Unit tests only (no harness runs): the quick loop while developing.
+# The edit-run loop: the unit tests that take under a second or so (no harness run, no
+# subprocess, no model or parser load: markers e2e, multiprocess and slow left out).
 test-fast: setup
-	$(BIN)/python -m pytest -m "not e2e and not multiprocess" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not e2e and not multiprocess and not slow" $(PYTEST_ARGS)
 
 demo: setup
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/lmms-scene demo --output_path results

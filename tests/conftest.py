@@ -290,3 +290,84 @@ def java_available() -> bool:
     except JavaUnavailable:
         return False
     return True
+
+
+#: unit tests (no harness run) that take a second or more on the 2-core machine: a subprocess,
+#: a model, parser or JVM load, or a module fixture that scores a sample; marked ``slow`` so
+#: ``make test-fast`` leaves them out (``make test`` runs them). A file name marks the whole
+#: file (its module fixtures are the cost). Measured with ``pytest --durations=0``.
+SLOW = {
+    # NLP models (spaCy pipeline, WordNet, MiniLM, the METEOR JVM; ~20 s to load): CESG,
+    # the SNUS and Layered-VQA row functions, the caption baselines
+    "test_captioning.py",
+    "test_cesg.py",
+    "test_cesg_agreement.py",
+    "test_cooco_baseline.py",
+    "test_layered_vqa_metrics.py::test_grader_with_real_wordnet_if_installed",
+    "test_layered_vqa_grader.py",
+    "test_nlp.py",
+    "test_java.py",
+    "test_snus_components.py",
+    "test_snus_fidelity.py",
+    "test_snus.py::test_cesg_command",
+    "test_snus.py::test_every_sample_reference_has_absent_information",
+    "test_snus.py::test_snus_ac_command_and_table2",
+    "test_snus_bad_input.py::test_a_lone_surrogate_reaches_no_tokenizer_with_clip_on",
+    "test_snus_bad_input.py::test_a_lone_surrogate_with_clip_off_leaves_every_metric_computed",
+    "test_snus_bad_input.py::test_an_output_that_is_not_one_text_is_recorded_unscored_and_counted",
+    "test_snus_bad_input.py::test_unsafe_outputs_are_sanitised_scored_and_flagged",
+    "test_snus_bad_input.py::test_a_failing_clip_leaves_the_row_scored_without_its_clipscore",
+    "test_snus_bad_input.py::test_an_unexpected_failure_in_the_row_function_is_recorded_not_raised",
+    "test_snus_bad_input.py::test_process_results_from_four_threads_equals_one_thread_with_bad_outputs",
+    "test_snus_bad_input.py::test_a_corpus_with_nothing_scored_reports_it_instead_of_failing",
+    "test_snus_bad_input.py::test_a_submission_recomputes_and_counts_unscored_rows_as_the_report_does",
+    "test_layered_vqa_bad_input.py::test_a_lone_surrogate_and_control_characters_are_sanitised_before_grading",
+    "test_layered_vqa_bad_input.py::test_results_of_any_shape_never_raise",
+    "test_layered_vqa_bad_input.py::test_a_conversation_that_stopped_early_is_counted_unscored_with_its_reason",
+    "test_layered_vqa_bad_input.py::test_a_grader_failure_is_recorded_not_raised",
+    "test_layered_vqa_bad_input.py::test_process_results_from_four_threads_equals_one_thread",
+    # subprocesses (a fresh interpreter importing torch, lmms-eval or evaluate; Chromium)
+    "test_evaluate_modules.py",
+    "test_import_hygiene.py",
+    "test_imaging.py::test_noise_field_is_the_same_in_another_process_and_thread_count",
+    "test_pfram.py::test_imports_load_no_model_library",
+    "test_report_browser.py",
+    # module fixtures that score the samples (results_kit) or build a dataset, and the pins
+    "test_report.py",
+    "test_results_identity.py",
+    "test_sample_numbers.py",
+    "test_submission.py",
+    "test_cooco_release.py::test_noise_regions_equal_an_independent_map_int_computation",
+    "test_cooco_robust.py::test_an_extreme_image_warns_once_with_its_size",
+    "test_layered_vqa_bad_input.py::test_a_bad_row_at_load_is_a_stand_in_scored_as_unscored",
+    "test_layered_vqa_data.py::test_generated_scenes_show_their_answers",
+    "test_layered_vqa_schedules.py::test_no_two_schedules_deliver_the_same_conversation",
+    "test_registration.py::test_our_names_do_not_collide_with_builtin_tasks",
+    "test_sample_offline.py::test_a_chosen_checkpoint_that_cannot_load_still_stops_a_sample_task",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        file = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        if file in SLOW or f"{file}::{item.originalname}" in SLOW:
+            item.add_marker(pytest.mark.slow)
+    _long_first(items)
+
+
+def _long_first(items) -> None:
+    """Under pytest-xdist (``make test``), the long tests first: harness runs (e2e,
+    multiprocess), then the slow unit tests, then the rest, each class in file order. The
+    workers take one test (or one xdist_group) at a time, so the many short unit tests fill
+    in at the end instead of one worker finishing a long run alone. Every worker sorts the
+    same collection the same way, as xdist requires; a plain ``pytest`` keeps file order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def cost_class(item) -> int:
+        if item.get_closest_marker("e2e") or item.get_closest_marker("multiprocess"):
+            return 0
+        return 1 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=cost_class)  # stable: file order within a class

@@ -288,6 +288,7 @@ def test_cli_writes_the_report_and_lists_what_it_skipped(two_models, tmp_path, c
 
 
 @pytest.mark.e2e
+@pytest.mark.xdist_group("demo")
 def test_report_of_the_demo_shows_snus_table2_and_layered_vqa(demo_run, tmp_path):
     """A real results folder (the offline demo with the blind baseline, conftest.py): every
     built benchmark is in the page, SNUS with its AC row from its own tables."""
