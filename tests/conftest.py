@@ -49,32 +49,89 @@ def fixture_dir(*parts: str) -> Path:
     return path
 
 
+def shared_root(tmp_path_factory) -> Path:
+    """A folder of this pytest run that all its xdist workers share (``pytest -n 2``: the
+    workers' basetemps are ``popen-gwN`` folders of one run folder), or the run's own
+    basetemp when it is not distributed."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    root = base / "shared"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+def once(root: Path, name: str, make) -> Path:
+    """``root/name``, made by ``make(folder)`` once per pytest run whichever worker asks
+    first; a worker that asks while another makes it waits for it. A ``make`` that fails
+    leaves nothing behind, so the next test that asks tries again (and fails with its error)."""
+    import shutil
+
+    from filelock import FileLock
+
+    folder, done = root / name, root / f"{name}.done"
+    with FileLock(str(root / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            try:
+                make(folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            done.touch()
+    return folder
+
+
+def _checkpoint(tmp_path_factory, name: str, builder: str) -> Path:
+    """A tiny checkpoint built once per pytest run (one path for every worker: the runs
+    shared between workers record it in their results)."""
+    import kit
+
+    return once(shared_root(tmp_path_factory), name, lambda folder: getattr(kit, builder)(folder))
+
+
 @pytest.fixture(scope="session")
 def tiny_clip(tmp_path_factory) -> Path:
-    from kit import build_tiny_clip
-
-    return build_tiny_clip(tmp_path_factory.mktemp("tiny_clip"))
+    return _checkpoint(tmp_path_factory, "tiny_clip", "build_tiny_clip")
 
 
 @pytest.fixture(scope="session")
 def tiny_qwen_vl(tmp_path_factory) -> Path:
-    from kit import build_tiny_qwen2_5_vl
-
-    return build_tiny_qwen2_5_vl(tmp_path_factory.mktemp("tiny_qwen_vl"))
+    return _checkpoint(tmp_path_factory, "tiny_qwen_vl", "build_tiny_qwen2_5_vl")
 
 
 @pytest.fixture(scope="session")
 def tiny_llava(tmp_path_factory) -> Path:
-    from kit import build_tiny_llava
-
-    return build_tiny_llava(tmp_path_factory.mktemp("tiny_llava"))
+    return _checkpoint(tmp_path_factory, "tiny_llava", "build_tiny_llava")
 
 
 @pytest.fixture(scope="session")
 def tiny_llava_onevision(tmp_path_factory) -> Path:
-    from kit import build_tiny_llava_onevision
+    return _checkpoint(tmp_path_factory, "tiny_llava_onevision", "build_tiny_llava_onevision")
 
-    return build_tiny_llava_onevision(tmp_path_factory.mktemp("tiny_llava_onevision"))
+
+#: loaded objects whose loading no setting changes (spaCy pipelines, WordNet, the compound
+#: list, sentence encoders, the METEOR JVM), by the first item of their lmms_scene.cache key
+_SETTINGS_FREE_MODELS = {"spacy", "nlp", "sentence_encoder", "sentence-transformers", "pycocoevalcap"}
+
+
+def clear_cache_keeping_models() -> None:
+    """``lmms_scene.cache.clear()`` for a test that resets what settings change (the CLIP
+    encoders, every memo, task configs) but does not test loading: the settings-free models
+    above stay loaded, so each such test does not spend 20 s reloading spaCy and WordNet.
+    Tests of loading itself (threads racing to load, which Java starts METEOR) call
+    ``cache.clear()``."""
+    from lmms_scene import cache
+
+    def never():
+        raise AssertionError("unreachable: the key is loaded")
+
+    kept = {key: cache.cached(key, never) for key in cache.loaded_keys()
+            if isinstance(key, tuple) and key and key[0] in _SETTINGS_FREE_MODELS}  # fmt: skip
+    cache.clear()
+    for key, value in kept.items():
+        cache.cached(key, lambda value=value: value)
 
 
 def harness_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -98,6 +155,25 @@ def find_samples(output_path: Path, task: str) -> list[dict]:
     return [json.loads(line) for line in found[0].read_text().splitlines() if line.strip()]
 
 
+def _harness(args: list[str], cwd: Path, env: dict[str, str] | None, include: Path | None, timeout: int):
+    """One ``python -m lmms_eval`` run writing under ``cwd/results``; (returncode, results, out, log)."""
+    from lmms_scene.registration import tasks_path
+
+    out = cwd / "results"
+    cmd = [
+        sys.executable, "-m", "lmms_eval",
+        "--include_path", str(include or tasks_path()),
+        "--output_path", str(out),
+        "--log_samples",
+        "--verbosity", "DEBUG",
+        *args,
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, env=harness_env(env), capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    log = proc.stdout + proc.stderr
+    results = find_results(out) if proc.returncode == 0 else None
+    return proc.returncode, results, out, log
+
+
 @pytest.fixture
 def run_lmms_eval(tmp_path):
     """Run the harness in a subprocess on our tasks; return (returncode, results, output_path, log).
@@ -108,23 +184,100 @@ def run_lmms_eval(tmp_path):
     """
 
     def run(args: list[str], env: dict[str, str] | None = None, include: Path | None = None, timeout: int = 600):
-        from lmms_scene.registration import tasks_path
-
-        out = tmp_path / "results"
-        cmd = [
-            sys.executable, "-m", "lmms_eval",
-            "--include_path", str(include or tasks_path()),
-            "--output_path", str(out),
-            "--log_samples",
-            "--verbosity", "DEBUG",
-            *args,
-        ]  # fmt: skip
-        proc = subprocess.run(cmd, env=harness_env(env), capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
-        log = proc.stdout + proc.stderr
-        results = find_results(out) if proc.returncode == 0 else None
-        return proc.returncode, results, out, log
+        return _harness(args, tmp_path, env, include, timeout)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def shared_lmms_eval(tmp_path_factory):
+    """``run_lmms_eval`` for a run that several tests read: ``run(name, args, env, include)``
+    runs the harness once per pytest run (whichever xdist worker asks first) and gives every
+    test that asks for ``name`` the same (returncode, results, output_path, log). The output
+    folder is shared: read it, never write into it (a test that edits a run copies it first).
+    The runs tests share are the session fixtures below; asking for a name with other
+    arguments is an error, so two tests never read one run believing it is another."""
+    root = shared_root(tmp_path_factory) / "runs"
+    root.mkdir(exist_ok=True)
+
+    def run(name: str, args: list[str], env: dict[str, str] | None = None, include: Path | None = None, timeout: int = 600):
+        spec = json.dumps({"args": args, "env": env, "include": str(include) if include else None}, sort_keys=True)
+
+        def make(folder: Path) -> None:
+            code, _results, _out, log = _harness(args, folder, env, include, timeout)
+            (folder / "log.txt").write_text(log)
+            (folder / "returncode").write_text(str(code))
+            (folder / "spec.json").write_text(spec)
+
+        folder = once(root, name, make)
+        if (folder / "spec.json").read_text() != spec:
+            raise AssertionError(f"shared harness run {name!r} was asked for with other arguments:\n{spec}\n"
+                                 f"!= {(folder / 'spec.json').read_text()}")  # fmt: skip
+        code = int((folder / "returncode").read_text())
+        out = folder / "results"
+        return code, find_results(out) if code == 0 else None, out, (folder / "log.txt").read_text()
+
+    return run
+
+
+# -- the harness runs that several tests read (one run each per pytest run) ----------------
+# Each is what the tests reading it ran on their own before, with their tasks in one run
+# where the tests differed only in the task (lmms-eval scores each task of a run on its own).
+
+
+@pytest.fixture(scope="session")
+def cooco_blind_run(shared_lmms_eval, tiny_clip):
+    """``scene_blind`` on both COOCO sample tasks with the tiny CLIP: test_cooco_e2e.py's
+    clean and noise runs and test_cooco_runs.py's saved run."""
+    return shared_lmms_eval("cooco_blind", ["--model", "scene_blind", "--tasks", "cooco_sample,cooco_noise_sample"],
+                            env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)})  # fmt: skip
+
+
+#: the real simple Qwen2.5-VL class on the tiny checkpoint, as the e2e tests run it
+QWEN_SIMPLE = "pretrained={},device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176"
+
+
+@pytest.fixture(scope="session")
+def qwen_run(shared_lmms_eval, tiny_qwen_vl, tiny_clip):
+    """The real simple ``qwen2_5_vl`` class on the tiny checkpoint (8 new tokens) over the
+    multi-round self-test tasks, cooco_sample and (where Java is) snus_sample, with the tiny
+    CLIP: test_harness_e2e.py's, test_cooco_e2e.py's and test_snus_e2e.py's real-model runs.
+    The self-test folder is the include path; our tasks come in through the entry-point hook."""
+    pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
+    tasks = ["scene_selftest", "scene_selftest_rounds", "cooco_sample"] + (["snus_sample"] if java_available() else [])
+    args = ["--model", "qwen2_5_vl", "--force_simple", "--model_args", QWEN_SIMPLE.format(tiny_qwen_vl),
+            "--gen_kwargs", "max_new_tokens=8", "--tasks", ",".join(tasks)]  # fmt: skip
+    return shared_lmms_eval("qwen", args, env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}, include=SELFTEST_TASKS)
+
+
+@pytest.fixture(scope="session")
+def blind_text_run(shared_lmms_eval):
+    """``scene_blind`` on snus_sample (where Java is) and layered_vqa_sample with CLIP off
+    (Layered-VQA has no CLIP metric): test_snus_e2e.py's and test_layered_vqa_e2e.py's
+    blind runs."""
+    tasks = (["snus_sample"] if java_available() else []) + ["layered_vqa_sample"]
+    return shared_lmms_eval("blind_text", ["--model", "scene_blind", "--tasks", ",".join(tasks)],
+                            env={"LMMS_SCENE_CLIP_MODEL": "none"})  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """``lmms-scene demo`` offline with an empty HF_HOME and no CLIP setting, once per pytest
+    run: test_demo.py and test_report.py read it. (CompletedProcess, output folder, cwd)."""
+
+    def make(folder: Path) -> None:
+        from lmms_scene import settings
+
+        env = harness_env({"HF_HOME": str(folder / "empty_hf_home")})
+        env.pop(settings.CLIP_MODEL_ENV, None)
+        proc = subprocess.run([sys.executable, "-m", "lmms_scene.cli", "demo", "--output_path", str(folder / "results")],
+                              capture_output=True, text=True, env=env, timeout=900, cwd=folder)  # fmt: skip
+        (folder / "proc.json").write_text(json.dumps({"args": proc.args, "returncode": proc.returncode,
+                                                      "stdout": proc.stdout, "stderr": proc.stderr}))  # fmt: skip
+
+    folder = once(shared_root(tmp_path_factory), "demo", make)
+    p = json.loads((folder / "proc.json").read_text())
+    return subprocess.CompletedProcess(p["args"], p["returncode"], p["stdout"], p["stderr"]), folder / "results"
 
 
 def java_available() -> bool:
@@ -137,3 +290,84 @@ def java_available() -> bool:
     except JavaUnavailable:
         return False
     return True
+
+
+#: unit tests (no harness run) that take a second or more on the 2-core machine: a subprocess,
+#: a model, parser or JVM load, or a module fixture that scores a sample; marked ``slow`` so
+#: ``make test-fast`` leaves them out (``make test`` runs them). A file name marks the whole
+#: file (its module fixtures are the cost). Measured with ``pytest --durations=0``.
+SLOW = {
+    # NLP models (spaCy pipeline, WordNet, MiniLM, the METEOR JVM; ~20 s to load): CESG,
+    # the SNUS and Layered-VQA row functions, the caption baselines
+    "test_captioning.py",
+    "test_cesg.py",
+    "test_cesg_agreement.py",
+    "test_cooco_baseline.py",
+    "test_layered_vqa_metrics.py::test_grader_with_real_wordnet_if_installed",
+    "test_layered_vqa_grader.py",
+    "test_nlp.py",
+    "test_java.py",
+    "test_snus_components.py",
+    "test_snus_fidelity.py",
+    "test_snus.py::test_cesg_command",
+    "test_snus.py::test_every_sample_reference_has_absent_information",
+    "test_snus.py::test_snus_ac_command_and_table2",
+    "test_snus_bad_input.py::test_a_lone_surrogate_reaches_no_tokenizer_with_clip_on",
+    "test_snus_bad_input.py::test_a_lone_surrogate_with_clip_off_leaves_every_metric_computed",
+    "test_snus_bad_input.py::test_an_output_that_is_not_one_text_is_recorded_unscored_and_counted",
+    "test_snus_bad_input.py::test_unsafe_outputs_are_sanitised_scored_and_flagged",
+    "test_snus_bad_input.py::test_a_failing_clip_leaves_the_row_scored_without_its_clipscore",
+    "test_snus_bad_input.py::test_an_unexpected_failure_in_the_row_function_is_recorded_not_raised",
+    "test_snus_bad_input.py::test_process_results_from_four_threads_equals_one_thread_with_bad_outputs",
+    "test_snus_bad_input.py::test_a_corpus_with_nothing_scored_reports_it_instead_of_failing",
+    "test_snus_bad_input.py::test_a_submission_recomputes_and_counts_unscored_rows_as_the_report_does",
+    "test_layered_vqa_bad_input.py::test_a_lone_surrogate_and_control_characters_are_sanitised_before_grading",
+    "test_layered_vqa_bad_input.py::test_results_of_any_shape_never_raise",
+    "test_layered_vqa_bad_input.py::test_a_conversation_that_stopped_early_is_counted_unscored_with_its_reason",
+    "test_layered_vqa_bad_input.py::test_a_grader_failure_is_recorded_not_raised",
+    "test_layered_vqa_bad_input.py::test_process_results_from_four_threads_equals_one_thread",
+    # subprocesses (a fresh interpreter importing torch, lmms-eval or evaluate; Chromium)
+    "test_evaluate_modules.py",
+    "test_import_hygiene.py",
+    "test_imaging.py::test_noise_field_is_the_same_in_another_process_and_thread_count",
+    "test_pfram.py::test_imports_load_no_model_library",
+    "test_report_browser.py",
+    # module fixtures that score the samples (results_kit) or build a dataset, and the pins
+    "test_report.py",
+    "test_results_identity.py",
+    "test_sample_numbers.py",
+    "test_submission.py",
+    "test_cooco_release.py::test_noise_regions_equal_an_independent_map_int_computation",
+    "test_cooco_robust.py::test_an_extreme_image_warns_once_with_its_size",
+    "test_layered_vqa_bad_input.py::test_a_bad_row_at_load_is_a_stand_in_scored_as_unscored",
+    "test_layered_vqa_data.py::test_generated_scenes_show_their_answers",
+    "test_layered_vqa_schedules.py::test_no_two_schedules_deliver_the_same_conversation",
+    "test_registration.py::test_our_names_do_not_collide_with_builtin_tasks",
+    "test_sample_offline.py::test_a_chosen_checkpoint_that_cannot_load_still_stops_a_sample_task",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        file = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
+        if file in SLOW or f"{file}::{item.originalname}" in SLOW:
+            item.add_marker(pytest.mark.slow)
+    _long_first(items)
+
+
+def _long_first(items) -> None:
+    """Under pytest-xdist (``make test``), the long tests first: harness runs (e2e,
+    multiprocess), then the slow unit tests, then the rest, each class in file order. The
+    workers take one test (or one xdist_group) at a time, so the many short unit tests fill
+    in at the end instead of one worker finishing a long run alone. Every worker sorts the
+    same collection the same way, as xdist requires; a plain ``pytest`` keeps file order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+
+    def cost_class(item) -> int:
+        if item.get_closest_marker("e2e") or item.get_closest_marker("multiprocess"):
+            return 0
+        return 1 if item.get_closest_marker("slow") else 2
+
+    items.sort(key=cost_class)  # stable: file order within a class

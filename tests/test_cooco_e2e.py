@@ -47,10 +47,9 @@ def check_results(results: dict, task: str, tiny_clip, n_rows: int, settings: se
     return report
 
 
-def test_cooco_sample_through_scene_blind(run_lmms_eval, tiny_clip):
-    code, results, out, log = run_lmms_eval(
-        ["--model", "scene_blind", "--tasks", "cooco_sample"], env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}
-    )
+@pytest.mark.xdist_group("cooco_blind")
+def test_cooco_sample_through_scene_blind(cooco_blind_run, tiny_clip):
+    code, results, out, log = cooco_blind_run
     assert code == 0, log[-3000:]
     report = check_results(results, "cooco_sample", tiny_clip, 29, {("none", "0")}, out)
     assert report["output_statistics"]["n_empty"] == 0
@@ -73,10 +72,9 @@ def test_cooco_sample_through_scene_blind(run_lmms_eval, tiny_clip):
     assert again["by_condition_noise"] == report["by_condition_noise"]
 
 
-def test_cooco_noise_sample_through_scene_blind(run_lmms_eval, tiny_clip):
-    code, results, out, log = run_lmms_eval(
-        ["--model", "scene_blind", "--tasks", "cooco_noise_sample"], env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}
-    )
+@pytest.mark.xdist_group("cooco_blind")
+def test_cooco_noise_sample_through_scene_blind(cooco_blind_run, tiny_clip):
+    code, results, out, log = cooco_blind_run
     assert code == 0, log[-3000:]
     settings = {(a, lv) for a in ("target", "context", "all") for lv in ("0.5", "1")}
     check_results(results, "cooco_noise_sample", tiny_clip, 29 * 6, settings, out)
@@ -85,17 +83,9 @@ def test_cooco_noise_sample_through_scene_blind(run_lmms_eval, tiny_clip):
     assert "lmms-scene: pre-scored 174 of 174 answers of cooco_noise_sample" in log
 
 
-def test_cooco_sample_through_qwen2_5_vl(run_lmms_eval, tiny_clip, tiny_qwen_vl):
-    pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
-    code, results, out, log = run_lmms_eval(
-        [
-            "--model", "qwen2_5_vl", "--force_simple",
-            "--model_args", f"pretrained={tiny_qwen_vl},device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176",
-            "--gen_kwargs", "max_new_tokens=8",
-            "--tasks", "cooco_sample",
-        ],
-        env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)},
-    )
+@pytest.mark.xdist_group("qwen")
+def test_cooco_sample_through_qwen2_5_vl(qwen_run, tiny_clip):
+    code, results, out, log = qwen_run
     assert code == 0, log[-3000:]
     check_results(results, "cooco_sample", tiny_clip, 29, {("none", "0")}, out)
     rows = find_samples(out, "cooco_sample")

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import datasets
 import pytest
 
-from conftest import REPO
+from conftest import REPO, clear_cache_keeping_models
 from lmms_scene import cache, settings
 from lmms_scene.data import cooco
 from lmms_scene.metrics import clip
@@ -106,7 +106,7 @@ def test_unsafe_outputs_are_sanitised_scored_and_flagged(utils, raw, output, cle
 
 def test_a_missing_clip_stops_when_the_task_is_built(raw, tmp_path, monkeypatch):
     utils = importlib.import_module("lmms_scene.tasks.cooco.utils")
-    cache.clear()
+    clear_cache_keeping_models()
     with settings.override(clip_model=str(tmp_path / "no-such-clip")):
         with pytest.raises(clip.ClipModelUnavailable, match="Could not load the CLIP checkpoint .*no-such-clip.*hf download"):
             utils.process_docs(raw)
@@ -137,7 +137,7 @@ def test_clip_functions_validate_their_arguments(tiny_clip):
 def test_a_registered_clip_is_found_on_the_device_encoder_uses(tiny_clip, monkeypatch):
     from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel
 
-    cache.clear()
+    clear_cache_keeping_models()
     monkeypatch.setattr(clip, "torch_device", lambda requested=None: requested or "cpu-as-if-gpu")
     model = CLIPModel.from_pretrained(str(tiny_clip))
     model.to = lambda *a, **k: model  # the fake device name cannot be moved to
@@ -145,7 +145,7 @@ def test_a_registered_clip_is_found_on_the_device_encoder_uses(tiny_clip, monkey
                                  AutoImageProcessor.from_pretrained(str(tiny_clip)))  # fmt: skip
     assert registered.device == "cpu-as-if-gpu"
     assert clip.encoder("in-memory") is registered  # no attempt to load "in-memory" from disk
-    cache.clear()
+    clear_cache_keeping_models()
 
 
 def test_aggregations_record_a_failure_instead_of_losing_the_run(utils, raw):
@@ -175,7 +175,7 @@ def test_an_extreme_image_warns_once_with_its_size():
 def test_a_full_embedding_cache_never_loses_this_calls_hits(tiny_clip, monkeypatch):
     from PIL import Image
 
-    cache.clear()
+    clear_cache_keeping_models()
     enc = clip.encoder(str(tiny_clip))
     monkeypatch.setattr(enc._texts, "max_entries", 3)
     monkeypatch.setattr(enc._images, "max_entries", 2)
@@ -187,4 +187,4 @@ def test_a_full_embedding_cache_never_loses_this_calls_hits(tiny_clip, monkeypat
     base = enc.embed_images(images[:2], keys=["i0", "i1"])
     again = enc.embed_images(images, keys=["i0", "i1", "i2", "i3"])
     assert again.shape[0] == 4 and float((again[0] - base[0]).abs().max()) < 1e-6
-    cache.clear()
+    clear_cache_keeping_models()

@@ -66,9 +66,10 @@ def test_an_unscoreable_row_is_recorded_and_the_run_still_written(run_lmms_eval,
     assert results["results"]["cooco_broken"]["accuracy,none"] == pytest.approx(sum(scored) / 28)
 
 
-def test_a_saved_run_rescores_to_the_same_numbers(run_lmms_eval, tmp_path, tiny_clip):
+@pytest.mark.xdist_group("cooco_blind")
+def test_a_saved_run_rescores_to_the_same_numbers(cooco_blind_run, tmp_path, tiny_clip):
     env = {"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}
-    code, first, out, log = run_lmms_eval(["--model", "scene_blind", "--tasks", "cooco_sample,cooco_noise_sample"], env=env)
+    code, first, out, log = cooco_blind_run  # scene_blind on cooco_sample,cooco_noise_sample (conftest.py)
     assert code == 0, log[-3000:]
     again = tmp_path / "rescored"
     proc = subprocess.run(

@@ -13,8 +13,9 @@ from pathlib import Path
 import datasets
 import pytest
 from PIL import Image
+from conftest import clear_cache_keeping_models
 
-from lmms_scene import cache, settings
+from lmms_scene import settings
 from lmms_scene.data import cooco, recheck
 from lmms_scene.metrics.cooco import scoring
 
@@ -118,7 +119,7 @@ def _changed(sample, index: int, **fields):
     ids=["width-disagrees", "nan-box", "box-outside", "unknown-condition", "no-gold", "blank-scene", "negative-height"],
 )
 def test_a_bad_row_of_a_built_dataset_is_recorded_unscored_before_generation(sample, utils, index, fields, reason):
-    cache.clear()
+    clear_cache_keeping_models()
     bad = _changed(sample, index, **fields)
     with settings.override(clip_model="none"), pytest.warns(UserWarning, match=r"1 of 36 rows failed the check"):
         docs = utils.process_docs(bad)
@@ -239,7 +240,7 @@ def test_a_failing_clip_at_scoring_time_is_recorded_not_raised(sample, utils, mo
             raise clip.ClipModelUnavailable("the checkpoint folder was deleted")
 
         monkeypatch.setattr(clip, "ref_clip_components", gone)
-        cache.clear()
+        clear_cache_keeping_models()
         row = utils.process_results(doc, ["cup"])[scoring.BREAKDOWN_KEY]
     assert row["scored"] is False and "the checkpoint folder was deleted" in row["unscored_reason"]
 

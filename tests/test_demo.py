@@ -3,13 +3,10 @@ as not computed (null), never as zeros or from another model."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 from PIL import Image
 
-from conftest import find_results, harness_env
+from conftest import find_results
 from lmms_scene.metrics import clip
 from lmms_scene.metrics.cooco import scoring
 
@@ -38,14 +35,10 @@ def test_clip_off_records_clip_metrics_as_not_computed():
 
 
 @pytest.mark.e2e
-def test_demo_runs_offline_and_says_what_it_did_not_compute(tmp_path):
-    env = harness_env({"HF_HOME": str(tmp_path / "empty_hf_home")})
-    env.pop(clip.CLIP_MODEL_ENV, None)
-    out = tmp_path / "results"
-    proc = subprocess.run(
-        [sys.executable, "-m", "lmms_scene.cli", "demo", "--output_path", str(out)],
-        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
-    )  # fmt: skip
+@pytest.mark.xdist_group("demo")
+def test_demo_runs_offline_and_says_what_it_did_not_compute(demo_run):
+    # `lmms-scene demo --output_path OUT` with an empty HF_HOME and no CLIP setting (conftest.py)
+    proc, out = demo_run
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "recorded as not computed" in proc.stdout
     from lmms_scene import benchmarks

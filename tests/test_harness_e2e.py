@@ -41,14 +41,10 @@ def test_echo_single_and_multi_round(run_lmms_eval, tmp_path, force_simple):
     assert results["git_hash"] is None and results["git_branch"] is None
 
 
-def test_real_qwen2_5_vl_class_on_tiny_checkpoint(run_lmms_eval, tiny_qwen_vl):
-    args = [
-        "--model", "qwen2_5_vl", "--force_simple",
-        "--model_args", f"pretrained={tiny_qwen_vl},device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176",
-        "--gen_kwargs", "max_new_tokens=8",
-        "--tasks", "scene_selftest,scene_selftest_rounds",
-    ]  # fmt: skip
-    rc, results, out, log = run_lmms_eval(args, include=SELFTEST_TASKS)
+@pytest.mark.xdist_group("qwen")
+def test_real_qwen2_5_vl_class_on_tiny_checkpoint(qwen_run):
+    # the self-test tasks through qwen2_5_vl --force_simple, 8 new tokens (conftest.py)
+    rc, results, out, log = qwen_run
     assert rc == 0, log[-3000:]
     # Multi-round through the harness's own model class: every round was generated.
     assert _metric(results, "scene_selftest_rounds", "selftest_rounds_ok") == 1.0

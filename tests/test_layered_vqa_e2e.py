@@ -53,8 +53,9 @@ def check_run(results, out, n_docs):
     return rep, rows
 
 
-def test_sample_through_scene_blind(run_lmms_eval):
-    code, results, out, log = run_lmms_eval(["--model", "scene_blind", "--tasks", TASK])
+@pytest.mark.xdist_group("blind_text")
+def test_sample_through_scene_blind(blind_text_run):
+    code, results, out, log = blind_text_run  # scene_blind (conftest.py)
     assert code == 0, log[-3000:]
     counts, _ = _turn_counts()
     rep, rows = check_run(results, out, len(counts))

@@ -13,8 +13,6 @@ import csv
 import io
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -290,12 +288,11 @@ def test_cli_writes_the_report_and_lists_what_it_skipped(two_models, tmp_path, c
 
 
 @pytest.mark.e2e
-def test_report_of_the_demo_shows_snus_table2_and_layered_vqa(tmp_path):
-    """A real results folder (the offline demo with the blind baseline): every built
-    benchmark is in the page, SNUS with its AC row from its own tables."""
-    out = tmp_path / "demo"
-    proc = subprocess.run([sys.executable, "-m", "lmms_scene.cli", "demo", "--output_path", str(out)],
-                          capture_output=True, text=True, timeout=900, cwd=tmp_path)  # fmt: skip
+@pytest.mark.xdist_group("demo")
+def test_report_of_the_demo_shows_snus_table2_and_layered_vqa(demo_run, tmp_path):
+    """A real results folder (the offline demo with the blind baseline, conftest.py): every
+    built benchmark is in the page, SNUS with its AC row from its own tables."""
+    proc, out = demo_run
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     info = build_report([out], tmp_path / "report" / "report.html")
     from lmms_scene import benchmarks

@@ -13,7 +13,7 @@ import sys
 
 import datasets
 import pytest
-from conftest import REPO, find_samples, harness_env
+from conftest import REPO, clear_cache_keeping_models, find_samples, harness_env
 
 from lmms_scene import settings
 from lmms_scene.metrics import clip
@@ -48,9 +48,8 @@ def test_a_sample_task_records_why_clip_is_not_computed(no_clip_at_hand, monkeyp
 def test_a_chosen_checkpoint_that_cannot_load_still_stops_a_sample_task(tmp_path, monkeypatch):
     monkeypatch.setattr(clip, "_NOT_AT_HAND", None)
     utils = importlib.import_module("lmms_scene.tasks.snus.utils")
-    from lmms_scene import cache
 
-    cache.clear()
+    clear_cache_keeping_models()
     with settings.override(clip_model=str(tmp_path / "no-such-clip"), clip_model_explicit=True):
         assert clip.for_sample_run() is None
         with pytest.raises(clip.ClipModelUnavailable, match="no-such-clip.*hf download"):
@@ -60,10 +59,9 @@ def test_a_chosen_checkpoint_that_cannot_load_still_stops_a_sample_task(tmp_path
 def test_the_full_benchmark_still_needs_its_checkpoint(no_clip_at_hand, monkeypatch):
     """Even after a sample task recorded CLIP as not at hand, a full task in the same run
     tries to load it and stops, saying how to get it."""
-    from lmms_scene import cache
     from lmms_scene.metrics.cooco import scoring
 
-    cache.clear()
+    clear_cache_keeping_models()
     clip.for_sample_run()
 
     def missing(name, device):

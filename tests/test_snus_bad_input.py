@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import java_available
+from conftest import clear_cache_keeping_models, java_available
 from PIL import Image, ImageFile
 
 from lmms_scene import cache, cli, settings
@@ -247,7 +247,7 @@ def utils():
 
 
 def test_a_lone_surrogate_reaches_no_tokenizer_with_clip_on(utils, docs, tiny_clip):
-    cache.clear()
+    clear_cache_keeping_models()
     with settings.override(clip_model=str(tiny_clip)):
         row = utils.process_results(docs[0], [SURROGATE])["CESG"]
     assert row["scored"] is True and row["output"] == "There is no helmet." and row["output_sanitised"] is True
@@ -258,7 +258,7 @@ def test_a_lone_surrogate_reaches_no_tokenizer_with_clip_on(utils, docs, tiny_cl
 
 @needs_java
 def test_a_lone_surrogate_with_clip_off_leaves_every_metric_computed(utils, docs):
-    cache.clear()
+    clear_cache_keeping_models()
     with settings.override(clip_model="none"):
         items = [utils.process_results(d, [SURROGATE if k == 0 else d["caption"]])["CESG"] for k, d in enumerate(docs[:4])]
         values = {key: getattr(utils, key)(items) for key in utils.METRICS if key not in ("snus_report", "clipscore")}
@@ -280,7 +280,7 @@ def test_a_lone_surrogate_with_clip_off_leaves_every_metric_computed(utils, docs
     ids=["list", "empty-results", "none", "mapping", "number"],
 )
 def test_an_output_that_is_not_one_text_is_recorded_unscored_and_counted(utils, docs, results, reason):
-    cache.clear()
+    clear_cache_keeping_models()
     with settings.override(clip_model="none"):
         bad = utils.process_results(docs[0], results)["CESG"]
         assert bad["scored"] is False and reason in bad["unscored_reason"]

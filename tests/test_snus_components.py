@@ -9,7 +9,7 @@ import sys
 import types
 
 import pytest
-from conftest import java_available
+from conftest import clear_cache_keeping_models, java_available
 
 from lmms_scene import settings
 from lmms_scene.metrics.cesg import cesg_score, report
@@ -108,11 +108,10 @@ def test_discosg_refines_initial_graphs_behind_the_stage_interface(monkeypatch, 
 def test_every_row_carries_its_scores():
     import datasets
 
-    from lmms_scene import cache
     from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
     from lmms_scene.tasks.snus import utils
 
-    cache.clear()
+    clear_cache_keeping_models()
     docs = list(datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test"))[:3]
     answers = [docs[0]["caption"], "There is no ladder.", ""]
     with settings.override(clip_model="none"):
@@ -132,12 +131,11 @@ def test_agreement_from_a_samples_file_without_rescoring(tmp_path, capsys):
 
     import datasets
 
-    from lmms_scene import cache
     from lmms_scene.cli import main
     from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
     from lmms_scene.tasks.snus import utils
 
-    cache.clear()
+    clear_cache_keeping_models()
     docs = list(datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test"))[:6]
     answers = [d["caption"] if i % 2 == 0 else "There is no ladder." for i, d in enumerate(docs)]
     with settings.override(clip_model="none"):

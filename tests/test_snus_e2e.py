@@ -30,8 +30,10 @@ def check(results: dict, task: str = "snus_sample") -> dict:
     return rep
 
 
-def test_snus_sample_through_scene_blind(run_lmms_eval, tmp_path):
-    code, results, out, log = run_lmms_eval(["--model", "scene_blind", "--tasks", "snus_sample"], env={"LMMS_SCENE_CLIP_MODEL": "none"})
+@pytest.mark.xdist_group("blind_text")
+def test_snus_sample_through_scene_blind(blind_text_run):
+    # scene_blind with LMMS_SCENE_CLIP_MODEL=none (conftest.py)
+    code, results, out, log = blind_text_run
     assert code == 0, log[-3000:]
     rep = check(results)
     assert rep["model"]["provenance"]["clipscore"].startswith("not computed")
@@ -47,12 +49,10 @@ def test_snus_sample_through_scene_blind(run_lmms_eval, tmp_path):
     assert re.search(r"^\| scene_blind \(snus_sample\) \| 12 \|", table2, flags=re.M), table2
 
 
-def test_snus_sample_through_a_real_model_class(run_lmms_eval, tiny_qwen_vl, tiny_clip):
-    code, results, out, log = run_lmms_eval([
-        "--model", "qwen2_5_vl", "--force_simple",
-        "--model_args", f"pretrained={tiny_qwen_vl},device=cpu,device_map=cpu,min_pixels=3136,max_pixels=50176",
-        "--gen_kwargs", "max_new_tokens=8", "--tasks", "snus_sample",
-    ], env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)})  # fmt: skip
+@pytest.mark.xdist_group("qwen")
+def test_snus_sample_through_a_real_model_class(qwen_run, tiny_clip):
+    # qwen2_5_vl --force_simple on the tiny checkpoint, 8 new tokens, the tiny CLIP (conftest.py)
+    code, results, out, log = qwen_run
     assert code == 0, log[-3000:]
     rep = check(results)
     counts = rep["model"]["counts"]
