@@ -295,3 +295,15 @@ def test_a_third_party_or_stdlib_import_inside_a_function_needs_its_reason(tmp_p
     })
     problems = check(root)
     assert len(problems) == 1 and "files.py:2" in problems[0] and "`import json` inside a function" in problems[0], problems
+
+
+def test_every_folder_of_modules_is_a_package_the_wheel_ships():
+    """A folder of modules without ``__init__.py`` is a namespace package, which
+    ``find_packages`` (setup.py) leaves out of the wheel: an installed lmms-scene would fail
+    at import. (The ``evaluate`` modules' folders are loaded by path, not imported.)"""
+    missing = sorted(
+        str(folder.relative_to(REPO))
+        for folder in {p.parent for p in (REPO / "lmms_scene").rglob("*.py") if "__pycache__" not in p.parts}
+        if not (folder / "__init__.py").exists() and folder.parent.name != "evaluate_modules"
+    )
+    assert not missing, f"folders of modules without __init__.py (left out of the wheel): {missing}"
