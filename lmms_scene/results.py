@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -250,6 +250,18 @@ def with_interval(mean: float | None, interval: Sequence[float] | None) -> str:
     if not interval:
         return f"{mean:.3f}"
     return f"{mean:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
+def stored_report(result: TaskResult, key: str, holds: str,
+                  rebuild: Callable[[list[dict]], Mapping[str, Any]] | None = None) -> Mapping[str, Any] | None:  # fmt: skip
+    """A results module's ``report_of``: the report the results hold under ``key`` when it
+    is a mapping whose ``holds`` entry is one too; for a lone samples file (no results
+    JSON), ``rebuild`` (the task's own aggregation) over its logged rows, when given."""
+    rep = result.metrics.get(key)
+    if rep is None and rebuild is not None and not result.metrics and result.samples:
+        rows = result.rows(key)
+        rep = rebuild(rows) if rows else None
+    return rep if isinstance(rep, Mapping) and isinstance(rep.get(holds), Mapping) else None
 
 
 def short_fingerprint(fingerprint: str | None) -> str:

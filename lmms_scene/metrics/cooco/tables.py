@@ -17,7 +17,7 @@ from lmms_scene.data.cooco.schema import NAMING_CONDITIONS
 from lmms_scene.metrics.cooco import scoring
 from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.report.tables import Plot, Run, Table, Value, View, unscored_note, value_of
-from lmms_scene.results import short_fingerprint
+from lmms_scene.results import short_fingerprint, stored_report
 
 REPORT_KEY = scoring.BREAKDOWN_KEY
 ID_FIELDS = scoring.ID_FIELDS
@@ -43,11 +43,7 @@ def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def report_of(result: Any) -> Mapping[str, Any] | None:
     """The breakdown the results hold; for a lone samples file (no results JSON), the one
     its logged rows give (the task's own function over the same rows)."""
-    rep = result.metrics.get(REPORT_KEY)
-    if rep is None and not result.metrics and result.samples:
-        rows = result.rows(REPORT_KEY)
-        rep = scoring.report(rows) if rows else None
-    return rep if isinstance(rep, Mapping) and isinstance(rep.get("by_condition_noise"), Mapping) else None
+    return stored_report(result, REPORT_KEY, "by_condition_noise", scoring.report)
 
 
 def summary(report: Mapping[str, Any]) -> Mapping[str, Any] | None:

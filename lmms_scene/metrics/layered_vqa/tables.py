@@ -29,7 +29,7 @@ from lmms_scene.report.tables import (
     value_of,
 )
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES
-from lmms_scene.results import short_fingerprint
+from lmms_scene.results import short_fingerprint, stored_report
 
 REPORT_KEY = "layered_vqa_report"
 COLUMNS = ("text", "visual", "layered")
@@ -48,11 +48,7 @@ def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def report_of(result: Any) -> Mapping[str, Any] | None:
     """The report the results hold; for a lone samples file (no results JSON), the one its
     logged rows give (the task's own function over the same rows)."""
-    rep = result.metrics.get(REPORT_KEY)
-    if rep is None and not result.metrics and result.samples:
-        rows = result.rows(REPORT_KEY)
-        rep = aggregation.report(rows) if rows else None
-    return rep if isinstance(rep, Mapping) and isinstance(rep.get("by_schedule"), Mapping) else None
+    return stored_report(result, REPORT_KEY, "by_schedule", aggregation.report)
 
 
 def summary(report: Mapping[str, Any]) -> Mapping[str, Any] | None:

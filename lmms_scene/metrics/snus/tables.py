@@ -19,7 +19,7 @@ from lmms_scene.metrics.cesg import report as snus_report
 from lmms_scene.metrics.cesg.score import DEFAULT_WEIGHTS, KEYS
 from lmms_scene.report.tables import Run, Table, Value, View, unscored_note
 from lmms_scene.metrics.cesg.score import corpus_scores as convention
-from lmms_scene.results import short_fingerprint
+from lmms_scene.results import short_fingerprint, stored_report
 
 REPORT_KEY = "snus_report"
 VERIFY_FIELDS: tuple[str, ...] = ("image_id", "references", *KEYS, "status")
@@ -38,8 +38,7 @@ def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def report_of(result: Any) -> Mapping[str, Any] | None:
-    rep = result.metrics.get(REPORT_KEY)
-    return rep if isinstance(rep, Mapping) and isinstance(rep.get("model"), Mapping) else None
+    return stored_report(result, REPORT_KEY, "model")
 
 
 def summary(report: Mapping[str, Any]) -> Mapping[str, Any] | None:
