@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
@@ -19,6 +20,7 @@ T = TypeVar("T")
 
 _values: dict[Hashable, object] = {}
 _locks: dict[Hashable, threading.Lock] = {}
+_closers: dict[Hashable, Callable[[Any], object]] = {}
 _guard = threading.Lock()
 
 #: default size of a :func:`memo` namespace (entries)
@@ -26,12 +28,13 @@ MEMO_SIZE = 50_000
 _memos: dict[str, LRU] = {}
 
 
-def cached(key: Hashable, loader: Callable[[], T]) -> T:
+def cached(key: Hashable, loader: Callable[[], T], close: Callable[[T], object] | None = None) -> T:
     """Return the object cached under ``key``, calling ``loader()`` once to create it.
 
     Thread-safe: concurrent callers with the same key wait for the one loader call;
     callers with different keys do not block each other. A loader that raises caches
-    nothing, so the next call tries again.
+    nothing, so the next call tries again. ``close(value)`` releases what the object
+    holds (a subprocess, such as the METEOR JVM) when :func:`clear` drops it.
 
     >>> cached(("doc", "example"), lambda: [1, 2])
     [1, 2]
@@ -45,6 +48,8 @@ def cached(key: Hashable, loader: Callable[[], T]) -> T:
     with lock:
         if key not in _values:
             _values[key] = loader()
+            if close is not None:
+                _closers[key] = close
         return _values[key]  # type: ignore[return-value]
 
 
@@ -124,13 +129,23 @@ def memo(namespace: str, key: Hashable, compute: Callable[[], T], max_entries: i
     return memo_namespace(namespace, max_entries).get_or_compute(key, compute)
 
 
-def clear() -> None:
-    """Drop every cached object and memo (tests use this to check loading behaviour)."""
+def clear(keep: Callable[[Hashable], bool] | None = None) -> None:
+    """Drop every cached object and memo (tests use this to check loading behaviour),
+    closing each dropped object that was cached with a ``close``. ``keep(key)``: the
+    cached objects to keep loaded (the memos are dropped all the same)."""
     with _guard:
-        _values.clear()
-        _locks.clear()
+        dropped = [k for k in _values if keep is None or not keep(k)]
+        closing = [(k, _values[k], _closers.pop(k)) for k in dropped if k in _closers]
+        for k in dropped:
+            del _values[k]
+            _locks.pop(k, None)
         for lru in _memos.values():
             lru.clear()
+    for key, value, close in closing:
+        try:
+            close(value)
+        except Exception as err:  # a dead subprocess is already what closing wanted
+            warnings.warn(f"lmms-scene: closing the cached {key!r} failed: {type(err).__name__}: {err}", stacklevel=2)
 
 
 def loaded_keys() -> list[Hashable]:

@@ -22,6 +22,7 @@ shaped differently warns or does nothing; it never breaks the harness).
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 import importlib
 import inspect
@@ -256,6 +257,55 @@ def install_task_index_hook(extra_path: str, same_path: Callable[[Any], bool], o
 
     patch_once(TaskManager, "initialize_tasks", mark, wrap)
     return True
+
+
+_INDEX_MEMO_MARK = "__lmms_scene_index_memo__"
+#: folders lmms-eval 0.7.3's ``_get_task_and_group`` does not descend into
+_INDEX_IGNORED_DIRS = ("__pycache__", ".ipynb_checkpoints")
+
+
+def yaml_signature(task_dir: str) -> tuple[tuple[str, int, int], ...]:
+    """(relative path, mtime in ns, size) of every ``.yaml`` file the harness's task index
+    reads under ``task_dir``, in path order: what :func:`memoize_task_index` keys on."""
+    found = []
+    for root, dirs, files in os.walk(task_dir):
+        dirs[:] = [d for d in dirs if d not in _INDEX_IGNORED_DIRS]
+        for name in files:
+            if name.endswith(".yaml"):
+                path = os.path.join(root, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                found.append((os.path.relpath(path, task_dir), st.st_mtime_ns, st.st_size))
+    return tuple(sorted(found))
+
+
+def memoize_task_index() -> bool:
+    """Make ``TaskManager._get_task_and_group(self, task_dir)`` index each task folder once
+    per process while its YAML files are unchanged (:func:`yaml_signature`), and hand every
+    caller its own copy. For a process that builds many ``TaskManager``s (a notebook calling
+    ``simple_evaluate`` repeatedly; the tests' fork server, whose forks then skip indexing
+    lmms-eval's ~3,300 YAML files, ~8 s on a 2-core machine): not installed by default.
+    Returns False, changing nothing, when the harness is not the tested shape (touch point
+    ``task-index-memo``)."""
+    TaskManager = task_manager()
+    method = getattr(TaskManager, "_get_task_and_group", None)
+    if method is None or _params(method) != ["self", "task_dir"]:
+        return False
+    memo: dict[tuple, Any] = {}
+
+    def wrap(original):
+        @functools.wraps(original)
+        def _get_task_and_group(self, task_dir):
+            key = (os.path.realpath(task_dir), yaml_signature(task_dir))
+            if key not in memo:
+                memo[key] = original(self, task_dir)
+            return copy.deepcopy(memo[key])
+
+        return _get_task_and_group
+
+    return patch_once(TaskManager, "_get_task_and_group", _INDEX_MEMO_MARK, wrap)
 
 
 def task_manager() -> type:
@@ -543,6 +593,19 @@ def _check_task_index() -> str | None:
     return None
 
 
+def _check_task_index_memo() -> str | None:
+    manager = _import("lmms_eval.tasks").TaskManager
+    method = getattr(manager, "_get_task_and_group", None)
+    if method is None:
+        return "TaskManager has no _get_task_and_group"
+    if _params(method) != ["self", "task_dir"]:
+        return f"TaskManager._get_task_and_group has parameters {_params(method)}, not (self, task_dir)"
+    # the index depends on nothing but the YAML files under task_dir, which the memo keys on
+    source = inspect.getsource(unpatched(method))
+    missing = [n for n in ("os.walk(task_dir)", 'f.endswith(".yaml")', 'load_yaml_config(yaml_path, mode="simple")') if n not in source]
+    return f"_get_task_and_group no longer reads only the YAML files under task_dir (lacks {missing})" if missing else None
+
+
 def _check_table() -> str | None:
     fn = getattr(_import("lmms_eval.utils"), "make_table", None)
     if fn is None:
@@ -664,6 +727,8 @@ def _check_pil() -> str | None:
 TOUCH_POINTS: tuple[TouchPoint, ...] = (
     TouchPoint("task-index", "lmms_eval.tasks.TaskManager.initialize_tasks(self, include_path, include_defaults) wrapped",
                "registration.install_task_path_hook", _check_task_index),
+    TouchPoint("task-index-memo", "lmms_eval.tasks.TaskManager._get_task_and_group(self, task_dir) memoised (opt-in)",
+               "memoize_task_index: tests/forkserver.py", _check_task_index_memo),
     TouchPoint("printed-table", "lmms_eval.utils.make_table(result_dict, column, ...) wrapped (also in evaluator, __main__)",
                "harness.install_table_filter", _check_table),
     TouchPoint("apply-filters", "ConfigurableTask.apply_filters(self) wrapped; task.eval_docs, task.instances, filtered_resps",

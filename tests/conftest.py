@@ -124,20 +124,125 @@ def clear_cache_keeping_models() -> None:
     ``cache.clear()``."""
     from lmms_scene import cache
 
-    def never():
-        raise AssertionError("unreachable: the key is loaded")
-
-    kept = {key: cache.cached(key, never) for key in cache.loaded_keys()
-            if isinstance(key, tuple) and key and key[0] in _SETTINGS_FREE_MODELS}  # fmt: skip
-    cache.clear()
-    for key, value in kept.items():
-        cache.cached(key, lambda value=value: value)
+    cache.clear(keep=lambda key: isinstance(key, tuple) and bool(key) and key[0] in _SETTINGS_FREE_MODELS)
 
 
 def harness_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {**os.environ, **_OFFLINE, "PYTHONUNBUFFERED": "1"}
     env.update(extra or {})
     return env
+
+
+# -- python -m MODULE runs through a pre-imported, forked interpreter (tests/forkserver.py) --
+
+#: variables a forked run may set differently from the server: read when used, never at
+#: import (lmms_scene.settings reads LMMS_SCENE_* per call; the task hook's switch is read
+#: when lmms-eval loads our plugin, at import, so it is not on this list)
+_FORK_FREE_ENV = ("PATH", "COLUMNS", "PYTEST_CURRENT_TEST", "PYTHONUNBUFFERED")
+FORK_ENV = "LMMS_SCENE_TEST_FORK"
+#: the modules a fork runs (``python -m``); anything else is a fresh process
+_FORK_MODULES = ("lmms_eval", "lmms_scene.cli")
+
+
+def _fork_free(key: str) -> bool:
+    from lmms_scene import settings
+
+    return key in _FORK_FREE_ENV or (key.startswith("LMMS_SCENE_") and key != settings.NO_TASK_HOOK_ENV)
+
+
+class _ForkServer:
+    """This pytest process's tests/forkserver.py, started at its first request."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen | None = None
+        self.env: dict[str, str] = {}
+        #: what the server's imports set in its environment (a fork inherits them)
+        self.set_by_imports: dict[str, str] = {}
+
+    def start(self) -> None:
+        import atexit
+
+        self.env = harness_env()
+        self.proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "forkserver.py")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=self.env, cwd=REPO)  # fmt: skip
+        ready = json.loads(self.proc.stdout.readline() or "{}")
+        if not ready.get("ready"):
+            raise RuntimeError(f"tests/forkserver.py did not start: {ready}")
+        self.env, self.set_by_imports = ready["env"], ready["set_by_imports"]
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+    def accepts(self, cmd: list[str], env: dict[str, str], stdin) -> bool:
+        return self.refusal(cmd, env, stdin) is None
+
+    def refusal(self, cmd: list[str], env: dict[str, str], stdin) -> str | None:
+        """Why ``cmd`` runs as a fresh process, or None when a fork runs it."""
+        if os.environ.get(FORK_ENV, "1") == "0":
+            return f"{FORK_ENV}=0"
+        if stdin is not None or not hasattr(os, "fork"):
+            return "stdin given" if stdin is not None else "no os.fork"
+        if len(cmd) < 3 or cmd[0] != sys.executable or cmd[1] != "-m" or cmd[2] not in _FORK_MODULES:
+            return "not python -m " + " or ".join(_FORK_MODULES)
+        server_env = self.env or harness_env()
+        # a variable this pytest process's own imports set as the server's did is no difference
+        differ = sorted(k for k in set(env) | set(server_env) if env.get(k) != server_env.get(k) and not _fork_free(k)
+                        and not (k in self.set_by_imports and env.get(k) == self.set_by_imports[k]))  # fmt: skip
+        return f"environment differs in {differ}" if differ else None
+
+    def run(self, cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+        import tempfile
+
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        with tempfile.TemporaryDirectory(prefix="forkrun") as tmp:
+            out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
+            request = {"module": cmd[2], "argv": list(cmd[3:]), "env": env, "cwd": str(cwd), "stdout": str(out),
+                       "stderr": str(err), "timeout": timeout}  # fmt: skip
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            reply = json.loads(self.proc.stdout.readline() or "{}")
+            if "returncode" not in reply:
+                self.proc = None
+                raise RuntimeError("tests/forkserver.py stopped answering (see this test's stderr)")
+            stdout = out.read_text(errors="replace") if out.exists() else ""
+            stderr = err.read_text(errors="replace") if err.exists() else ""
+        if reply["timed_out"]:
+            raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
+        return subprocess.CompletedProcess(cmd, reply["returncode"], stdout, stderr)
+
+
+_FORK_SERVER = _ForkServer()
+
+
+def run_python(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | str | None = None, timeout: float = 600,
+               stdin=None, capture_output: bool = True, text: bool = True, check: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
+    """``subprocess.run(cmd, capture_output=True, text=True, ...)`` for a ``python -m
+    lmms_eval`` or ``python -m lmms_scene.cli`` command: run by a fork of this pytest
+    process's pre-imported interpreter (tests/forkserver.py says what it keeps the same)
+    when the environment allows it, else as a fresh process. ``LMMS_SCENE_TEST_FORK=0``
+    makes every run a fresh process."""
+    if not (capture_output and text and not check):
+        raise ValueError("run_python captures text output and never checks: call subprocess.run for anything else")
+    env = dict(os.environ if env is None else env)
+    cwd = Path(cwd or os.getcwd())
+    refused = _FORK_SERVER.refusal(cmd, env, stdin)
+    _fork_log(cmd, refused)
+    if refused is None:
+        return _FORK_SERVER.run(cmd, env, cwd, timeout)
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+
+
+def _fork_log(cmd: list[str], refused: str | None) -> None:
+    """One line per run_python call in $LMMS_SCENE_TEST_FORK_LOG, when set: which runs
+    forked and why the others did not."""
+    path = os.environ.get("LMMS_SCENE_TEST_FORK_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(f"{os.environ.get('PYTEST_CURRENT_TEST', '')}\t{refused or 'fork'}\t{' '.join(cmd[1:4])}\n")
 
 
 def find_results(output_path: Path) -> dict:
@@ -168,7 +273,7 @@ def _harness(args: list[str], cwd: Path, env: dict[str, str] | None, include: Pa
         "--verbosity", "DEBUG",
         *args,
     ]  # fmt: skip
-    proc = subprocess.run(cmd, env=harness_env(env), capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    proc = run_python(cmd, env=harness_env(env), timeout=timeout, cwd=cwd)
     log = proc.stdout + proc.stderr
     results = find_results(out) if proc.returncode == 0 else None
     return proc.returncode, results, out, log

@@ -34,12 +34,11 @@ def cooco_items(clip_dir: str | None, noise: bool = False, shift: int = 0, fill:
     mix's empty answer becomes the gold), for runs a leaderboard ranks."""
     import os
 
+    from conftest import clear_cache_keeping_models
     from lmms_scene.tasks.cooco import utils
 
-    from lmms_scene import cache
-
     os.environ["LMMS_SCENE_CLIP_MODEL"] = clip_dir or "none"
-    cache.clear()
+    clear_cache_keeping_models()  # the CLIP setting changed; the NLP models and METEOR stay loaded
     raw = _dataset("tasks/cooco/sample/cooco_sample.parquet")
     docs = utils.process_docs_noise(raw) if noise else utils.process_docs(raw)
     return [utils.process_results(doc, [cooco_output(doc, i + shift) or (doc["gold_label"] if fill else "")]) for i, doc in enumerate(docs)]

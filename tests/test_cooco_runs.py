@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, find_results, find_samples, harness_env
+from conftest import REPO, find_results, find_samples, harness_env, run_python
 from lmms_scene.data import cooco
 
 pytestmark = pytest.mark.e2e
@@ -72,7 +72,7 @@ def test_a_saved_run_rescores_to_the_same_numbers(cooco_blind_run, tmp_path, tin
     code, first, out, log = cooco_blind_run  # scene_blind on cooco_sample,cooco_noise_sample (conftest.py)
     assert code == 0, log[-3000:]
     again = tmp_path / "rescored"
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "lmms_scene.cli", "rescore", str(out), "--output_path", str(again), "--verbosity", "DEBUG"],
         capture_output=True, text=True, env=harness_env(env), timeout=600, cwd=tmp_path,
     )  # fmt: skip
@@ -94,7 +94,7 @@ def test_local_build_round_trip(tmp_path, tiny_clip):
     env = harness_env({"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)})
     folder = make_folder(tmp_path)
     built = tmp_path / "built"
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "lmms_scene.cli", "build", "cooco", "--from-folder", str(folder), "--out", str(built),
          "--name", "my_cooco"], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
     )  # fmt: skip
@@ -106,7 +106,7 @@ def test_local_build_round_trip(tmp_path, tiny_clip):
     assert argv[:2] == ["lmms-scene", "eval"] and "--tasks" in argv and "cooco_my_cooco" in argv
     results_dir = tmp_path / "results"
     argv = [a if a != "results/" else str(results_dir) for a in argv]
-    run = subprocess.run(
+    run = run_python(
         [sys.executable, "-m", "lmms_scene.cli", *argv[1:], "--verbosity", "DEBUG"],
         capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
     )  # fmt: skip
@@ -116,7 +116,7 @@ def test_local_build_round_trip(tmp_path, tiny_clip):
     assert task["cooco_breakdown,none"]["n_rows"] == 3  # clean is not a naming item
     assert results["configs"]["cooco_my_cooco"]["metadata"]["benchmark"] == "cooco"
     # show recognises it as COOCO by what it declares
-    show = subprocess.run(
+    show = run_python(
         [sys.executable, "-m", "lmms_scene.cli", "show", str(results_dir)],
         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
     )  # fmt: skip

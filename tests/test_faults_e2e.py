@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import find_results, find_samples, harness_env
+from conftest import find_results, find_samples, harness_env, run_python
 from lmms_scene import journal as J
 from lmms_scene.harness import round_outputs
 from lmms_scene.metrics.outputs import clean_response
@@ -39,7 +39,7 @@ def _cli(*args: str) -> list[str]:
 
 
 def _run(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run(_cli(*args), capture_output=True, text=True, env=harness_env({**ENV, **(env or {})}), timeout=timeout, cwd=cwd)
+    return run_python(_cli(*args), capture_output=True, text=True, env=harness_env({**ENV, **(env or {})}), timeout=timeout, cwd=cwd)
 
 
 def _numbers(results: dict) -> dict:

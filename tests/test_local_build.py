@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import find_results, harness_env
+from conftest import find_results, harness_env, run_python
 
 from lmms_scene.data import local
 from lmms_scene.data.layered_vqa.builder import build_synthetic, local_names
@@ -262,7 +262,7 @@ def test_layered_local_build_round_trip(tmp_path):
     """build layered-synth into a tmp --out, run the printed scene_blind command, show."""
     env = harness_env()
     built = tmp_path / "built"
-    proc = subprocess.run(
+    proc = run_python(
         [sys.executable, "-m", "lmms_scene.cli", "build", "layered-synth", "--scenes", "1", "--seed", "3",
          "--size", "64x48", "--out", str(built), "--name", "trip"], check=False, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
     )  # fmt: skip
@@ -291,7 +291,7 @@ def test_layered_local_build_round_trip(tmp_path):
     assert argv[argv.index("--include_path") + 1] == str((built / "tasks").resolve())
     results_dir = tmp_path / "results"
     argv = [a if a != "results/" else str(results_dir) for a in argv]
-    run = subprocess.run(
+    run = run_python(
         [sys.executable, "-m", "lmms_scene.cli", *argv[1:], "--limit", "2", "--verbosity", "DEBUG"],
         check=False, capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
     )  # fmt: skip
@@ -303,7 +303,7 @@ def test_layered_local_build_round_trip(tmp_path):
         assert results["configs"][task]["metadata"]["benchmark"] == "layered_vqa"
         rep = results["results"][task]["layered_vqa_report,none"]
         assert rep["n_rows"] == 2 and list(rep["by_schedule"]) == [schedule]
-    show = subprocess.run(
+    show = run_python(
         [sys.executable, "-m", "lmms_scene.cli", "show", str(results_dir)],
         check=False, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
     )  # fmt: skip

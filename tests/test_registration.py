@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, SELFTEST_TASKS, harness_env
+from conftest import REPO, SELFTEST_TASKS, harness_env, run_python
 from lmms_scene import cli
 from lmms_scene.benchmarks import TASK_PREFIXES
 from lmms_scene.registration import install_task_path_hook, tasks_path
@@ -94,7 +94,7 @@ def _list_tasks(env_extra: dict[str, str], include: Path | None) -> str:
     cmd = [sys.executable, "-m", "lmms_eval", "--tasks", "list"]
     if include:
         cmd += ["--include_path", str(include)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=harness_env(env_extra), timeout=300)
+    proc = run_python(cmd, capture_output=True, text=True, env=harness_env(env_extra), timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout + proc.stderr
 
@@ -117,11 +117,11 @@ def test_route_include_path_and_route_entry_point_list_our_tasks():
 def test_lmms_scene_eval_exit_codes(tmp_path):
     env = harness_env()
     base = [sys.executable, "-m", "lmms_scene.cli", "eval", "--model", "echo", "--output_path", str(tmp_path)]
-    bad = subprocess.run([*base, "--tasks", "no_such_task_anywhere"], capture_output=True, text=True, env=env, timeout=300)
+    bad = run_python([*base, "--tasks", "no_such_task_anywhere"], capture_output=True, text=True, env=env, timeout=300)
     assert bad.returncode == 1, bad.stdout[-1500:] + bad.stderr[-1500:]
     assert "the evaluation failed" in bad.stderr
     # The same harness run that succeeds exits 0 (with a user include path beside ours).
-    good = subprocess.run(
+    good = run_python(
         [*base, "--tasks", "scene_selftest", "--include_path", str(SELFTEST_TASKS)],
         capture_output=True, text=True, env=env, timeout=300,
     )  # fmt: skip
@@ -153,13 +153,13 @@ def test_non_editable_install_ships_tasks_templates_and_samples(tmp_path):
     )  # fmt: skip
     assert install.returncode == 0, install.stderr[-2000:]
     env = harness_env({"PYTHONPATH": str(target), "LMMS_SCENE_NO_TASK_HOOK": "1"})
-    where = subprocess.run(
+    where = run_python(
         [sys.executable, "-m", "lmms_scene.cli", "tasks-path"], capture_output=True, text=True, env=env, timeout=120,
         cwd=tmp_path,  # not the checkout, which would shadow the installed package
     )
     installed = Path(where.stdout.strip())
     assert installed.is_relative_to(target), (where.stdout, where.stderr)
-    listed = subprocess.run(
+    listed = run_python(
         [sys.executable, "-m", "lmms_eval", "--tasks", "list", "--include_path", str(installed)],
         capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
     )  # fmt: skip

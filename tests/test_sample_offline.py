@@ -13,7 +13,7 @@ import sys
 
 import datasets
 import pytest
-from conftest import REPO, clear_cache_keeping_models, find_samples, harness_env
+from conftest import REPO, clear_cache_keeping_models, find_samples, harness_env, run_python
 
 from lmms_scene import settings
 from lmms_scene.metrics import clip
@@ -97,7 +97,7 @@ def test_the_readmes_offline_command_runs_with_no_setting(tmp_path):
     env.pop(settings.CLIP_MODEL_ENV, None)
     cmd = [sys.executable, "-m", "lmms_eval", "--tasks", "cooco_sample,snus_sample,layered_vqa_sample",
            "--model", "scene_blind", "--output_path", "out", "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
-    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
+    run = run_python(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     (found,) = (tmp_path / "out").rglob("*_results.json")
     results = json.loads(found.read_text())
@@ -106,7 +106,7 @@ def test_the_readmes_offline_command_runs_with_no_setting(tmp_path):
     snus = results["results"]["snus_sample"]["snus_report,none"]
     assert FETCH in snus["model"]["provenance"]["clipscore"]
     assert all(r["cooco_breakdown"]["refclipscore"] is None for r in find_samples(tmp_path / "out", "cooco_sample"))
-    show = subprocess.run([sys.executable, "-m", "lmms_scene.cli", "show", "out"], env={**env, "COLUMNS": "160"},
+    show = run_python([sys.executable, "-m", "lmms_scene.cli", "show", "out"], env={**env, "COLUMNS": "160"},
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
     assert show.returncode == 0, show.stderr[-2000:]
     text = " ".join(show.stdout.split())

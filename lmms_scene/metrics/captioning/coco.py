@@ -111,7 +111,7 @@ def meteor_process() -> Any:
         atexit.register(_stop, meteor)
         return meteor
 
-    return cache.cached(("pycocoevalcap", "meteor"), start)
+    return cache.cached(("pycocoevalcap", "meteor"), start, close=_stop)
 
 
 def _stop(meteor: Any) -> None:
