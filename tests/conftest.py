@@ -140,6 +140,7 @@ def harness_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 #: when lmms-eval loads our plugin, at import, so it is not on this list)
 _FORK_FREE_ENV = ("PATH", "COLUMNS", "PYTEST_CURRENT_TEST", "PYTHONUNBUFFERED")
 FORK_ENV = "LMMS_SCENE_TEST_FORK"
+FORK_LOG_ENV = "LMMS_SCENE_TEST_FORK_LOG"
 #: the modules a fork runs (``python -m``); anything else is a fresh process
 _FORK_MODULES = ("lmms_eval", "lmms_scene.cli")
 
@@ -237,9 +238,9 @@ def run_python(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path |
 
 
 def _fork_log(cmd: list[str], refused: str | None) -> None:
-    """One line per run_python call in $LMMS_SCENE_TEST_FORK_LOG, when set: which runs
-    forked and why the others did not."""
-    path = os.environ.get("LMMS_SCENE_TEST_FORK_LOG")
+    """One line per run_python call in the file ``FORK_LOG_ENV`` names, when set: which
+    runs forked and why the others did not."""
+    path = os.environ.get(FORK_LOG_ENV)
     if path:
         with open(path, "a") as f:
             f.write(f"{os.environ.get('PYTEST_CURRENT_TEST', '')}\t{refused or 'fork'}\t{' '.join(cmd[1:4])}\n")
