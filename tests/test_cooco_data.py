@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import types
 from pathlib import Path
 
 import numpy as np
@@ -182,25 +183,63 @@ def test_command_line_builds_saves_and_reports_errors(tmp_path, capsys):
     assert not (tmp_path / "o2").exists()
 
 
-def test_hub_style_rows_are_converted_by_ensure_schema(tmp_path):
+def _hub_style(rel_score: float = 0.1):
+    """One row in the hub release's own columns (not COOCO's)."""
     from datasets import Dataset, Features, Sequence, Value
     from datasets import Image as HFImage
 
     buffer = io.BytesIO()
     Image.new("RGB", (40, 30), (1, 2, 3)).save(buffer, format="JPEG")
-    hub = Dataset.from_list(
+    return Dataset.from_list(
         [{"image": {"bytes": buffer.getvalue(), "path": GOOD[1][0]}, "scene": "kitchen", "target": "cup",
           "swapped_object": "ham", "target_bbox": [5.0, 5.0, 10.0, 8.0], "rel_level": "relscore_low",
-          "rel_score": 0.1, "excluded": False}],
+          "rel_score": rel_score, "excluded": False}],
         features=Features({"image": HFImage(), "scene": Value("string"), "target": Value("string"),
                            "swapped_object": Value("string"), "target_bbox": Sequence(Value("float32")),
                            "rel_level": Value("string"), "rel_score": Value("float32"), "excluded": Value("bool")}),
     )
+
+
+def test_hub_style_rows_are_converted_by_ensure_schema(tmp_path):
+    hub = _hub_style()
     converted = cooco.ensure_schema(hub)
     assert converted.features == cooco.features()
     assert converted[0]["image_id"] == Path(GOOD[1][0]).stem and converted[0]["gold_label"] == "ham"
     with pytest.raises(cooco.CoocoBuildError, match="unknown COOCO source columns"):
         cooco.ensure_schema(hub.add_column("mystery", ["?"]))
+
+
+def test_the_conversion_is_fingerprinted_from_its_input_not_by_pickling_the_function(monkeypatch):
+    """``datasets`` names a map's result by dill-pickling the mapped function and every
+    module its globals reach: with spaCy, WordNet and a sentence encoder loaded (the
+    models lmms_scene.cache holds), that took 27 s for one row. ensure_schema names the
+    result itself (recheck.map_fingerprint): no function is pickled, the same input gets
+    the same name and another input or another column mapping another."""
+    from datasets import arrow_dataset, fingerprint
+
+    from lmms_scene.data import recheck
+
+    pickled = []
+    real = fingerprint.update_fingerprint
+
+    def spy(base, transform, transform_args):
+        pickled.extend(k for k, v in transform_args.items() if isinstance(v, types.FunctionType))
+        return real(base, transform, transform_args)
+
+    for module in (fingerprint, arrow_dataset):  # map's own fingerprint, and the decorated transforms'
+        monkeypatch.setattr(module, "update_fingerprint", spy)
+    hub = _hub_style()
+    first, again = cooco.ensure_schema(hub), cooco.ensure_schema(hub)
+    assert pickled == []
+    assert first._fingerprint == again._fingerprint
+    assert cooco.ensure_schema(_hub_style(rel_score=0.2))._fingerprint != first._fingerprint
+    mapping = cooco.map_columns(hub.column_names)
+    one = recheck.map_fingerprint(hub, "cooco.ensure_schema", mapping)
+    assert one == recheck.map_fingerprint(hub, "cooco.ensure_schema", dict(mapping))
+    assert one != recheck.map_fingerprint(hub, "cooco.ensure_schema", {**mapping, "scene": None})
+    assert one != recheck.map_fingerprint(hub, "another.step", mapping)
+    # a dataset without a fingerprint leaves the name to datasets
+    assert recheck.map_fingerprint(object(), "cooco.ensure_schema", mapping) is None
 
 
 # -- embedded sample and task views -----------------------------------------------------

@@ -935,7 +935,9 @@ def ensure_schema(dataset):
 
     marked = features()
     marked[recheck.PROBLEM] = Value("string")
-    converted = dataset.map(convert, with_indices=True, remove_columns=dataset.column_names, features=marked)
+    fingerprint = recheck.map_fingerprint(dataset, "cooco.ensure_schema", mapping, [str(r) for r in roots])
+    converted = dataset.map(convert, with_indices=True, remove_columns=dataset.column_names, features=marked,
+                            new_fingerprint=fingerprint)  # fmt: skip
     problems = {i: p for i, p in enumerate(converted[recheck.PROBLEM]) if p}
     if len(problems) == len(converted) and problems:
         raise CoocoBuildError(
