@@ -228,9 +228,10 @@ def unwrap_output(output: Any) -> tuple[Any, Any]:
 
 
 def install_task_index_hook(extra_path: str, same_path: Callable[[Any], bool], on_index: Callable[[Any], None],
-                            mark: str) -> bool | str:  # fmt: skip
+                            mark: str, enabled: Callable[[], bool] = lambda: True) -> bool | str:  # fmt: skip
     """Make every ``lmms_eval.tasks.TaskManager.initialize_tasks(include_path,
-    include_defaults)`` also index ``extra_path`` and hand its index to ``on_index``.
+    include_defaults)`` also index ``extra_path`` (when ``enabled()`` says so at that call)
+    and hand its index to ``on_index``.
 
     Returns True when installed (or already); otherwise nothing changed and it returns
     ``"shape"`` when the harness is not the tested shape, or the import error as a string."""
@@ -247,7 +248,7 @@ def install_task_index_hook(extra_path: str, same_path: Callable[[Any], bool], o
         @functools.wraps(original)
         def initialize_tasks(self, include_path=None, include_defaults=True):
             paths = [include_path] if isinstance(include_path, (str, os.PathLike)) else list(include_path or [])
-            if not any(same_path(p) for p in paths):
+            if enabled() and not any(same_path(p) for p in paths):
                 paths.append(extra_path)
             index = original(self, include_path=paths, include_defaults=include_defaults)
             on_index(index)

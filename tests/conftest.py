@@ -30,8 +30,11 @@ os.environ.update(_OFFLINE)
 
 @pytest.fixture(scope="session", autouse=True)
 def _hf_home(tmp_path_factory):
-    """A temporary HF_HOME, so no test reads or writes the user's hub cache."""
-    home = tmp_path_factory.mktemp("hf_home")
+    """A temporary HF_HOME, so no test reads or writes the user's hub cache: one for the
+    pytest run, shared by its xdist workers as one machine's processes share theirs (and
+    so the workers' runs differ from the fork server's environment in nothing)."""
+    home = shared_root(tmp_path_factory) / "hf_home"
+    home.mkdir(exist_ok=True)
     old = os.environ.get("HF_HOME")
     os.environ["HF_HOME"] = str(home)
     yield home
@@ -136,9 +139,14 @@ def harness_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 # -- python -m MODULE runs through a pre-imported, forked interpreter (tests/forkserver.py) --
 
 #: variables a forked run may set differently from the server: read when used, never at
-#: import (lmms_scene.settings reads LMMS_SCENE_* per call; the task hook's switch is read
-#: when lmms-eval loads our plugin, at import, so it is not on this list)
-_FORK_FREE_ENV = ("PATH", "COLUMNS", "PYTEST_CURRENT_TEST", "PYTHONUNBUFFERED")
+#: import (lmms_scene.settings reads LMMS_SCENE_* per call, the task hook's switch each time
+#: the harness indexes); pytest's and xdist's own; what a launcher gives each rank of a
+#: multi-process run (accelerate reads it when the run builds its Accelerator; a fork
+#: applies OMP_NUM_THREADS itself, tests/forkserver.py)
+_FORK_FREE_ENV = ("PATH", "COLUMNS", "PYTHONUNBUFFERED", "OMP_NUM_THREADS", "RANK", "LOCAL_RANK", "WORLD_SIZE",
+                  "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE",
+                  "MASTER_ADDR", "MASTER_PORT", "TORCH_NCCL_ASYNC_ERROR_HANDLING")  # fmt: skip
+_FORK_FREE_PREFIXES = ("LMMS_SCENE_", "PYTEST_", "ACCELERATE_")
 FORK_ENV = "LMMS_SCENE_TEST_FORK"
 FORK_LOG_ENV = "LMMS_SCENE_TEST_FORK_LOG"
 #: the modules a fork runs (``python -m``); anything else is a fresh process
@@ -146,36 +154,72 @@ _FORK_MODULES = ("lmms_eval", "lmms_scene.cli")
 
 
 def _fork_free(key: str) -> bool:
-    from lmms_scene import settings
-
-    return key in _FORK_FREE_ENV or (key.startswith("LMMS_SCENE_") and key != settings.NO_TASK_HOOK_ENV)
+    return key in _FORK_FREE_ENV or key.startswith(_FORK_FREE_PREFIXES)
 
 
 class _ForkServer:
-    """This pytest process's tests/forkserver.py, started at its first request."""
+    """The pytest run's tests/forkserver.py: one for every xdist worker, started by the
+    first that asks (under a file lock in the run's shared folder), connected to through
+    its Unix socket."""
 
     def __init__(self) -> None:
-        self.proc: subprocess.Popen | None = None
-        self.env: dict[str, str] = {}
-        #: what the server's imports set in its environment (a fork inherits them)
-        self.set_by_imports: dict[str, str] = {}
+        #: the run's shared folder (set by the session fixture below; else a folder of this process)
+        self.root: Path | None = None
+        self.info: dict | None = None
 
-    def start(self) -> None:
-        import atexit
+    @property
+    def env(self) -> dict[str, str]:
+        return (self.info or {}).get("env", {})
 
-        self.env = harness_env()
-        self.proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "forkserver.py")], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=self.env, cwd=REPO)  # fmt: skip
-        ready = json.loads(self.proc.stdout.readline() or "{}")
+    @property
+    def set_by_imports(self) -> dict[str, str]:
+        return (self.info or {}).get("set_by_imports", {})
+
+    def _folder(self) -> Path:
+        if self.root is None:
+            import tempfile
+
+            self.root = Path(tempfile.mkdtemp(prefix="forkserver"))
+        return self.root
+
+    def connect(self):
+        """A socket connected to the server, starting it when none answers."""
+        import socket
+
+        from filelock import FileLock
+
+        folder = self._folder()
+        with FileLock(str(folder / "forkserver.lock")):
+            info_file = folder / "forkserver.json"
+            if info_file.exists():
+                self.info = json.loads(info_file.read_text())
+                try:
+                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    sock.connect(self.info["socket"])
+                    return sock
+                except OSError:  # it has exited (its last client had gone): start another
+                    info_file.unlink()
+            self.info = self._start(folder)
+            info_file.write_text(json.dumps(self.info))
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(self.info["socket"])
+            return sock
+
+    @staticmethod
+    def _start(folder: Path) -> dict:
+        import tempfile
+
+        path = str(folder / "forkserver.sock")
+        if len(path) > 100:  # a Unix socket's path has ~107 bytes
+            path = str(Path(tempfile.mkdtemp(prefix="fs")) / "sock")
+        proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "forkserver.py"), path, str(os.getpid())],
+                                stdout=subprocess.PIPE, text=True, env=harness_env(), cwd=REPO,
+                                start_new_session=True)  # fmt: skip
+        ready = json.loads(proc.stdout.readline() or "{}")
+        proc.stdout.close()
         if not ready.get("ready"):
             raise RuntimeError(f"tests/forkserver.py did not start: {ready}")
-        self.env, self.set_by_imports = ready["env"], ready["set_by_imports"]
-        atexit.register(self.stop)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.stdin.close()
-            self.proc.wait(timeout=30)
+        return {**ready, "socket": path}
 
     def accepts(self, cmd: list[str], env: dict[str, str], stdin) -> bool:
         return self.refusal(cmd, env, stdin) is None
@@ -194,38 +238,114 @@ class _ForkServer:
                         and not (k in self.set_by_imports and env.get(k) == self.set_by_imports[k]))  # fmt: skip
         return f"environment differs in {differ}" if differ else None
 
-    def run(self, cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    def spawn(self, cmd: list[str], env: dict[str, str], cwd: Path, timeout: float, merge_stderr: bool = False) -> ForkedProcess:
         import tempfile
 
-        if self.proc is None or self.proc.poll() is not None:
-            self.start()
-        with tempfile.TemporaryDirectory(prefix="forkrun") as tmp:
-            out, err = Path(tmp) / "stdout", Path(tmp) / "stderr"
-            request = {"module": cmd[2], "argv": list(cmd[3:]), "env": env, "cwd": str(cwd), "stdout": str(out),
-                       "stderr": str(err), "timeout": timeout}  # fmt: skip
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
-            reply = json.loads(self.proc.stdout.readline() or "{}")
-            if "returncode" not in reply:
-                self.proc = None
-                raise RuntimeError("tests/forkserver.py stopped answering (see this test's stderr)")
-            stdout = out.read_text(errors="replace") if out.exists() else ""
-            stderr = err.read_text(errors="replace") if err.exists() else ""
-        if reply["timed_out"]:
+        sock = self.connect()
+        tmp = tempfile.mkdtemp(prefix="forkrun")
+        out = Path(tmp) / "stdout"
+        err = out if merge_stderr else Path(tmp) / "stderr"
+        request = {"module": cmd[2], "argv": list(cmd[3:]), "env": env, "cwd": str(cwd), "stdout": str(out),
+                   "stderr": str(err), "timeout": timeout, "client_pid": os.getpid()}  # fmt: skip
+        sock.sendall((json.dumps(request) + "\n").encode())
+        return ForkedProcess(cmd, sock, Path(tmp), out, None if merge_stderr else err, timeout)
+
+    def run(self, cmd: list[str], env: dict[str, str], cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+        proc = self.spawn(cmd, env, cwd, timeout)
+        stdout, stderr = proc.communicate()
+        if proc.timed_out:
             raise subprocess.TimeoutExpired(cmd, timeout, output=stdout, stderr=stderr)
-        return subprocess.CompletedProcess(cmd, reply["returncode"], stdout, stderr)
+        return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
+class ForkedProcess:
+    """What ``subprocess.Popen`` gives for a run the fork server forked: ``pid`` (a signal
+    sent to it reaches the run, as a Popen's), ``poll``, ``wait``, ``send_signal``,
+    ``kill``, ``communicate`` (text; stderr None when it went to stdout)."""
+
+    def __init__(self, cmd, sock, tmp: Path, out: Path, err: Path | None, timeout: float) -> None:
+        self.args, self._sock, self._tmp, self._out, self._err = cmd, sock, tmp, out, err
+        self._buffer = b""
+        self.returncode: int | None = None
+        self.timed_out = False
+        started = self._message(timeout=120)
+        if "pid" not in started:
+            raise RuntimeError("tests/forkserver.py did not fork the run (see this test's stderr)")
+        self.pid = started["pid"]
+        self._outputs: tuple[str, str | None] | None = None
+
+    def _message(self, timeout: float | None) -> dict:
+        self._sock.settimeout(timeout)
+        while b"\n" not in self._buffer:
+            chunk = self._sock.recv(1 << 16)
+            if not chunk:
+                return {}
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def wait(self, timeout: float | None = None) -> int:
+        import socket
+
+        if self.returncode is None:
+            try:
+                done = self._message(timeout)
+            except (socket.timeout, TimeoutError):
+                raise subprocess.TimeoutExpired(self.args, timeout) from None
+            if "returncode" not in done:
+                raise RuntimeError("tests/forkserver.py stopped answering (see this test's stderr)")
+            self.returncode, self.timed_out = done["returncode"], done["timed_out"]
+            self._sock.close()
+        return self.returncode
+
+    def poll(self) -> int | None:
+        import select
+
+        if self.returncode is None and select.select([self._sock], [], [], 0)[0]:
+            return self.wait()
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.returncode is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def kill(self) -> None:
+        import signal
+
+        self.send_signal(signal.SIGKILL)
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str | None]:
+        import shutil
+
+        if self._outputs is None:
+            self.wait(timeout)
+            read = lambda p: p.read_text(errors="replace") if p is not None and p.exists() else ""  # noqa: E731
+            self._outputs = (read(self._out), None if self._err is None else read(self._err))
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        return self._outputs
 
 
 _FORK_SERVER = _ForkServer()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fork_server_folder(tmp_path_factory):
+    """The fork server's socket and lock live in the run's shared folder: one server for
+    every worker."""
+    _FORK_SERVER.root = shared_root(tmp_path_factory)
+    yield
+
+
 def run_python(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | str | None = None, timeout: float = 600,
                stdin=None, capture_output: bool = True, text: bool = True, check: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
     """``subprocess.run(cmd, capture_output=True, text=True, ...)`` for a ``python -m
-    lmms_eval`` or ``python -m lmms_scene.cli`` command: run by a fork of this pytest
-    process's pre-imported interpreter (tests/forkserver.py says what it keeps the same)
-    when the environment allows it, else as a fresh process. ``LMMS_SCENE_TEST_FORK=0``
-    makes every run a fresh process."""
+    lmms_eval`` or ``python -m lmms_scene.cli`` command: run by a fork of the run's
+    pre-imported interpreter (tests/forkserver.py says what it keeps the same) when the
+    environment allows it, else as a fresh process. ``LMMS_SCENE_TEST_FORK=0`` makes every
+    run a fresh process."""
     if not (capture_output and text and not check):
         raise ValueError("run_python captures text output and never checks: call subprocess.run for anything else")
     env = dict(os.environ if env is None else env)
@@ -235,6 +355,53 @@ def run_python(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path |
     if refused is None:
         return _FORK_SERVER.run(cmd, env, cwd, timeout)
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+
+
+def popen_python(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | str | None = None, timeout: float = 900):
+    """``subprocess.Popen(cmd, stdout=PIPE, stderr=STDOUT, text=True, ...)`` for a run a test
+    signals or runs beside another (the ranks of a multi-process run): a
+    :class:`ForkedProcess` when the fork server may run it (as :func:`run_python`), else a
+    Popen. ``timeout`` bounds a forked run (the server kills it after that long)."""
+    env = dict(os.environ if env is None else env)
+    cwd = Path(cwd or os.getcwd())
+    refused = _FORK_SERVER.refusal(cmd, env, None)
+    _fork_log(cmd, refused)
+    if refused is None:
+        return _FORK_SERVER.spawn(cmd, env, cwd, timeout, merge_stderr=True)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=cwd)
+
+
+def launch_env(rank: int, world: int, port: int) -> dict[str, str]:
+    """What ``accelerate launch --multi_gpu --num_processes WORLD --num_machines 1
+    --mixed_precision no --dynamo_backend no`` (accelerate 1.x, through torchrun) puts in
+    the environment of process ``rank``, less the elastic agent's own variables (the
+    ranks here meet at MASTER_PORT themselves: rank 0 opens the store)."""
+    return {
+        "ACCELERATE_MIXED_PRECISION": "no", "ACCELERATE_DYNAMO_BACKEND": "NO", "ACCELERATE_DYNAMO_MODE": "default",
+        "ACCELERATE_DYNAMO_USE_FULLGRAPH": "False", "ACCELERATE_DYNAMO_USE_DYNAMIC": "False",
+        "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION": "False", "OMP_NUM_THREADS": "1",
+        "RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank), "ROLE_NAME": "default",
+        "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world), "GROUP_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": str(world),
+        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+    }  # fmt: skip
+
+
+def launch_ranks(cmd: list[str], world: int, *, env: dict[str, str], cwd: Path, timeout: float) -> list[ForkedProcess] | None:
+    """The ``world`` processes of a one-machine ``accelerate launch`` of ``cmd`` (``python
+    -m MODULE ...``), each a fork with :func:`launch_env`; None when the fork server may
+    not run them (the caller then runs the real launcher)."""
+    import socket
+
+    with socket.socket() as probe:  # a free port for the ranks' store
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    envs = [{**env, **launch_env(rank, world, port)} for rank in range(world)]
+    refused = [_FORK_SERVER.refusal(cmd, e, None) for e in envs]
+    for e, why in zip(envs, refused):
+        _fork_log(cmd, why)
+    if any(refused):
+        return None
+    return [_FORK_SERVER.spawn(cmd, e, cwd, timeout, merge_stderr=True) for e in envs]
 
 
 def _fork_log(cmd: list[str], refused: str | None) -> None:

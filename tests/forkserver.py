@@ -9,15 +9,22 @@ in the request's folder, environment and argument list, with its stdout and stde
 files, then exits with the code the module exits with. The child is a process of its own:
 nothing a run does (patches, caches, loaded models, ``os.environ``) reaches the next one.
 
-What the fork cannot reproduce, ``tests/conftest.py``'s ``run_python`` does not send here:
-an environment that differs from the server's in a variable read at import time (only
-``LMMS_SCENE_*`` other than the task hook's switch, ``PATH``, ``COLUMNS`` and pytest's own
-may differ), a run that is sent a signal, a run of another interpreter. Those, and every
-run when ``LMMS_SCENE_TEST_FORK=0``, are fresh processes as before.
+What the fork cannot reproduce, ``tests/conftest.py``'s ``run_python`` and
+``popen_python`` do not send here: an environment that differs from the server's in a
+variable read at import time (``_FORK_FREE_ENV`` there lists those that may differ: read
+when used), stdin, a run of another interpreter. Those, and every run when
+``LMMS_SCENE_TEST_FORK=0``, are fresh processes as before.
 
-Protocol (one request at a time): the server writes ``ready`` on its protocol pipe once
-warm, with its environment before the imports and what the imports set in it; then, per JSON request line ``{"module", "argv", "env", "cwd", "stdout", "stderr",
-"timeout"}`` on stdin, one JSON reply line ``{"returncode", "timed_out", "pid"}``.
+One server serves every xdist worker of a pytest run (the first to ask starts it, under a
+file lock): ``python tests/forkserver.py SOCKET CLIENT_PID``. It writes ``ready`` on its
+stdout once warm, with its environment before the imports and what the imports set in
+it, then listens on the Unix socket ``SOCKET``. Per connection: one JSON request line
+``{"module", "argv", "env", "cwd", "stdout", "stderr", "timeout", "client_pid"}``
+(``stderr`` equal to ``stdout``: one file for both, as ``stderr=STDOUT``); the server
+forks and answers ``{"pid"}`` at once (the client may signal that pid, as a Popen's), and
+``{"pid", "returncode", "timed_out"}`` when the child has exited. A client that hangs up
+before its child exits has the child's process group killed. The server exits once every
+client process it has heard of is gone and no child runs.
 """
 
 from __future__ import annotations
@@ -25,7 +32,9 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import select
 import signal
+import socket
 import sys
 import time
 
@@ -92,24 +101,37 @@ def _nlp() -> None:
 LOADS = (("lmms-scene commands", _commands), ("task index", _task_index), ("NLP models", _nlp))
 
 
-def _child(request: dict, proto: list[int]) -> None:
+def _child(request: dict, inherited: list[int]) -> None:
     """Run the request's module as ``python -m`` would, in this forked process; never returns."""
     code = 1
     try:
-        for fd in proto:
-            os.close(fd)
+        for fd in inherited:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         os.setpgid(0, 0)  # its own process group: a timeout kills what it started too
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-            out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.dup2(out, fd)
+        out = os.open(request["stdout"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(out, 1)
+        if request["stderr"] != request["stdout"]:
             os.close(out)
+            out = os.open(request["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(out, 2)
+        os.close(out)
         os.chdir(request["cwd"])
+        threads = request["env"].get("OMP_NUM_THREADS")
+        if threads and threads != os.environ.get("OMP_NUM_THREADS"):
+            # OpenMP read the server's at start-up; a fresh process reads the run's
+            import torch
+
+            torch.set_num_threads(int(threads))
         os.environ.clear()
         os.environ.update(request["env"])
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sys.argv = [request["module"], *request["argv"]]
         sys.path[0] = os.getcwd()  # as ``python -m`` puts the working folder first
         import runpy
@@ -159,28 +181,93 @@ def _child(request: dict, proto: list[int]) -> None:
         os._exit(code & 0xFF if code >= 0 else 1)
 
 
-def _wait(pid: int, timeout: float) -> tuple[int, bool]:
-    deadline = time.monotonic() + timeout
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _send(conn: socket.socket, message: dict) -> None:
+    try:
+        conn.sendall((json.dumps(message) + "\n").encode())
+    except OSError:  # the client hung up: nothing to tell it
+        pass
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def serve(listener: socket.socket, set_by_imports: dict[str, str], clients: set[int]) -> None:
+    """Fork a child per request until every client process is gone and no child runs."""
+    pending: dict[socket.socket, bytes] = {}  # connections whose request line is not complete
+    children: dict[int, tuple[socket.socket, float]] = {}  # pid -> (its client's connection, deadline)
+    last_check = 0.0
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status), False
-        if time.monotonic() > deadline:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            _, status = os.waitpid(pid, 0)
-            return os.waitstatus_to_exitcode(status), True
-        time.sleep(0.05)
+        conns = [c for c, _ in children.values()]
+        readable, _, _ = select.select([listener, *pending, *conns], [], [], 0.05)
+        for sock in readable:
+            if sock is listener:
+                conn, _ = listener.accept()
+                pending[conn] = b""
+                continue
+            if sock in pending:
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    pending.pop(sock).close()
+                    continue
+                pending[sock] += chunk
+                if b"\n" not in pending[sock]:
+                    continue
+                request = json.loads(pending.pop(sock).split(b"\n", 1)[0])
+                clients.add(int(request.get("client_pid") or 0))
+                request["env"] = {**set_by_imports, **request["env"]}
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    open_fds = [listener.fileno(), *(c.fileno() for c in pending), *(c.fileno() for c, _ in children.values())]
+                    _child(request, [*open_fds, sock.fileno()])
+                children[pid] = (sock, time.monotonic() + float(request["timeout"]))
+                _send(sock, {"pid": pid})
+                continue
+            # a client's connection while its child runs: readable means it hung up
+            if not sock.recv(1 << 10):
+                for pid, (conn, _) in list(children.items()):
+                    if conn is sock:
+                        _kill(pid)
+        now = time.monotonic()
+        for pid, (conn, deadline) in list(children.items()):
+            done, status = os.waitpid(pid, os.WNOHANG)
+            timed_out = False
+            if not done and now > deadline:
+                _kill(pid)
+                _, status = os.waitpid(pid, 0)
+                done, timed_out = pid, True
+            if done:
+                del children[pid]
+                _send(conn, {"pid": pid, "returncode": os.waitstatus_to_exitcode(status), "timed_out": timed_out})
+                conn.close()
+        if now - last_check > 1.0:
+            last_check = now
+            clients = {c for c in clients if c and _alive(c)}
+            if not clients and not children and not pending:
+                return
 
 
 def main() -> None:
-    # the protocol runs on copies of stdin and stdout; fd 1 becomes stderr, so nothing an
-    # import prints reaches the protocol
-    proto_in, proto_out = os.dup(0), os.dup(1)
+    path, client = sys.argv[1], int(sys.argv[2])
+    # fd 1 carries the ready line only; it then becomes stderr, so nothing an import or a
+    # run prints reaches the client's pipe
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
-    reader, writer = os.fdopen(proto_in, "r"), os.fdopen(proto_out, "w", buffering=1)
     before = dict(os.environ)
     failed = _warm()
     # what the imports set (torch: TORCHINDUCTOR_CACHE_DIR, KMP_*): a fresh process's
@@ -191,19 +278,22 @@ def main() -> None:
 
     gc.collect()
     gc.freeze()
-    writer.write(json.dumps({"ready": True, "not_warmed": failed, "env": before, "set_by_imports": set_by_imports}) + "\n")
-    for line in reader:
-        if not line.strip():
-            continue
-        request = json.loads(line)
-        request["env"] = {**set_by_imports, **request["env"]}
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            _child(request, [proto_in, proto_out])
-        code, timed_out = _wait(pid, float(request["timeout"]))
-        writer.write(json.dumps({"returncode": code, "timed_out": timed_out, "pid": pid}) + "\n")
+    if os.path.exists(path):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(16)
+    proto.write(json.dumps({"ready": True, "pid": os.getpid(), "not_warmed": failed, "env": before,
+                            "set_by_imports": set_by_imports}) + "\n")  # fmt: skip
+    proto.close()
+    try:
+        serve(listener, set_by_imports, {client})
+    finally:
+        listener.close()
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import find_results, find_samples, harness_env, run_python
+from conftest import find_results, find_samples, harness_env, popen_python, run_python
 from lmms_scene import journal as J
 from lmms_scene.harness import round_outputs
 from lmms_scene.metrics.outputs import clean_response
@@ -57,10 +57,11 @@ def _qwen_eval(model_dir: Path, out: Path, limit: int, tokens: int, tasks: str =
             "--output_path", str(out), "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
 
 
-def _interrupt(cmd: list[str], out: Path, cwd: Path, signum: int, min_outputs: int = 2) -> tuple[subprocess.Popen, str, Path]:
+def _interrupt(cmd: list[str], out: Path, cwd: Path, signum: int, min_outputs: int = 2) -> tuple:
     """Start ``lmms-scene eval``, send ``signum`` once ``min_outputs`` outputs are journaled."""
-    proc = subprocess.Popen(_cli(*cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=harness_env({**ENV, "LMMS_SCENE_JOURNAL_CHUNK": "1"}), cwd=cwd)  # fmt: skip
+    # a fork of the pre-imported interpreter, signalled as a Popen is (a fresh process when
+    # LMMS_SCENE_TEST_FORK=0)
+    proc = popen_python(_cli(*cmd), env=harness_env({**ENV, "LMMS_SCENE_JOURNAL_CHUNK": "1"}), cwd=cwd)
     deadline = time.monotonic() + 400
     journal_file = None
     while time.monotonic() < deadline and proc.poll() is None:

@@ -64,8 +64,11 @@ def test_what_a_fork_cannot_reproduce_runs_as_a_fresh_process(monkeypatch):
     assert _FORK_SERVER.accepts(cmd, harness_env(_FORK_SERVER.set_by_imports), None)
     assert "TORCHINDUCTOR_CACHE_DIR" not in _FORK_SERVER.set_by_imports or not _FORK_SERVER.accepts(
         cmd, harness_env({"TORCHINDUCTOR_CACHE_DIR": "/elsewhere"}), None)  # fmt: skip
-    # read at import time: the task hook's switch, HF_HOME, PYTHONPATH
-    for extra in ({"LMMS_SCENE_NO_TASK_HOOK": "1"}, {"HF_HOME": "/elsewhere"}, {"PYTHONPATH": "/x"}):
+    # read when used: the task hook's switch (each time the harness indexes), a launcher's rank
+    for extra in ({"LMMS_SCENE_NO_TASK_HOOK": "1"}, {"RANK": "1", "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"}):
+        assert _FORK_SERVER.accepts(cmd, harness_env(extra), None), extra
+    # read at import time: HF_HOME, PYTHONPATH
+    for extra in ({"HF_HOME": "/elsewhere"}, {"PYTHONPATH": "/x"}):
         assert not _FORK_SERVER.accepts(cmd, harness_env(extra), None), extra
     env = harness_env()
     assert not _FORK_SERVER.accepts([sys.executable, "-m", "pip", "list"], env, None)

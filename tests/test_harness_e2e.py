@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import SELFTEST_TASKS, find_results, find_samples, harness_env
+from conftest import SELFTEST_TASKS, find_results, find_samples, harness_env, launch_ranks
 from lmms_scene import benchmarks
 
 pytestmark = pytest.mark.e2e
@@ -59,7 +59,11 @@ def _task_results(results: dict) -> dict:
 @pytest.mark.multiprocess
 def test_two_cpu_processes_give_the_single_process_results(run_lmms_eval, tmp_path, tiny_clip):
     """Docs are sharded round-robin and gathered rank by rank; aggregations keyed by
-    position would differ here."""
+    position would differ here. The two ranks are forks of the tests' pre-imported
+    interpreter, each with the environment ``accelerate launch --multi_gpu
+    --num_processes 2`` gives its processes (:func:`conftest.launch_env`), joined in a gloo
+    group on the CPU as under accelerate; with ``LMMS_SCENE_TEST_FORK=0`` the run is a
+    real ``accelerate launch``."""
     # echo answers every task, so one run covers the multi-round self-test and every
     # built benchmark's sample aggregations together
     samples = [t for bench in benchmarks.built() for t in bench.sample_tasks]
@@ -71,15 +75,21 @@ def test_two_cpu_processes_give_the_single_process_results(run_lmms_eval, tmp_pa
     assert rc == 0, log[-3000:]
 
     out = tmp_path / "multi"
-    cmd = [
-        sys.executable, "-m", "accelerate.commands.launch",
-        # --multi_gpu picks torchrun; with no GPU the processes join a gloo group on the CPU.
-        "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-        "-m", "lmms_eval", "--include_path", str(SELFTEST_TASKS), "--output_path", str(out), "--verbosity", "DEBUG", *common,
-    ]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=harness_env(env), timeout=900, cwd=tmp_path)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    log = proc.stdout + proc.stderr
+    harness = ["-m", "lmms_eval", "--include_path", str(SELFTEST_TASKS), "--output_path", str(out), "--verbosity", "DEBUG", *common]
+    ranks = launch_ranks([sys.executable, *harness], 2, env=harness_env(env), cwd=tmp_path, timeout=900)
+    if ranks is None:  # no fork: the real launcher
+        cmd = [
+            sys.executable, "-m", "accelerate.commands.launch",
+            # --multi_gpu picks torchrun; with no GPU the processes join a gloo group on the CPU.
+            "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+            "--dynamo_backend", "no", *harness,
+        ]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=harness_env(env), timeout=900, cwd=tmp_path)
+        codes, log = [proc.returncode], proc.stdout + proc.stderr
+    else:
+        logs = [rank.communicate(timeout=900)[0] for rank in ranks]
+        codes, log = [rank.returncode for rank in ranks], "\n".join(logs)
+    assert codes == [0] * len(codes), log[-3000:]
     assert "Running on rank 1" in log, "the second process never ran"
     multi = find_results(out)
     assert set(multi["results"]) >= set(tasks)
