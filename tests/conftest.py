@@ -33,8 +33,7 @@ def _hf_home(tmp_path_factory):
     """A temporary HF_HOME, so no test reads or writes the user's hub cache: one for the
     pytest run, shared by its xdist workers as one machine's processes share theirs (and
     so the workers' runs differ from the fork server's environment in nothing)."""
-    home = shared_root(tmp_path_factory) / "hf_home"
-    home.mkdir(exist_ok=True)
+    home = _run_hf_home(shared_root(tmp_path_factory))
     old = os.environ.get("HF_HOME")
     os.environ["HF_HOME"] = str(home)
     yield home
@@ -42,6 +41,12 @@ def _hf_home(tmp_path_factory):
         os.environ.pop("HF_HOME", None)
     else:
         os.environ["HF_HOME"] = old
+
+
+def _run_hf_home(shared: Path) -> Path:
+    home = shared / "hf_home"
+    home.mkdir(exist_ok=True)
+    return home
 
 
 def fixture_dir(*parts: str) -> Path:
@@ -143,7 +148,7 @@ def harness_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 #: the harness indexes); pytest's and xdist's own; what a launcher gives each rank of a
 #: multi-process run (accelerate reads it when the run builds its Accelerator; a fork
 #: applies OMP_NUM_THREADS itself, tests/forkserver.py)
-_FORK_FREE_ENV = ("PATH", "COLUMNS", "PYTHONUNBUFFERED", "OMP_NUM_THREADS", "RANK", "LOCAL_RANK", "WORLD_SIZE",
+_FORK_FREE_ENV = ("PATH", "COLUMNS", "LINES", "PYTHONUNBUFFERED", "OMP_NUM_THREADS", "RANK", "LOCAL_RANK", "WORLD_SIZE",
                   "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE",
                   "MASTER_ADDR", "MASTER_PORT", "TORCH_NCCL_ASYNC_ERROR_HANDLING")  # fmt: skip
 _FORK_FREE_PREFIXES = ("LMMS_SCENE_", "PYTEST_", "ACCELERATE_")
@@ -206,20 +211,42 @@ class _ForkServer:
             return sock
 
     @staticmethod
-    def _start(folder: Path) -> dict:
+    def _start(folder: Path, env: dict[str, str] | None = None) -> dict:
         import tempfile
 
         path = str(folder / "forkserver.sock")
         if len(path) > 100:  # a Unix socket's path has ~107 bytes
             path = str(Path(tempfile.mkdtemp(prefix="fs")) / "sock")
         proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "forkserver.py"), path, str(os.getpid())],
-                                stdout=subprocess.PIPE, text=True, env=harness_env(), cwd=REPO,
+                                stdout=subprocess.PIPE, text=True, env=env or harness_env(), cwd=REPO,
                                 start_new_session=True)  # fmt: skip
         ready = json.loads(proc.stdout.readline() or "{}")
         proc.stdout.close()
         if not ready.get("ready"):
             raise RuntimeError(f"tests/forkserver.py did not start: {ready}")
         return {**ready, "socket": path}
+
+    def start_early(self, folder: Path, env: dict[str, str]) -> None:
+        """Start the server now, in a thread of this (xdist controller) process, holding the
+        lock until it is warm: it imports while the workers start and collect, and their
+        first runs wait only for what is left of that (a failed start is left to them)."""
+        import threading
+
+        from filelock import FileLock
+
+        self.root = folder
+        lock = FileLock(str(folder / "forkserver.lock"), thread_local=False)
+        lock.acquire()
+
+        def start() -> None:
+            try:
+                (folder / "forkserver.json").write_text(json.dumps(self._start(folder, env)))
+            except Exception:
+                pass  # the first worker to ask starts one itself, and fails with the reason
+            finally:
+                lock.release()
+
+        threading.Thread(target=start, name="forkserver-start", daemon=True).start()
 
     def accepts(self, cmd: list[str], env: dict[str, str], stdin) -> bool:
         return self.refusal(cmd, env, stdin) is None
@@ -329,6 +356,20 @@ class ForkedProcess:
 
 
 _FORK_SERVER = _ForkServer()
+
+
+def pytest_sessionstart(session):
+    """Under xdist, the controller starts the run's fork server at once (unless the run
+    deselects every e2e test or forking is off), with the environment the workers' runs
+    will have (the run's HF_HOME, the offline switches)."""
+    config = session.config
+    if os.environ.get("PYTEST_XDIST_WORKER") or not getattr(config.option, "numprocesses", None):
+        return
+    if os.environ.get(FORK_ENV, "1") == "0" or "not e2e" in (config.option.markexpr or ""):
+        return
+    shared = config._tmp_path_factory.getbasetemp() / "shared"  # what shared_root gives each worker
+    shared.mkdir(exist_ok=True)
+    _FORK_SERVER.start_early(shared, harness_env({"HF_HOME": str(_run_hf_home(shared))}))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -620,13 +661,40 @@ SLOW = {
 }
 
 
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker
+#: files whose tests share a costly module or session fixture (a model load, scored
+#: samples): one xdist_group each, so one worker computes it, not both
+FILE_GROUPS = {
+    "test_judges_weights.py": "smollm2",  # the SmolLM2 judge, ~40 s to load
+    "test_submission.py": "submission",  # the scored items of two "models"
+    "test_results_identity.py": "results_identity",  # a scored run of every benchmark
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker, and before xdist names the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
         file = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
         if file in SLOW or f"{file}::{item.originalname}" in SLOW:
             item.add_marker(pytest.mark.slow)
+        if file in FILE_GROUPS and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(FILE_GROUPS[file]))
     _long_first(items)
+
+
+@pytest.hookimpl(trylast=True)  # after xdist's own hook has named each test's group
+def pytest_collection_finish(session):
+    """Under ``--dist loadgroup``, every test marked ``xdist_group`` must carry its group in
+    its id (xdist adds ``@group``): a pytest whose ids xdist cannot change (9.2 with xdist
+    3.8) splits every group across the workers without a word, and each worker then waits
+    for the shared runs another one computes. Stop before any test runs instead."""
+    if not (os.environ.get("PYTEST_XDIST_WORKER") and session.config.getvalue("loadgroup")):
+        return
+    lost = [item.nodeid for item in session.items if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"--dist loadgroup: pytest {pytest.__version__} kept xdist's group out of the test ids ({lost[0]} ...); "
+            "install the pytest that constraints.txt pins (make setup)"
+        )
 
 
 def _long_first(items) -> None:

@@ -93,13 +93,11 @@ def undecoded(dataset):
 
 
 @functools.lru_cache(maxsize=1)
-def _data_code() -> str:
-    """A hash of lmms-scene's version and every source file of ``lmms_scene.data``: what a
-    conversion's result depends on besides its input."""
-    import lmms_scene
-
-    h = hashlib.sha256(str(getattr(lmms_scene, "__version__", "")).encode())
-    root = Path(__file__).resolve().parent
+def _code() -> str:
+    """A hash of every source file of lmms-scene: what a conversion's result depends on
+    besides its input and arguments."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
@@ -108,7 +106,7 @@ def _data_code() -> str:
 def map_fingerprint(dataset, step: str, *parts: Any) -> str | None:
     """The ``new_fingerprint`` for ``dataset.map(fn, ...)`` (the name ``datasets`` caches
     the result under), computed from what the result depends on: the input's fingerprint,
-    ``step``, ``parts`` (JSON-written) and the code of ``lmms_scene.data``.
+    ``step``, ``parts`` (JSON-written) and lmms-scene's code.
 
     Left to itself, ``datasets`` fingerprints ``fn`` by pickling it with dill, following
     its globals into every module they reach, :mod:`lmms_scene.cache` and the models it
@@ -119,7 +117,7 @@ def map_fingerprint(dataset, step: str, *parts: Any) -> str | None:
     if not base:
         return None
     h = hashlib.sha256()
-    for part in (base, step, _data_code(), json.dumps(parts, sort_keys=True, default=str)):
+    for part in (base, step, _code(), json.dumps(parts, sort_keys=True, default=str)):
         h.update(str(part).encode() + b"\0")
     return h.hexdigest()[:32]
 
