@@ -160,6 +160,34 @@ def test_lemma_names_gives_wordnet_synonyms():
     assert lexname("worker") == "noun.person"
 
 
+def test_the_reader_answers_as_nltks_own_without_building_the_multilingual_map():
+    """lmms-scene's WordNet reader skips the map NLTK builds on every load for the
+    multilingual tab files (``map_wn``): the English answers are NLTK's stock reader's,
+    synset for synset and lemma for lemma."""
+    import warnings
+
+    import nltk.data
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    from lmms_scene.nlp.wordnet import wordnet
+
+    ours = wordnet()
+    assert ours.map30 is None and isinstance(ours, WordNetCorpusReader)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        stock = WordNetCorpusReader(nltk.data.find("corpora/wordnet"), None)
+    assert stock.map30  # what the stock reader spends its load on
+    for pos in ("n", "v", "a", "r"):
+        for lemma in sorted(stock.all_lemma_names(pos))[::97]:
+            a, b = ours.synsets(lemma, pos), stock.synsets(lemma, pos)
+            assert [s.name() for s in a] == [s.name() for s in b], lemma
+            assert [(s.lexname(), [x.name() for x in s.lemmas()], s.definition()) for s in a] == \
+                [(s.lexname(), [x.name() for x in s.lemmas()], s.definition()) for s in b], lemma  # fmt: skip
+    assert ours.synset("dog.n.01").path_similarity(ours.synset("cat.n.01")) == stock.synset("dog.n.01").path_similarity(
+        stock.synset("cat.n.01"))  # fmt: skip
+    assert ours.morphy("dogs", "n") == stock.morphy("dogs", "n") == "dog"
+
+
 def test_lemma_names_validates_arguments():
     with pytest.raises(TypeError, match="word"):
         lemma_names(3)  # type: ignore[arg-type]

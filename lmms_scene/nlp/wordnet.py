@@ -41,9 +41,23 @@ def _load() -> Any:
     with _lock, warnings.catch_warnings():
         # "multilingual functions are not available": we pass no Open Multilingual Wordnet.
         warnings.simplefilter("ignore", UserWarning)
-        reader = WordNetCorpusReader(root, None)
+        reader = _english_reader(WordNetCorpusReader)(root, None)
         reader.synsets("dog")  # force the index load now, under the lock
     return reader
+
+
+def _english_reader(base: type) -> type:
+    """NLTK's reader less the map it builds, on every load, from WordNet 3.0's synsets to
+    the loaded WordNet's for the multilingual (OMW) tab files: ``map_wn("wordnet")``
+    compares the version ("3.0") with the string "wordnet", so it always maps, even with
+    no OMW reader (about 9 of the 17 s a load takes on a 2-core machine). lmms-scene reads
+    English WordNet only, where nothing reads that map (only ``custom_lemmas``, OMW's, does)."""
+
+    class EnglishWordNetCorpusReader(base):
+        def map_wn(self, version: str = "wordnet") -> None:
+            return None
+
+    return EnglishWordNetCorpusReader
 
 
 def wordnet() -> Any:
