@@ -37,14 +37,8 @@ nlp-data:
 # each such run happens once per pytest run whichever worker asks (a file lock).
 TEST_WORKERS ?= 2
 TEST_CMD = $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
-# tests/test_evaluate_modules.py runs on its own after the rest: its RefCLIPScore comparison
-# (subprocess vs this process, rel 1e-6) fails by 7.5e-6 when other CLIP tests ran before it
-# in the same process (`pytest tests/test_clip_metrics.py tests/test_evaluate_modules.py` fails
-# on main too), as they do on any xdist worker; alone, and in the serial file order, it passes.
-SOLO_TESTS = tests/test_evaluate_modules.py
 test: setup
-	$(TEST_CMD) $(addprefix --ignore=,$(SOLO_TESTS)) $(PYTEST_ARGS)
-	$(BIN)/python -m pytest $(SOLO_TESTS) $(PYTEST_ARGS)
+	$(TEST_CMD) $(PYTEST_ARGS)
 
 # The edit-run loop: the unit tests that take under a second or so (no harness run, no
 # subprocess, no model or parser load: markers e2e, multiprocess and slow left out).

@@ -667,6 +667,7 @@ FILE_GROUPS = {
     "test_judges_weights.py": "smollm2",  # the SmolLM2 judge, ~40 s to load
     "test_submission.py": "submission",  # the scored items of two "models"
     "test_results_identity.py": "results_identity",  # a scored run of every benchmark
+    "test_evaluate_modules.py": "evaluate_modules",  # the modules loaded by `evaluate` in a fresh process
 }
 
 

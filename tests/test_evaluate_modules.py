@@ -121,7 +121,11 @@ def test_refclipscore_module_equals_the_library(module_outputs, tiny_clip):
     images = [Image.new("RGB", (40, 40), c) for c in [(200, 30, 30), (30, 200, 30)]]
     parts = clip.ref_clip_components(images, [c for c, _ in CAPTIONS], [r for _, r in CAPTIONS], model=str(tiny_clip))
     out = module_outputs["refclip"]
-    assert out["scores"] == pytest.approx(parts.ref_clip_score)
-    assert out["refclipscore"] == pytest.approx(sum(parts.ref_clip_score) / 2)
-    assert out["clip_score"] == pytest.approx(sum(parts.clip_score) / 2)
+    # float32 CLIP embeddings: a caption embedded in another batch (this process may have
+    # embedded it beside other captions before, in another test) differs in the 7th digit;
+    # after other CLIP tests in this process the scores differed by 5.5e-7 (of 0.1)
+    close = lambda value: pytest.approx(value, rel=1e-6, abs=2e-6)  # noqa: E731
+    assert out["scores"] == close(parts.ref_clip_score)
+    assert out["refclipscore"] == close(sum(parts.ref_clip_score) / 2)
+    assert out["clip_score"] == close(sum(parts.clip_score) / 2)
     assert out["clip_model"] == str(tiny_clip)
