@@ -41,9 +41,10 @@ test: setup
 	$(TEST_CMD) $(PYTEST_ARGS)
 
 # The edit-run loop: the unit tests that take under a second or so (no harness run, no
-# subprocess, no model or parser load: markers e2e, multiprocess and slow left out).
+# subprocess, no model or parser load: markers e2e, multiprocess and slow left out), on the
+# same workers (collecting them, imports included, takes ~20 s of it).
 test-fast: setup
-	$(BIN)/python -m pytest -m "not e2e and not multiprocess and not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not e2e and not multiprocess and not slow" $(PYTEST_ARGS)
 
 demo: setup
 	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 $(BIN)/lmms-scene demo --output_path results
