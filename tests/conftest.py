@@ -187,8 +187,10 @@ class _ForkServer:
             self.root = Path(tempfile.mkdtemp(prefix="forkserver"))
         return self.root
 
-    def connect(self):
-        """A socket connected to the server, starting it when none answers."""
+    def connect(self, only_info: bool = False):
+        """A socket connected to the server, starting it when none answers (waiting for the
+        one the xdist controller is starting). ``only_info``: just make sure ``info`` (the
+        server's environment) is known, and return None."""
         import socket
 
         from filelock import FileLock
@@ -201,11 +203,16 @@ class _ForkServer:
                 try:
                     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                     sock.connect(self.info["socket"])
+                    if only_info:
+                        sock.close()
+                        return None
                     return sock
                 except OSError:  # it has exited (its last client had gone): start another
                     info_file.unlink()
             self.info = self._start(folder)
             info_file.write_text(json.dumps(self.info))
+            if only_info:
+                return None
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.connect(self.info["socket"])
             return sock
@@ -259,7 +266,9 @@ class _ForkServer:
             return "stdin given" if stdin is not None else "no os.fork"
         if len(cmd) < 3 or cmd[0] != sys.executable or cmd[1] != "-m" or cmd[2] not in _FORK_MODULES:
             return "not python -m " + " or ".join(_FORK_MODULES)
-        server_env = self.env or harness_env()
+        if self.info is None:  # compare with the environment the server really has
+            self.connect(only_info=True)
+        server_env = self.env
         # a variable this pytest process's own imports set as the server's did is no difference
         differ = sorted(k for k in set(env) | set(server_env) if env.get(k) != server_env.get(k) and not _fork_free(k)
                         and not (k in self.set_by_imports and env.get(k) == self.set_by_imports[k]))  # fmt: skip

@@ -50,7 +50,7 @@ def _english_reader(base: type) -> type:
     """NLTK's reader less the map it builds, on every load, from WordNet 3.0's synsets to
     the loaded WordNet's for the multilingual (OMW) tab files: ``map_wn("wordnet")``
     compares the version ("3.0") with the string "wordnet", so it always maps, even with
-    no OMW reader (about 9 of the 17 s a load takes on a 2-core machine). lmms-scene reads
+    no OMW reader (4.4 of the 6.9 s a load took on an idle 2-core machine). lmms-scene reads
     English WordNet only, where nothing reads that map (only ``custom_lemmas``, OMW's, does)."""
 
     class EnglishWordNetCorpusReader(base):
