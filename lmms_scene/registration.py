@@ -62,7 +62,9 @@ def install_task_path_hook() -> bool:
     ours = tasks_path()
     # the switch is read again each time the harness indexes: a process that set it after
     # the hook went in (a notebook, a fork of a process that imported the harness) gets it
-    enabled = lambda: not settings.current().no_task_hook  # noqa: E731
+    def enabled() -> bool:
+        return not settings.current().no_task_hook
+
     installed = compat.install_task_index_hook(str(ours), lambda p: _same(p, ours), record_index, _PATCH_MARK, enabled)
     if installed is not True and installed != "shape":  # the harness itself is broken; not ours to report
         warnings.warn(f"lmms-scene: {installed}; use --include_path", stacklevel=2)

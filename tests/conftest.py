@@ -148,9 +148,7 @@ def harness_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 #: the harness indexes); pytest's and xdist's own; what a launcher gives each rank of a
 #: multi-process run (accelerate reads it when the run builds its Accelerator; a fork
 #: applies OMP_NUM_THREADS itself, tests/forkserver.py)
-_FORK_FREE_ENV = ("PATH", "COLUMNS", "LINES", "PYTHONUNBUFFERED", "OMP_NUM_THREADS", "RANK", "LOCAL_RANK", "WORLD_SIZE",
-                  "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE",
-                  "MASTER_ADDR", "MASTER_PORT", "TORCH_NCCL_ASYNC_ERROR_HANDLING")  # fmt: skip
+_FORK_FREE_ENV = ("PATH", "COLUMNS", "LINES", "PYTHONUNBUFFERED")  # and every variable of launch_env below
 _FORK_FREE_PREFIXES = ("LMMS_SCENE_", "PYTEST_", "ACCELERATE_")
 FORK_ENV = "LMMS_SCENE_TEST_FORK"
 FORK_LOG_ENV = "LMMS_SCENE_TEST_FORK_LOG"
@@ -159,7 +157,7 @@ _FORK_MODULES = ("lmms_eval", "lmms_scene.cli")
 
 
 def _fork_free(key: str) -> bool:
-    return key in _FORK_FREE_ENV or key.startswith(_FORK_FREE_PREFIXES)
+    return key in _FORK_FREE_ENV or key in _LAUNCH_ENV or key.startswith(_FORK_FREE_PREFIXES)
 
 
 class _ForkServer:
@@ -187,35 +185,41 @@ class _ForkServer:
             self.root = Path(tempfile.mkdtemp(prefix="forkserver"))
         return self.root
 
-    def connect(self, only_info: bool = False):
-        """A socket connected to the server, starting it when none answers (waiting for the
-        one the xdist controller is starting). ``only_info``: just make sure ``info`` (the
-        server's environment) is known, and return None."""
-        import socket
-
+    def ensure_info(self) -> dict:
+        """The running server's ``info`` (socket, environment), starting a server when none
+        answers (waiting for the one the xdist controller is starting)."""
         from filelock import FileLock
 
         folder = self._folder()
         with FileLock(str(folder / "forkserver.lock")):
             info_file = folder / "forkserver.json"
             if info_file.exists():
-                self.info = json.loads(info_file.read_text())
+                info = json.loads(info_file.read_text())
                 try:
-                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                    sock.connect(self.info["socket"])
-                    if only_info:
-                        sock.close()
-                        return None
-                    return sock
+                    self._open(info).close()
+                    self.info = info
+                    return info
                 except OSError:  # it has exited (its last client had gone): start another
                     info_file.unlink()
             self.info = self._start(folder)
             info_file.write_text(json.dumps(self.info))
-            if only_info:
-                return None
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.connect(self.info["socket"])
-            return sock
+            return self.info
+
+    @staticmethod
+    def _open(info: dict):
+        import socket
+
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(info["socket"])
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    def connect(self):
+        """A socket connected to the running server."""
+        return self._open(self.ensure_info())
 
     @staticmethod
     def _start(folder: Path, env: dict[str, str] | None = None) -> dict:
@@ -267,7 +271,7 @@ class _ForkServer:
         if len(cmd) < 3 or cmd[0] != sys.executable or cmd[1] != "-m" or cmd[2] not in _FORK_MODULES:
             return "not python -m " + " or ".join(_FORK_MODULES)
         if self.info is None:  # compare with the environment the server really has
-            self.connect(only_info=True)
+            self.ensure_info()
         server_env = self.env
         # a variable this pytest process's own imports set as the server's did is no difference
         differ = sorted(k for k in set(env) | set(server_env) if env.get(k) != server_env.get(k) and not _fork_free(k)
@@ -321,12 +325,10 @@ class ForkedProcess:
         return json.loads(line)
 
     def wait(self, timeout: float | None = None) -> int:
-        import socket
-
         if self.returncode is None:
             try:
                 done = self._message(timeout)
-            except (socket.timeout, TimeoutError):
+            except TimeoutError:  # socket.timeout is TimeoutError
                 raise subprocess.TimeoutExpired(self.args, timeout) from None
             if "returncode" not in done:
                 raise RuntimeError("tests/forkserver.py stopped answering (see this test's stderr)")
@@ -358,7 +360,9 @@ class ForkedProcess:
 
         if self._outputs is None:
             self.wait(timeout)
-            read = lambda p: p.read_text(errors="replace") if p is not None and p.exists() else ""  # noqa: E731
+            def read(path: Path) -> str:
+                return path.read_text(errors="replace") if path.exists() else ""
+
             self._outputs = (read(self._out), None if self._err is None else read(self._err))
             shutil.rmtree(self._tmp, ignore_errors=True)
         return self._outputs
@@ -434,6 +438,10 @@ def launch_env(rank: int, world: int, port: int) -> dict[str, str]:
         "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world), "GROUP_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": str(world),
         "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
     }  # fmt: skip
+
+
+#: the variables launch_env sets (a forked rank may differ from the server in each)
+_LAUNCH_ENV = frozenset(launch_env(0, 1, 0))
 
 
 def launch_ranks(cmd: list[str], world: int, *, env: dict[str, str], cwd: Path, timeout: float) -> list[ForkedProcess] | None:

@@ -220,8 +220,9 @@ def serve(listener: socket.socket, set_by_imports: dict[str, str], clients: set[
                 continue
             if sock in pending:
                 chunk = sock.recv(1 << 16)
-                if not chunk:
-                    pending.pop(sock).close()
+                if not chunk:  # it hung up before asking (a probe that the server answers)
+                    del pending[sock]
+                    sock.close()
                     continue
                 pending[sock] += chunk
                 if b"\n" not in pending[sock]:
