@@ -219,6 +219,27 @@ def test_an_interrupt_leaves_every_finished_chunk_on_disk(tmp_path, monkeypatch)
     assert run.status() == "interrupted" and J.replay_plan(run).partial == {"t": (6, 7, 0)}
 
 
+def test_a_signal_just_after_a_chunk_is_written_still_counts_that_chunk(tmp_path):
+    """A signal is raised between two bytecodes: here right after a chunk reached the file.
+    The end record counts what the file holds (a counter raised after the write missed it)."""
+    journal = J.Journal(tmp_path / "j.jsonl")
+    journal.total = 3
+    write = journal.write
+
+    def write_then_signal(records):
+        write(records)
+        raise J.Interrupted(15)
+
+    journal.write = write_then_signal
+    with pytest.raises(J.Interrupted):
+        journal.outputs("generate_until", [_request("t", 0, 1), _request("t", 1, 1)], ["a", "b"], [0, 0], [["p", {}], ["p", {}]])
+    journal.write = write
+    journal.end("interrupted", signal="SIGTERM")
+    lines = [json.loads(x) for x in journal.path.read_text().splitlines()]
+    assert [x["kind"] for x in lines] == ["output", "output", "end"]
+    assert lines[-1]["requests_done"] == 2 == journal.done and lines[-1]["requests_total"] == 3
+
+
 def test_a_journal_cut_by_a_kill_reads_back_with_the_cut_reported(tmp_path):
     folder = tmp_path / J.FOLDER
     folder.mkdir()
