@@ -26,6 +26,13 @@ _OFFLINE = {
     "LMMS_SCENE_NO_PROGRESS": "1",
 }
 os.environ.update(_OFFLINE)
+# One compute thread per process (torch's OpenMP pool, numpy's BLAS), unless the caller set
+# it: `make test` runs two xdist workers on two cores, each with harness runs beside it, and
+# a second thread per process only makes the threads spin-wait for a core (the tiny-Qwen
+# COOCO run alone took 77 s with the default two threads, 68 s with one). Set before torch
+# is imported here, in the fork server (which reads this environment) and in every run.
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
 
 @pytest.fixture(scope="session", autouse=True)

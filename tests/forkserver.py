@@ -49,8 +49,8 @@ WARM = (
     "lmms_eval.tasks",
     "lmms_scene.cli",
     "lmms_scene.evaluate",
+    "wandb",  # what lmms-eval's evaluate() imports; before timm, which imports it slower (nlp.encoders)
     "sentence_transformers",  # imports timm: the sentence encoder of CESG and the baselines
-    "wandb",  # what lmms-eval's evaluate() imports
 )
 
 

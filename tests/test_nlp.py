@@ -188,6 +188,33 @@ def test_the_reader_answers_as_nltks_own_without_building_the_multilingual_map()
     assert ours.morphy("dogs", "n") == stock.morphy("dogs", "n") == "dog"
 
 
+def test_the_compound_list_reads_each_lemmas_kinds_as_its_synsets_say():
+    """compound_names() reads the lexicographer files of a lemma's noun synsets from
+    data.noun in one pass (compounds._noun_kinds) instead of loading every synset: for
+    every 7th compound-shaped lemma and every 60th lemma, the kinds are those of
+    ``synsets(lemma, "n")`` (NLTK's morphy included: "safety_glasses" finds "safety_glass"),
+    and a reader without NLTK's index parts gets the synsets' own answer."""
+    from lmms_scene.nlp import compounds
+    from lmms_scene.nlp.wordnet import synsets, wordnet
+
+    wn = wordnet()
+    kinds = compounds._noun_kinds(wn)
+    lemmas = sorted(wn.all_lemma_names("n"))
+    shaped = [x for x in lemmas if 2 <= len(x.split("_")) <= 3]
+    checked = shaped[::7] + lemmas[::60] + ["safety_glasses", "Fire_Extinguisher", "hard_hat", "no_such_lemma_here"]
+    for lemma in checked:
+        assert kinds(lemma) == {s.lexname() for s in synsets(lemma, "n")}, lemma
+    assert "noun.artifact" in kinds("fire_extinguisher") and kinds("no_such_lemma_here") == set()
+
+    class Bare:  # a reader without _lemma_pos_offset_map, _morphy, _lexnames
+        pass
+
+    slow = compounds._noun_kinds(Bare())
+    assert all(slow(lemma) == kinds(lemma) for lemma in checked[::25])
+    names = compounds.compound_names()
+    assert {"fire extinguisher", "fire extinguishers", "hard hat", "first aid kit"} <= set(names)
+
+
 def test_lemma_names_validates_arguments():
     with pytest.raises(TypeError, match="word"):
         lemma_names(3)  # type: ignore[arg-type]
@@ -286,3 +313,20 @@ def test_install_wordnet_replaces_hard_linked_files(tmp_path):
     assert done.source == "debian" and "hard-linked" in done.skipped[0][1]
     assert all((target / name).stat().st_nlink == 1 for name in ("lexnames", "data.noun"))
     assert (other / "data.noun").read_bytes() == (target / "data.noun").read_bytes()
+
+
+def test_sentence_transformers_comes_with_wandb_imported_first_and_survives_a_broken_wandb(monkeypatch):
+    """nlp.encoders.sentence_transformer_class imports wandb before sentence-transformers
+    (timm would import it from deep inside that import, ~5 s slower); a wandb that fails
+    to import is skipped, as timm itself skips it."""
+    import sys
+    from importlib.util import find_spec
+
+    from lmms_scene.nlp.encoders import sentence_transformer_class
+
+    cls = sentence_transformer_class()
+    assert cls.__module__.startswith("sentence_transformers") and cls.__name__ == "SentenceTransformer"
+    if find_spec("timm") and find_spec("wandb"):
+        assert "wandb" in sys.modules
+    monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` now raises ImportError
+    assert sentence_transformer_class() is cls

