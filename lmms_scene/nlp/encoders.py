@@ -17,6 +17,7 @@ wearing" vs "wearing" is 0.82), which is why CESG compares polarity-filtered gra
 from __future__ import annotations
 
 import threading
+from importlib.util import find_spec
 from typing import Any, Sequence
 
 import numpy as np
@@ -97,8 +98,6 @@ def sentence_transformer_class() -> type:
     wandb's pydantic models spend about 5 s more in ``inspect.getmodule`` (on a 2-core
     machine with lmms-eval and spaCy loaded: 10.5 s for the sentence-transformers import,
     5.4 s with wandb first). The same modules are imported either way, in another order."""
-    from importlib.util import find_spec
-
     if find_spec("timm") is not None and find_spec("wandb") is not None:
         try:
             import wandb  # noqa: F401  # deferred: heavy, and only timm (below) wants it

@@ -14,6 +14,7 @@ a heading or a table row, CSV cells cannot start a spreadsheet formula, HTML is 
 from __future__ import annotations
 
 import csv
+import hashlib
 import html
 import io
 import re
@@ -22,7 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from lmms_scene import cache
 from lmms_scene.report import plots
+
+#: the rendered figures kept per process (a report holds a few dozen, ~30-80 KB each)
+PNG_MEMO = 128
 
 
 @dataclass(frozen=True)
@@ -201,7 +206,13 @@ class Plot:
     args: dict[str, Any]
 
     def png(self) -> bytes:
-        return getattr(plots, self.kind)(**self.args)
+        """The figure as PNG bytes, drawn once per process for the same kind, title and
+        arguments (a figure of COOCO's small multiples takes about a second to draw on a
+        2-core machine; a process writing several reports of the same runs, as a notebook or
+        the tests do, draws it once). The arguments are plain values and :class:`Value`
+        cells, so their ``repr`` names them exactly; the drawing is deterministic."""
+        key = hashlib.sha256(repr((self.kind, self.title, self.args)).encode()).hexdigest()
+        return cache.memo("report.png", key, lambda: getattr(plots, self.kind)(**self.args), max_entries=PNG_MEMO)
 
 
 @dataclass
