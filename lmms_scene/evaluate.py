@@ -85,8 +85,9 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
         if hint:
             print(f"lmms-scene eval: {hint}", file=sys.stderr)
         journal = J.ACTIVE.journal
-        if journal is not None and journal.done:
-            print(f"lmms-scene eval: the {journal.done} generations made before the failure are in {journal.path}; "
+        done = journal.done if journal is not None else 0  # counted from the file: read it once
+        if done:
+            print(f"lmms-scene eval: the {done} generations made before the failure are in {journal.path}; "
                   f"score them with: lmms-scene rescore {journal.path} --output_path OUT", file=sys.stderr)  # fmt: skip
         return 1
     return 0
@@ -101,8 +102,9 @@ def _interrupted(stop: BaseException) -> int:
         print(f"lmms-scene eval: stopped by {name} before the model generated anything (no journal)", file=sys.stderr)
     else:
         total = f" of {journal.total}" if journal.total else ""
-        print(f"lmms-scene eval: stopped by {name}; {journal.done}{total} generations are in {journal.path}", file=sys.stderr)
-        if journal.done:
+        done = journal.done  # counted from the file: read it once
+        print(f"lmms-scene eval: stopped by {name}; {done}{total} generations are in {journal.path}", file=sys.stderr)
+        if done:
             print(f"lmms-scene eval: score them with: lmms-scene rescore {journal.path} --output_path OUT", file=sys.stderr)
     return 128 + int(signum)
 
