@@ -231,9 +231,13 @@ class HFJudge:
 
     def _load(self):
         def load():
-            from transformers import AutoModelForCausalLM, AutoTokenizer  # deferred: transformers (imports torch) is heavy to import
+            from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # deferred: transformers (imports torch) is heavy to import
 
             kwargs = {"gguf_file": self.gguf_file} if self.gguf_file else {}
+            if self.gguf_file:
+                # read the GGUF file's config once for both (each from_pretrained would read
+                # and parse the file's metadata again: ~5 CPU-s of a SmolLM2-135M load)
+                kwargs["config"] = AutoConfig.from_pretrained(str(self.path), gguf_file=self.gguf_file)
             tokenizer = AutoTokenizer.from_pretrained(str(self.path), **kwargs)
             model = load_pretrained(AutoModelForCausalLM, str(self.path), device=torch_device(settings.current().device), **kwargs)
             return tokenizer, model

@@ -142,6 +142,16 @@ def clear_cache_keeping_models() -> None:
     cache.clear(keep=lambda key: isinstance(key, tuple) and bool(key) and key[0] in _SETTINGS_FREE_MODELS)
 
 
+def clear_cache_keeping_jvm() -> None:
+    """``lmms_scene.cache.clear()`` that keeps only the METEOR JVM (pycocoevalcap's
+    ``Meteor``), for a test of loading that no JVM takes part in (COOCO's CLIP encoders,
+    NLTK's WordNet reader): a JVM start costs ~13 CPU-s (its paraphrase table), and the
+    next SNUS test of this worker would otherwise start another."""
+    from lmms_scene import cache
+
+    cache.clear(keep=lambda key: key == ("pycocoevalcap", "meteor"))
+
+
 def harness_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {**os.environ, **_OFFLINE, "PYTHONUNBUFFERED": "1"}
     env.update(extra or {})
@@ -588,14 +598,38 @@ def qwen_run(shared_lmms_eval, tiny_qwen_vl, tiny_clip):
     return shared_lmms_eval("qwen", args, env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}, include=SELFTEST_TASKS)
 
 
+#: README's offline command (its "Try it" section), run as written: our tasks come in
+#: through the entry-point hook, with no CLIP setting
+README_COMMAND = ["-m", "lmms_eval", "--tasks", "cooco_sample,snus_sample,layered_vqa_sample", "--model", "scene_blind",
+                  "--output_path", "out", "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
+
+
 @pytest.fixture(scope="session")
-def blind_text_run(shared_lmms_eval):
-    """``scene_blind`` on snus_sample (where Java is) and layered_vqa_sample with CLIP off
-    (Layered-VQA has no CLIP metric): test_snus_e2e.py's and test_layered_vqa_e2e.py's
-    blind runs."""
-    tasks = (["snus_sample"] if java_available() else []) + ["layered_vqa_sample"]
-    return shared_lmms_eval("blind_text", ["--model", "scene_blind", "--tasks", ",".join(tasks)],
-                            env={"LMMS_SCENE_CLIP_MODEL": "none"})  # fmt: skip
+def readme_run(tmp_path_factory):
+    """README's offline command (:data:`README_COMMAND`) with no LMMS_SCENE_CLIP_MODEL and
+    no CLIP checkpoint in the run's HF_HOME (checked first), once per pytest run, by the
+    fork server: test_sample_offline.py's README test, and the ``scene_blind`` tests of
+    test_snus_e2e.py and test_layered_vqa_e2e.py, which read its SNUS and Layered-VQA
+    results. (returncode, results, output folder, log); read it, never write into it."""
+
+    def make(folder: Path) -> None:
+        from lmms_scene import settings
+
+        env = harness_env()
+        env.pop(settings.CLIP_MODEL_ENV, None)
+        hub = Path(env.get("HF_HUB_CACHE") or Path(env["HF_HOME"]) / "hub")
+        if (hub / "models--openai--clip-vit-base-patch32").exists():
+            raise AssertionError(f"{hub} holds the default CLIP checkpoint: README's no-setting run would compute CLIP")
+        proc = run_python([sys.executable, *README_COMMAND], env=env, timeout=900, cwd=folder)
+        (folder / "log.txt").write_text(proc.stdout + proc.stderr)
+        (folder / "returncode").write_text(str(proc.returncode))
+
+    root = shared_root(tmp_path_factory) / "runs"
+    root.mkdir(exist_ok=True)
+    folder = once(root, "readme", make)
+    code = int((folder / "returncode").read_text())
+    out = folder / "out"
+    return code, find_results(out) if code == 0 else None, out, (folder / "log.txt").read_text()
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@ task YAML's lmms_eval_specific_kwargs."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -39,33 +40,43 @@ def independent_context():
     return norm, pixels, (cx, cy), coordinate_to_patch_index(norm, 32)
 
 
-_NORM, _PIXELS, _CENTRE, _PATCHES = independent_context()
-_TWO = [f"{v:.2f}" for v in _NORM]
-_N2 = ", ".join(_TWO)
-_N4 = ", ".join(f"{v:.4f}" for v in _NORM)
+#: every model format's template (test_every_template_is_tested_and_wired_in_the_yaml)
+VARIANTS = ("default", "kosmos2", "llava_onevision", "molmo", "qwen2_5_vl", "xgen_mm")
 
-EXPECTED = {
-    "default": f"What is the object in this part of the image [{_N2}]? {SUFFIX}",
-    "llava_onevision": f"What is the object in this part of the image [{_N4}]? {SUFFIX}",
-    "qwen2_5_vl": f"What is the object in this part of the image [{', '.join(map(str, _PIXELS))}]? {SUFFIX}",
-    "kosmos2": f"<grounding>What is the object in <phrase>this part</phrase><object><patch_index_{_PATCHES[0]:04d}><patch_index_{_PATCHES[1]:04d}></object> of the image? {SUFFIX}",
-    "molmo": f"What is the object at point x = {_CENTRE[0]:.1f}, y = {_CENTRE[1]:.1f} of the image? {SUFFIX}",
-    "xgen_mm": f"What is the object in this part of the image <bbox>[{_TWO[0]}, {_TWO[1]}][{_TWO[2]}, {_TWO[3]}]</bbox>? {SUFFIX}",
-}
+
+@functools.lru_cache(maxsize=1)
+def expected() -> dict[str, str]:
+    """Each format's prompt for DOC, from :func:`independent_context` (computed when a test
+    asks: importing Kosmos-2's processor module imports transformers' image stack, ~10 s
+    of collecting this file otherwise)."""
+    norm, pixels, centre, patches = independent_context()
+    two = [f"{v:.2f}" for v in norm]
+    n2, n4 = ", ".join(two), ", ".join(f"{v:.4f}" for v in norm)
+    return {
+        "default": f"What is the object in this part of the image [{n2}]? {SUFFIX}",
+        "llava_onevision": f"What is the object in this part of the image [{n4}]? {SUFFIX}",
+        "qwen2_5_vl": f"What is the object in this part of the image [{', '.join(map(str, pixels))}]? {SUFFIX}",
+        "kosmos2": f"<grounding>What is the object in <phrase>this part</phrase><object><patch_index_{patches[0]:04d}><patch_index_{patches[1]:04d}></object> of the image? {SUFFIX}",
+        "molmo": f"What is the object at point x = {centre[0]:.1f}, y = {centre[1]:.1f} of the image? {SUFFIX}",
+        "xgen_mm": f"What is the object in this part of the image <bbox>[{two[0]}, {two[1]}][{two[2]}, {two[3]}]</bbox>? {SUFFIX}",
+    }  # fmt: skip
 
 
 def test_expected_values_are_those_of_the_float_box_not_the_pixel_box():
     # written out once, so a change in the independent computation is seen too
-    assert _N2 == "0.10, 0.31, 0.31, 0.40" and _N4 == "0.1040, 0.3070, 0.3080, 0.4030"
-    assert _PIXELS == (10, 31, 31, 40)
-    assert (f"{_CENTRE[0]:.1f}", f"{_CENTRE[1]:.1f}") == ("20.6", "35.5")
+    norm, pixels, centre, patches = independent_context()
+    n2, n4 = ", ".join(f"{v:.2f}" for v in norm), ", ".join(f"{v:.4f}" for v in norm)
+    assert set(expected()) == set(VARIANTS)
+    assert n2 == "0.10, 0.31, 0.31, 0.40" and n4 == "0.1040, 0.3070, 0.3080, 0.4030"
+    assert pixels == (10, 31, 31, 40)
+    assert (f"{centre[0]:.1f}", f"{centre[1]:.1f}") == ("20.6", "35.5")
     # 32 x 32 grid: upper-left row 9 col 3 -> 291; lower-right row 12 col 9 -> 393
     # (the rounded pixel box would give row 13 -> 425)
-    assert _PATCHES == (291, 393)
+    assert patches == (291, 393)
     ctx = cooco.prompt_context(DOC)
-    assert (ctx["nx1"], ctx["ny1"], ctx["nx2"], ctx["ny2"]) == pytest.approx(_NORM)
-    assert (ctx["cx"], ctx["cy"]) == pytest.approx(_CENTRE)
-    assert (ctx["x1"], ctx["y1"], ctx["x2"], ctx["y2"]) == _PIXELS
+    assert (ctx["nx1"], ctx["ny1"], ctx["nx2"], ctx["ny2"]) == pytest.approx(norm)
+    assert (ctx["cx"], ctx["cy"]) == pytest.approx(centre)
+    assert (ctx["x1"], ctx["y1"], ctx["x2"], ctx["y2"]) == pixels
 
 
 def task_utils():
@@ -74,29 +85,29 @@ def task_utils():
     return importlib.import_module("lmms_scene.tasks.cooco.utils")
 
 
-@pytest.mark.parametrize("variant", sorted(EXPECTED))
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_prompt_text_per_model_format(variant):
-    assert prompts.render(f"cooco/{variant}.jinja", **cooco.prompt_context(DOC)) == EXPECTED[variant]
+    assert prompts.render(f"cooco/{variant}.jinja", **cooco.prompt_context(DOC)) == expected()[variant]
 
 
 def test_every_template_is_tested_and_wired_in_the_yaml():
-    assert set(prompts.available("cooco")) == set(EXPECTED)
+    assert set(prompts.available("cooco")) == set(expected())
     config = yaml.safe_load(
         re.sub(r"!function \S+", "fn", (TASK_DIR / "_default_template_yaml").read_text())
     )
     kwargs = config["lmms_eval_specific_kwargs"]
     assert {k: v["template"] for k, v in kwargs.items()} == {
-        ("default" if k == "default" else k): f"cooco/{k}.jinja" for k in EXPECTED
+        ("default" if k == "default" else k): f"cooco/{k}.jinja" for k in expected()
     }
 
 
 def test_doc_to_text_uses_the_models_template_and_falls_back_to_default():
     utils = task_utils()
-    assert utils.doc_to_text(DOC, {"template": "cooco/molmo.jinja"}) == EXPECTED["molmo"]
-    assert utils.doc_to_text(DOC, None) == EXPECTED["default"]
+    assert utils.doc_to_text(DOC, {"template": "cooco/molmo.jinja"}) == expected()["molmo"]
+    assert utils.doc_to_text(DOC, None) == expected()["default"]
     # lmms-eval 0.7.3 merges "default" into the whole mapping for unlisted models
     merged = {"default": {"template": "cooco/default.jinja"}, "template": "cooco/default.jinja"}
-    assert utils.doc_to_text(DOC, merged) == EXPECTED["default"]
+    assert utils.doc_to_text(DOC, merged) == expected()["default"]
 
 
 def test_kosmos_patch_indices_agree_with_the_kosmos2_processor():

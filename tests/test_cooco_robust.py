@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import datasets
 import pytest
 
-from conftest import REPO, clear_cache_keeping_models
-from lmms_scene import cache, settings
+from conftest import REPO, clear_cache_keeping_jvm, clear_cache_keeping_models
+from lmms_scene import settings
 from lmms_scene.data import cooco
 from lmms_scene.metrics import clip
 from lmms_scene.metrics.cooco import scoring
@@ -46,9 +46,9 @@ def _same(a, b):
 def test_process_results_from_four_threads_equals_one_thread(utils, raw):
     docs = list(utils.process_docs_noise(raw))
     outs = answers(docs)
-    cache.clear()
+    clear_cache_keeping_jvm()  # COOCO loads no JVM: keep it for the next SNUS test
     serial = [utils.process_results(d, o) for d, o in zip(docs, outs)]
-    cache.clear()
+    clear_cache_keeping_jvm()
     with ThreadPoolExecutor(4) as pool:
         threaded = list(pool.map(utils.process_results, docs, outs))
     assert len(serial) == len(docs) == 174
@@ -58,9 +58,9 @@ def test_process_results_from_four_threads_equals_one_thread(utils, raw):
 def test_batch_prescoring_gives_the_per_row_numbers_and_is_used(utils, raw, monkeypatch):
     docs = list(utils.process_docs_noise(raw))
     outs = answers(docs)
-    cache.clear()
+    clear_cache_keeping_jvm()
     per_row = [utils.process_results(d, o) for d, o in zip(docs, outs)]
-    cache.clear()
+    clear_cache_keeping_jvm()
     assert utils.prescore([(d, o[0]) for d, o in zip(docs, outs)]) == len(docs)
     calls = []
     monkeypatch.setattr(scoring, "score_rows", lambda *a, **k: calls.append(a) or [])
@@ -159,7 +159,7 @@ def test_aggregations_record_a_failure_instead_of_losing_the_run(utils, raw):
 def test_an_extreme_image_warns_once_with_its_size():
     from PIL import Image
 
-    cache.clear()
+    clear_cache_keeping_jvm()
     doc = {"image": Image.new("RGB", (5000, 40), (90, 90, 90)), "image_id": "wide", "width": 5000, "height": 40,
            "target_bbox": [10.0, 5.0, 20.0, 20.0], "noise_area": "target", "noise_level": 0.5}  # fmt: skip
     with pytest.warns(UserWarning, match=r"COOCO wide: 5000x40 image .*padded to a 5000x5000 square"):

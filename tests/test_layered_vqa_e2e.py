@@ -53,9 +53,9 @@ def check_run(results, out, n_docs):
     return rep, rows
 
 
-@pytest.mark.xdist_group("blind_text")
-def test_sample_through_scene_blind(blind_text_run):
-    code, results, out, log = blind_text_run  # scene_blind (conftest.py)
+@pytest.mark.xdist_group("readme")
+def test_sample_through_scene_blind(readme_run):
+    code, results, out, log = readme_run  # README's scene_blind run (conftest.py)
     assert code == 0, log[-3000:]
     counts, _ = _turn_counts()
     rep, rows = check_run(results, out, len(counts))

@@ -215,6 +215,77 @@ def test_the_compound_list_reads_each_lemmas_kinds_as_its_synsets_say():
     assert {"fire extinguisher", "fire extinguishers", "hard hat", "first aid kit"} <= set(names)
 
 
+
+def _test_sentences() -> list[str]:
+    """Every text of the labelled sets in tests/data and of the shipped sample splits (the
+    SNUS captions, the Layered-VQA questions and answers), and a few written to hit the
+    merger's edges: case, double spaces, hyphens, overlapping and adjacent compounds."""
+    import json
+    from pathlib import Path
+
+    import pandas as pd
+
+    texts: set[str] = set()
+
+    def walk(value) -> None:
+        if isinstance(value, str) and " " in value:
+            texts.add(value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for path in sorted((Path(__file__).parent / "data").glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            walk(json.loads(line))
+    for path in sorted((Path(__file__).parents[1] / "lmms_scene" / "tasks").glob("*/sample/*.parquet")):
+        frame = pd.read_parquet(path)
+        for column in frame.columns:
+            if frame[column].dtype == object:
+                walk([v for v in frame[column] if isinstance(v, str)])
+    texts |= {"There is no Fire Extinguisher and no first-aid kit.", "HARD HAT  and safety glasses", "the guard rails guard rail",
+              "no safety vest, hi-vis vests or steel-toe boots", "a first aid kit kit", "Guard Rail. guard\nrail"}  # fmt: skip
+    return sorted(texts)
+
+
+def test_the_compound_merger_finds_what_spacys_phrase_matcher_finds():
+    """CompoundMerger matches with a set of word tuples: for every compound the words are
+    the tokenizer's (lower case), and on every test sentence its spans, overlaps included,
+    and the merged tokens are those of ``PhraseMatcher(vocab, attr="LOWER")`` on the
+    tokenized names, which it replaced (it took ~4 s per pipeline to build)."""
+    from spacy.matcher import PhraseMatcher
+    from spacy.util import filter_spans
+
+    from lmms_scene.nlp import compounds
+    from lmms_scene.nlp.spacy_model import spacy_pipeline
+
+    nlp = spacy_pipeline()
+    names = compounds.compound_names()
+    docs = list(nlp.tokenizer.pipe(names))
+    assert compounds.pattern_words(nlp, names) == [tuple(t.lower_ for t in doc) for doc in docs]
+    assert ("first", "-", "aid", "kit") in compounds.pattern_words(nlp, names)  # the tokenizer's path
+    reference = PhraseMatcher(nlp.vocab, attr="LOWER")
+    reference.add("COMPOUND", docs)
+    merger = compounds.CompoundMerger(nlp)
+    sentences = _test_sentences()
+    assert len(sentences) > 500
+    found = 0
+    for text in sentences:
+        doc = nlp.make_doc(text)
+        expected = sorted((s, e) for _, s, e in reference(doc))
+        assert sorted((s.start, s.end) for s in merger.spans(doc)) == expected, text
+        found += len(expected)
+        merged = [t.text for t in merger(nlp.make_doc(text))]
+        want = nlp.make_doc(text)
+        with want.retokenize() as retokenizer:
+            for span in filter_spans([want[s:e] for s, e in expected]):
+                retokenizer.merge(span)
+        assert merged == [t.text for t in want], text
+    assert found > 100  # the sentences do name compounds
+    assert [t.text for t in spacy_pipeline(merge_compounds=True)("There is no Fire Extinguisher.")][3] == "Fire Extinguisher"
+
 def test_lemma_names_validates_arguments():
     with pytest.raises(TypeError, match="word"):
         lemma_names(3)  # type: ignore[arg-type]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import datasets
 import pytest
-from conftest import REPO, clear_cache_keeping_models, find_samples, harness_env, run_python
+from conftest import README_COMMAND, REPO, clear_cache_keeping_models, find_samples, harness_env, run_python
 
 from lmms_scene import settings
 from lmms_scene.metrics import clip
@@ -90,30 +90,26 @@ def test_our_message_is_the_last_line_not_the_hubs():
 
 
 @pytest.mark.e2e
-def test_the_readmes_offline_command_runs_with_no_setting(tmp_path):
+@pytest.mark.xdist_group("readme")
+def test_the_readmes_offline_command_runs_with_no_setting(readme_run):
     """README: ``python -m lmms_eval --tasks cooco_sample,snus_sample,layered_vqa_sample
-    --model scene_blind --output_path out --log_samples``, with no CLIP checkpoint in the
-    hub cache and no LMMS_SCENE_CLIP_MODEL; then ``lmms-scene show out`` prints every
-    benchmark. It runs in the pytest run's HF_HOME, which holds no CLIP checkpoint (checked
-    first), so the fork server runs it; tests/test_demo.py runs the demo with an empty
-    HF_HOME, as on a fresh machine."""
+    --model scene_blind --output_path out --log_samples`` (conftest.README_COMMAND), with no
+    CLIP checkpoint in the hub cache and no LMMS_SCENE_CLIP_MODEL; then ``lmms-scene show
+    out`` prints every benchmark. It runs in the pytest run's HF_HOME, which holds no CLIP
+    checkpoint (checked first), so the fork server runs it; tests/test_demo.py runs the
+    demo with an empty HF_HOME, as on a fresh machine."""
+    code, results, out, log = readme_run
+    assert code == 0, log[-3000:]
+    assert README_COMMAND[:2] == ["-m", "lmms_eval"] and "--include_path" not in README_COMMAND  # the hook's route
     env = harness_env()
     env.pop(settings.CLIP_MODEL_ENV, None)
-    hub = Path(env.get("HF_HUB_CACHE") or Path(env["HF_HOME"]) / "hub")
-    assert not (hub / "models--openai--clip-vit-base-patch32").exists(), f"{hub} holds the default CLIP checkpoint"
-    cmd = [sys.executable, "-m", "lmms_eval", "--tasks", "cooco_sample,snus_sample,layered_vqa_sample",
-           "--model", "scene_blind", "--output_path", "out", "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
-    run = run_python(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
-    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
-    (found,) = (tmp_path / "out").rglob("*_results.json")
-    results = json.loads(found.read_text())
     cooco = results["results"]["cooco_sample"]["cooco_breakdown,none"]
     assert cooco["scorer"]["clip_model"] is None and FETCH in cooco["scorer"]["clip_metrics"]
     snus = results["results"]["snus_sample"]["snus_report,none"]
     assert FETCH in snus["model"]["provenance"]["clipscore"]
-    assert all(r["cooco_breakdown"]["refclipscore"] is None for r in find_samples(tmp_path / "out", "cooco_sample"))
+    assert all(r["cooco_breakdown"]["refclipscore"] is None for r in find_samples(out, "cooco_sample"))
     show = run_python([sys.executable, "-m", "lmms_scene.cli", "show", "out"], env={**env, "COLUMNS": "160"},
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+                      capture_output=True, text=True, timeout=300, cwd=out.parent)  # fmt: skip
     assert show.returncode == 0, show.stderr[-2000:]
     text = " ".join(show.stdout.split())
     assert all(f"# {title}" in show.stdout for title in ("COOCO", "SNUS", "Layered-VQA"))

@@ -30,10 +30,10 @@ def check(results: dict, task: str = "snus_sample") -> dict:
     return rep
 
 
-@pytest.mark.xdist_group("blind_text")
-def test_snus_sample_through_scene_blind(blind_text_run):
-    # scene_blind with LMMS_SCENE_CLIP_MODEL=none (conftest.py)
-    code, results, out, log = blind_text_run
+@pytest.mark.xdist_group("readme")
+def test_snus_sample_through_scene_blind(readme_run):
+    # README's scene_blind run: no CLIP setting, no CLIP checkpoint at hand (conftest.py)
+    code, results, out, log = readme_run
     assert code == 0, log[-3000:]
     rep = check(results)
     assert rep["model"]["provenance"]["clipscore"].startswith("not computed")

@@ -258,10 +258,10 @@ def test_nltk_meteor_and_the_reader_load_wordnet_themselves_from_several_threads
     # a fresh process (or cache) must not deadlock on the WordNet reader's lock
     from concurrent.futures import ThreadPoolExecutor
 
-    from lmms_scene import cache
+    from conftest import clear_cache_keeping_jvm
     from lmms_scene.metrics.captioning.meteor_nltk import meteor_nltk
 
-    cache.clear()
+    clear_cache_keeping_jvm()  # WordNet and NLTK's METEOR reload; the METEOR JVM is not theirs
     with ThreadPoolExecutor(4) as pool:
         futures = [pool.submit(meteor_nltk, "the ladder is secured", ["the ladder is secured"]) for _ in range(4)]
         futures += [pool.submit(lexical_negation, w) for w in ("unsecured", "helmetless", "unguarded", "wireless")]

@@ -101,19 +101,57 @@ def plural(name: str) -> str:
     return f"{head} {last}".strip()
 
 
+def pattern_words(nlp: Any, names: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Each name as the lower-case words ``nlp``'s tokenizer splits it into. A name of
+    letters-only words none of which is a tokenizer special case ("cannot", "gonna") is
+    split by the tokenizer at its spaces and nowhere else (no prefix, suffix or infix rule
+    of spaCy's English tokenizer fires inside a run of letters): that is ``str.split``,
+    without building the ~45,000 lexemes ``tokenizer.pipe`` makes, ~3 s of a SNUS run's
+    start on 2 cores. The others ("first-aid kit") go through the tokenizer.
+    test_nlp.py checks both give the tokenizer's words for every name."""
+    rules = getattr(nlp.tokenizer, "rules", None) or {}
+    out: list[tuple[str, ...] | None] = []
+    other: list[tuple[int, str]] = []
+    for i, name in enumerate(names):
+        words = name.split(" ")
+        if all(w.isalpha() and w not in rules for w in words):
+            out.append(tuple(w.lower() for w in words))
+        else:
+            out.append(None)
+            other.append((i, name))
+    for (i, _), doc in zip(other, nlp.tokenizer.pipe(name for _, name in other)):
+        out[i] = tuple(t.lower_ for t in doc)
+    return [w for w in out if w]
+
+
 class CompoundMerger:
-    """The spaCy component: merges known compounds into one token (head's NORM)."""
+    """The spaCy component: merges known compounds into one token (head's NORM).
+
+    It matches as spaCy's ``PhraseMatcher(vocab, attr="LOWER")`` on the names' token
+    sequences does (every run of tokens whose lower-case texts are a name's, overlaps
+    included, then :func:`spacy.util.filter_spans`: longest first, then earliest), with a
+    set of word tuples instead of the matcher's patterns, whose ~45,000 pattern docs took
+    ~4 s to build per pipeline (test_nlp.py checks the two merge every test sentence alike)."""
 
     def __init__(self, nlp: Any):
-        from spacy.matcher import PhraseMatcher  # deferred: spaCy is heavy to import
+        self.names = frozenset(pattern_words(nlp, compound_names()))
+        self.lengths = sorted({len(words) for words in self.names})
 
-        self.matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
-        self.matcher.add("COMPOUND", list(nlp.tokenizer.pipe(compound_names())))
+    def spans(self, doc: Any) -> list[Any]:
+        """Every token run of ``doc`` that is a known compound (overlapping runs included)."""
+        lower = [t.lower_ for t in doc]
+        found = []
+        for start in range(len(lower)):
+            for length in self.lengths:
+                end = start + length
+                if end <= len(lower) and tuple(lower[start:end]) in self.names:
+                    found.append(doc[start:end])
+        return found
 
     def __call__(self, doc: Any) -> Any:
         from spacy.util import filter_spans  # deferred: spaCy is heavy to import
 
-        spans = filter_spans([doc[s:e] for _, s, e in self.matcher(doc)])
+        spans = filter_spans(self.spans(doc))
         if spans:
             vocab = doc.vocab
             for span in spans:
