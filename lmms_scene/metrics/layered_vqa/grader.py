@@ -224,6 +224,8 @@ def _mark_context(toks: Sequence[str], mentions: list[Mention]) -> None:
                 if question:
                     m.option = True
                 head = toks[s:m.start]
+                if s >= 2 and toks[s - 1] == ":" and toks[s - 2] in ("answer", "answers"):
+                    m.marked = True  # "Answer: There are 5 objects left"
                 tail = toks[m.end : m.end + 4]
                 if any(t in _MARKERS for t in head) or ("is" in head and "answer" in head):
                     m.marked = True
@@ -246,6 +248,13 @@ def _mark_context(toks: Sequence[str], mentions: list[Mention]) -> None:
         elif "or" in joins and len({str(m.value) for m in chain}) > 1:
             for m in chain:
                 m.option = True
+    # "The other choices are (A) soup, (B) rice": listed, not chosen
+    for s_, e_, _q in sentences:
+        window = toks[s_:e_]
+        if any(tuple(window[k : k + 2]) in (("other", "choices"), ("other", "options"), ("other", "answers"), ("other", "choice"), ("other", "option")) for k in range(len(window))):
+            for m in mentions:
+                if s_ <= m.start < e_ and not m.marked:
+                    m.option = True
     # "either X or Y" / "whether X or Y" at the start of a clause; "X or Y" with a word
     # the grader has no vocabulary for ("a can or a bottle", "hills or mountains")
     for m in mentions:
@@ -267,8 +276,10 @@ def _words(text: str) -> list[str]:
     return [t for t in tokens(text) if t not in _SENTENCE_BREAK and t != ","]
 
 
-def answer_kind(gold: str, question_type: str | None = None) -> str:
-    """The kind of answer ``gold`` is (see :data:`KINDS`)."""
+def answer_kind(gold: str, question_type: str | None = None, question: str | None = None) -> str:
+    """The kind of answer ``gold`` is (see :data:`KINDS`). A word that is both a colour and
+    an object ("orange", "lime") is a colour only when the question asks for one: "The
+    right of the plums is oranges." answers "What is to the right of the plums?"."""
     words = _words(gold)
     if words and words[0] in ("yes", "no"):
         return "yes/no"
@@ -280,7 +291,10 @@ def answer_kind(gold: str, question_type: str | None = None) -> str:
         return "relation"
     content = [w for w in words if w not in STOPWORDS]
     if content and all(w in COLOUR_WORDS for w in content):
-        return "colour"
+        asks_colour = question is None or "color" in tokens(question)
+        if asks_colour and not (words[0] in ("a", "an") and question is not None):
+            return "colour"
+        return "object"
     if len(content) == 1 and content[0] in SHAPE_WORDS:
         return "shape"
     return "object"
@@ -508,7 +522,7 @@ def _in_question(mentions: list[Mention], q_values: set, toks: Sequence[str] = (
         if m.value not in q_values:
             continue
         m.in_question = True
-        if not q_pairs:
+        if not q_pairs or m.marked:  # "The answer is (D) buns": the chosen option, not the question restated
             continue
         prev = next((t for t in reversed(toks[: m.start]) if t not in ARTICLES), None)
         nxt = next((t for t in toks[m.end :] if t not in ARTICLES), None)
@@ -600,6 +614,8 @@ def _head_phrases(gold: str, lemma_names: Callable[[str], set[str]] | None) -> t
     content = [w for w in words if w not in STOPWORDS and not w.isdigit() and w not in NUMBER_WORDS]
     colour = next((COLOUR_WORDS[w] for w in content if w in COLOUR_WORDS), None)
     nouns = [w for w in content if w not in COLOUR_WORDS and w not in SIZE_WORDS]
+    if not nouns and colour is not None and len(content) == 1:
+        nouns, colour = content, None  # "An orange." to "What is right of the plums?": the fruit
     if not nouns:
         return "", {}, colour
     head = _singular(nouns[-1])
@@ -625,6 +641,18 @@ def _head_phrases(gold: str, lemma_names: Callable[[str], set[str]] | None) -> t
     return name, phrases, colour
 
 
+_TRANSCRIPT = re.compile(r"(?im)^\s*(?:user|human|question)\s*:.*?\b(?:assistant|gpt|answer|model)\s*:\s*", re.S)
+
+
+def _after_transcript(prediction: str) -> str:
+    """A reply that echoes the chat ("User: <question> Assistant: Yes.") is what follows the
+    last "Assistant:"; the echoed question is not part of the answer."""
+    m = None
+    for m in _TRANSCRIPT.finditer(prediction):
+        pass
+    return prediction[m.end():] if m is not None and prediction[m.end():].strip() else prediction
+
+
 def grade(
     prediction: Any,
     answer: str,
@@ -640,8 +668,9 @@ def grade(
     'wrong'
     """
     if not isinstance(prediction, str) or not prediction.strip():
-        return Grade(WRONG, "empty", answer_kind(answer, question_type))
-    kind = answer_kind(answer, question_type)
+        return Grade(WRONG, "empty", answer_kind(answer, question_type, question))
+    prediction = _after_transcript(prediction)
+    kind = answer_kind(answer, question_type, question)
     toks = tokens(prediction)
     if not [t for t in toks if t not in _SENTENCE_BREAK and t != "," and t != "layerref"]:
         return Grade(WRONG, "empty", kind)
@@ -685,25 +714,118 @@ def _grade_attribute(toks, text, answer, question, qtoks, qset, kind, lemma_name
     return _finish(kind, toks, text, mentions, gold, lambda a, b: a == b, qset, qtoks)
 
 
+#: a stated final answer: "So the answer is no", "Answer: (B) No", "Therefore, yes."; the last one decides
+_FINAL_YES_NO = re.compile(
+    r"(?:\b(?:final\s+)?answer\s+(?:is|would\s+be|will\s+be)\s*:?|\banswer\s*:|\b(?:so|therefore|thus|hence|in\s+conclusion|in\s+short|overall)\s*,?)"
+    r"\s*(?:[a-e]\s*[,.:]?\s+)?(?:it\s+is\s+|that\s+is\s+)?(yes|no)\b(?!\s+(?:one|longer|more|other|matter)\b)"
+)
+_YES_NO_REFUSAL = re.compile(
+    r"\b(?:i'm|i\s+am)\s+sorry\b|\b(?:can't|cannot|can\s+not|unable\s+to|not\s+able\s+to)\s+(?:help|assist|answer|provide|compare|determine|"
+    r"tell|say|confirm|verify|identify|know|see)\b|\b(?:don't|do\s+not|doesn't|does\s+not)\s+have\s+(?:the\s+|any\s+|enough\s+|specific\s+|access|"
+    r"information|data|details)|\bnot\s+(?:possible|enough\s+information)\s+to\b|\bno\s+(?:way|information|data)\s+to\b|\bimpossible\s+to\b|"
+    r"\bnot\s+(?:sure|certain)\b|\bi\s+don't\s+know\b"
+)
+#: a comparison or state the question asks about -> words that answer it the other way
+_ANTONYMS: dict[str, set[str]] = {
+    "same": {"different", "differ", "differs", "distinct"}, "different": {"same", "identical", "equal", "alike", "similar"},
+    "identical": {"different", "differ", "distinct"}, "equal": {"different", "unequal"},
+    "larger": {"smaller", "same", "equal"}, "bigger": {"smaller", "same", "equal"}, "smaller": {"larger", "bigger", "same", "equal"},
+    "taller": {"shorter", "same", "equal"}, "shorter": {"taller", "longer", "same", "equal"}, "longer": {"shorter", "same", "equal"},
+    "higher": {"lower", "same"}, "lower": {"higher", "same"}, "more": {"fewer", "less", "same"}, "fewer": {"more", "same"},
+    "less": {"more", "same"}, "heavier": {"lighter", "same"}, "lighter": {"heavier", "same"}, "wider": {"narrower", "same"},
+    "present": {"absent", "missing"}, "open": {"closed", "shut"}, "closed": {"open"}, "empty": {"full", "occupied"},
+    "full": {"empty"}, "dirty": {"clean", "spotless"}, "clean": {"dirty"}, "wet": {"dry"}, "dry": {"wet"},
+    "on": {"off"}, "off": {"on"}, "left": {"right"}, "right": {"left"}, "above": {"below", "under", "beneath"},
+    "below": {"above", "over"}, "inside": {"outside"}, "outside": {"inside"},
+}  # fmt: skip
+_ABSENT = {"absent", "missing", "empty"}
+#: comparatives read the other way only in a comparison ("than", "same", "different" in the question)
+_COMPARATIVES = {"larger", "bigger", "smaller", "taller", "shorter", "longer", "higher", "lower", "more", "fewer", "less",
+                 "heavier", "lighter", "wider"}  # fmt: skip
+_YES_NO_STOP = STOPWORDS | {"does", "do", "did", "you", "your", "please", "yes", "no", "according", "image", "images", "photo",
+                            "picture", "shown", "show", "shows", "any", "some", "all", "there", "exist", "exists", "visible",
+                            "answer", "word", "single", "correct", "true", "actually", "indeed"}  # fmt: skip
+_STATEMENT_NEGATORS = _NEGATORS - {"without", "hardly"} | {"none", "nobody", "nowhere"}
+
+
+def _content(words) -> set[str]:
+    return {_singular(w) for w in words if w not in _YES_NO_STOP and w not in _SENTENCE_BREAK and w != "," and not w.isdigit()}
+
+
+def _statement_polarity(toks: Sequence[str], qtoks: Sequence[str]) -> tuple[bool | None, str]:
+    """Read a yes/no question's answer from the statement that restates it: the clause that
+    shares the most of the question's content words, its own negation (not one in another
+    clause), and comparisons or states said the other way ("the same size" to "Is A
+    larger?"). None when no clause restates the question."""
+    q_content = _content(qtoks)
+    q_words = {w for w in qtoks if w in _ANTONYMS and (w not in _COMPARATIVES or "than" in qtoks)}
+    if not q_content:
+        return None, "no question to restate"
+    # clauses: split at sentence ends, commas, semicolons and contrast / relative words
+    splitters = _SENTENCE_BREAK | {",", "but", "however", "whereas", "while", "although", "though", "which", "because", "since", "so"}
+    clauses: list[list[str]] = [[]]
+    for t in toks:
+        if t in splitters:
+            if clauses[-1]:
+                clauses.append([])
+            continue
+        clauses[-1].append(t)
+    clauses = [c for c in clauses if c]
+    best, best_score = None, 0.0
+    for c in clauses:
+        overlap = _content(c) & q_content
+        compared = {w for w in c if any(w in _ANTONYMS.get(q, ()) for q in q_words)}
+        score = len(overlap) + (1.5 if compared else 0)
+        if score > best_score:
+            best, best_score = c, score
+    if best is None:
+        return None, "no clause restates the question"
+    overlap = _content(best) & q_content
+    compared = [w for w in best if any(w in _ANTONYMS.get(q, ()) for q in q_words)]
+    negated = sum(1 for t in best if t in _STATEMENT_NEGATORS or t.endswith("n't")) % 2 == 1
+    if compared:
+        said = negated
+        if "than" in qtoks and "than" in best:  # "the right tower is shorter than the left one": subject and object swapped
+            qi, ci = list(qtoks).index("than"), best.index("than")
+            q_subject, q_object = _content(qtoks[:qi]) - _COMPARATIVES, _content(qtoks[qi:]) - _COMPARATIVES
+            c_object = _content(best[ci:]) - _COMPARATIVES
+            if c_object & (q_subject - q_object) and not c_object & (q_object - q_subject):
+                said = not said
+        return said, "the statement says it the other way"  # "the same size" to "larger?": no (unless negated)
+    if any(t in _ABSENT for t in best) and not negated:
+        return False, "the statement says it is absent"
+    if len(overlap) * 2 < len(q_content) and len(overlap) < 3:
+        return None, "no clause restates the question"
+    return (not negated), "the statement that restates the question"
+
+
 def _grade_yes_no(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:
     gold = _words(answer)[0] == "yes"
     words = [t for t in toks if t not in (",",)]
     yes = {"yes", "yeah", "yep", "correct", "indeed", "true"}
     no = {"no", "nope", "false"}
     first = next((t for t in words if t not in _SENTENCE_BREAK), "")
-    if first in yes and first not in no:
-        said = True
+    finals = _FINAL_YES_NO.findall(text)
+    if finals:  # an explicit final answer decides ("I can't tell ... So the answer is (B), No.")
+        said, how = finals[-1] == "yes", "the stated final answer"
+    elif first in yes and first not in no:
+        said, how = True, "opens with yes"
     elif first in no:
-        said = False
-    elif _REFUSAL.search(text):
+        said, how = False, "opens with no"
+    elif _YES_NO_REFUSAL.search(text) or _REFUSAL.search(text):
         return Grade(CANNOT_TELL, "says it cannot tell", kind)
-    elif any(t in _NEGATORS or t.endswith("n't") for t in words):
-        said = False
     else:
-        said = True
-    if re.search(r"\byes and no\b|\bmaybe\b|\bpossibly\b|\bperhaps\b", text) and not (first in yes | no):
-        return Grade(CANNOT_TELL, "hedges between yes and no", kind)
-    return Grade(CORRECT if said == gold else WRONG, "yes/no", kind, "yes" if said else "no")
+        if re.search(r"\byes and no\b|\bmaybe\b|\bpossibly\b|\bperhaps\b", text):
+            return Grade(CANNOT_TELL, "hedges between yes and no", kind)
+        if not qtoks:  # no question to read a statement against: the old reading, negation or not
+            said = not any(t in _NEGATORS or t.endswith("n't") for t in words)
+            how = "yes/no"
+        else:
+            polarity, how = _statement_polarity(toks, qtoks)
+            if polarity is None:
+                return Grade(CANNOT_TELL, f"no yes or no: {how}", kind)
+            said = polarity
+    return Grade(CORRECT if said == gold else WRONG, f"yes/no: {how}", kind, "yes" if said else "no")
 
 
 def _grade_relation(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:
@@ -748,6 +870,13 @@ def _grade_object(toks, text, answer, question, qtoks, qset, kind, lemma_names) 
         return obj == gold[1] and (gold[0] is None or c == gold[0])
 
     gold = (colour, name)
+    stated = _stated_answer_span(toks)
+    if stated is not None and not shapes:
+        s0, s1 = stated
+        in_span = [m for m in mentions if s0 <= m.start < s1 and not m.negated]
+        rest = [t for t in toks[s0:s1] if t not in STOPWORDS and t not in _SENTENCE_BREAK and t != "," and len(t) > 1]
+        if not in_span and rest:
+            return Grade(WRONG, f"the stated answer names another object than the gold {name}", kind, " ".join(rest[:4]))
     # the right object without the colour that tells it apart is not enough to tell
     if colour is not None:
         bare = [m for m in mentions if m.affirmed and m.value[1] == name and m.value[0] is None and not m.in_question]
@@ -766,6 +895,18 @@ def _grade_object(toks, text, answer, question, qtoks, qset, kind, lemma_names) 
         if not _REFUSAL.search(text) and not any(m.option for m in mentions):
             return Grade(WRONG, f"names another object than the gold {name}", kind)
     return g
+
+
+def _stated_answer_span(toks: Sequence[str]) -> tuple[int, int] | None:
+    """(start, end) of the words after the last "the answer is" / "Answer:" up to the end of its sentence."""
+    found = None
+    for i in range(len(toks) - 1):
+        if toks[i] == "answer" and (toks[i + 1] == ":" or (toks[i + 1] == "is" and (i == 0 or toks[i - 1] in ("the", "final", "my", "correct")))):
+            j = i + 2
+            while j < len(toks) and toks[j] not in _SENTENCE_BREAK - {":"}:
+                j += 1
+            found = (i + 2, j)
+    return found
 
 
 def _grade_count(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:

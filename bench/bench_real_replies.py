@@ -1,0 +1,256 @@
+"""Agreement of the Layered-VQA grader with correctness labels on replies that real VLMs wrote.
+
+    python bench/bench_real_replies.py SNAPSHOT_GIT_DIR [--commit C] [--git-ref REF] [--split dev|final|all]
+
+SNAPSHOT_GIT_DIR is a `fetch` snapshot (a bare git directory) of a public repository that
+commits model replies with a question, a gold answer and a correctness label. Supported
+today: ``alliedbrother/HALP_EACL`` (eight open VLMs on POPE / AMBER / HallusionBench /
+HaloQuest questions, each reply reviewed by hand as hallucinated or not; its Markdown
+reports at the named commit hold the replies). The text is read from the snapshot and
+never written anywhere: this script prints figures only.
+
+For every reply the grader (:func:`lmms_scene.metrics.layered_vqa.grader.grade`) is run,
+today's and, with ``--git-ref``, the one at that commit ("before"). The source labels are
+binary (right / hallucinated), so agreement is binary: the grader's ``correct`` against
+the rest (``wrong`` or ``cannot_tell``); ``cannot_tell`` is counted apart. Printed: the
+repository and commit, agreement per model and per answer kind, in scope (yes/no, count,
+colour, shape, relation, short object answers) and out of it, the confusion table with
+the wrong-graded-correct count first, and the refusals graded correct.
+
+Labels the source's own reviewers got plainly wrong (the reply's explicit answer is the
+gold one and the label says hallucinated, or the other way round) are listed in
+``ADJUDICATED`` with the reason; figures are printed against the source labels and
+against the adjudicated ones. The split: a stable hash of (model, question id) puts a
+fifth of the replies in ``final``, measured once at the end; ``dev`` is the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HALP_FILES = (
+    "Misc/mixed_hallucination_examples.md",
+    "Misc/HALLUCINATION_ANALYSIS_REPORT.md",
+    "Secondary_Scripts/detailed_probe_analysis/gemma_3_examples_per_type.md",
+    "Secondary_Scripts/detailed_probe_analysis/gemma_hallucination_detection_patterns.md",
+    "Secondary_Scripts/detailed_probe_analysis/gemma_probe_comparison.md",
+)
+#: (model, question id) -> (label, why): source labels that contradict the reply's own answer
+ADJUDICATED: dict[tuple[str, str], tuple[str, str]] = {}
+
+_REFUSAL = re.compile(r"\b(cannot|can't|unable to|not able to|don't have|do not have|not possible to|impossible to)\b.{0,40}\b(tell|determine|answer|see|provide|know|data|information|access|identify|confirm)", re.I)
+
+
+def _show(git_dir: str, commit: str, path: str) -> str:
+    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], capture_output=True, text=True, check=True).stdout
+
+
+def _gold(text: str) -> str:
+    t = text.strip().strip(">").strip()
+    if re.fullmatch(r"y\s*,\s*e\s*,\s*s", t, re.I):
+        return "yes"
+    if re.fullmatch(r"n\s*,\s*o", t, re.I):
+        return "no"
+    return t
+
+
+_MODEL_ALIASES = {"qwen2.5-vl-7b": "Qwen2.5-VL-7B", "gemma 3 12b": "Gemma3-12B", "gemma3-12b": "Gemma3-12B", "molmo-7b": "Molmo-V1",
+                  "molmo-v1": "Molmo-V1", "llava-next": "LLaVA-Next-8B", "llava-next-8b": "LLaVA-Next-8B"}  # fmt: skip
+
+
+def _model_name(header: str) -> str:
+    h = header.strip().strip("#").strip()
+    return _MODEL_ALIASES.get(h.lower(), h)
+
+
+def halp_records(git_dir: str, commit: str) -> list[dict]:
+    """The replies in HALP_EACL's Markdown reports: model, question id, question, gold, reply, label."""
+    out: dict[tuple[str, str], dict] = {}
+    for path in HALP_FILES:
+        try:
+            text = _show(git_dir, commit, path)
+        except subprocess.CalledProcessError:
+            continue
+        model = "Gemma3-12B" if "gemma" in path.lower() else ""
+        lines = text.splitlines()
+        cur: dict | None = None
+        field = None
+        pending = None
+
+        def close():
+            if cur and cur.get("qid") and cur.get("answer") is not None and cur.get("label") and cur.get("gold"):
+                rec = {**cur, "answer": "\n".join(cur["answer"]).strip()}
+                out.setdefault((rec["model"], rec["qid"]), rec)
+
+        for line in lines:
+            if cur is None and line.strip().startswith(("#### ✅", "#### ❌")):
+                pending = "correct" if "✅" in line else "wrong"
+                continue
+            if line.startswith("## ") and not line.startswith("### "):
+                name = line[3:].strip()
+                if not name.lower().startswith(("basic", "executive", "model perf", "review", "qualitative")):
+                    model = _model_name(name) if "gemma" not in path.lower() else model
+                continue
+            m = re.match(r"^-?\s*\*\*Question ID:\*\*\s*`([^`]+)`", line.strip())
+            if m:
+                close()
+                cur = {"model": model, "qid": m.group(1), "answer": None, "source_file": path}
+                if pending:
+                    cur["label"] = pending
+                pending, field = None, None
+                continue
+            if cur is None:
+                continue
+            s = line.strip()
+            m = re.match(r"^-?\s*\*\*(Question|Ground Truth|Model Answer|True Label|Status|Basic Hallucination Type|Domain Type|Image|Probe Predictions):\*\*\s*(.*)$", s)
+            if m:
+                key, val = m.group(1), m.group(2).strip()
+                field = None
+                if key == "Question":
+                    cur["question"] = val
+                elif key == "Ground Truth":
+                    if val:
+                        cur["gold"] = _gold(val)
+                    else:
+                        field = "gold"
+                elif key == "Model Answer":
+                    cur["answer"] = [val] if val else []
+                    field = "answer"
+                elif key == "True Label":
+                    cur["label"] = "correct" if val.lower().startswith("no hallucination") else "wrong"
+                elif key == "Status":
+                    cur["label"] = "wrong" if "HALLUCINATED" in val and "NOT" not in val.upper().split("HALLUCINATED")[0] else "correct"
+                elif key == "Domain Type":
+                    cur["domain"] = val
+                continue
+            if s.startswith(("#### ✅", "#### ❌")):
+                close()
+                cur, field = None, None
+                pending = "correct" if s.startswith("#### ✅") else "wrong"
+                continue
+            if s == "---" or s.startswith("### ") or s.startswith("#### "):
+                close()
+                cur, field = None, None
+                continue
+            if field == "gold" and s:
+                cur["gold"] = _gold(s)
+                field = None
+            elif field == "answer":
+                cur["answer"].append(line[2:] if line.startswith("> ") else line)
+        close()
+    return list(out.values())
+
+
+def _grader_at(ref: str | None):
+    if ref is None:
+        from lmms_scene.metrics.layered_vqa import grader
+
+        return grader
+    source = subprocess.run(["git", "show", f"{ref}:lmms_scene/metrics/layered_vqa/grader.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp()) / "grader_at_ref.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("grader_at_ref", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["grader_at_ref"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _split(rec: dict) -> str:
+    h = int(hashlib.sha256(f"{rec['model']}|{rec['qid']}".encode()).hexdigest(), 16)
+    return "final" if h % 5 == 0 else "dev"
+
+
+def _question_type(rec: dict) -> str:
+    q = (rec.get("question") or "").lower()
+    return "counting" if q.startswith("how many") else "direct ask"
+
+
+def _in_scope(kind: str, gold: str) -> bool:
+    return kind != "object" or len(gold.split()) <= 4
+
+
+def measure(grader, recs: list[dict], label_key: str) -> dict:
+    by = defaultdict(lambda: [0, 0])
+    conf = Counter()
+    refusal_correct = 0
+    for r in recs:
+        g = grader.grade(r["answer"], r["gold"], _question_type(r), r.get("question"))
+        kind = grader.answer_kind(r["gold"], _question_type(r))
+        scope = "in scope" if _in_scope(kind, r["gold"]) else "out of scope"
+        label = r[label_key]
+        ok = (g.verdict == "correct") == (label == "correct")
+        for key in (("all",), ("scope", scope), ("model", r["model"]), ("kind", kind)):
+            by[key][0] += ok
+            by[key][1] += 1
+        conf[(scope, label, g.verdict)] += 1
+        if g.verdict == "correct" and _REFUSAL.search(r["answer"]) and not re.match(r"^\W*(yes|no)\b", r["answer"], re.I):
+            refusal_correct += 1
+            r.setdefault("flags", []).append("refusal graded correct")
+        if not ok:
+            r.setdefault("misses", []).append((label, g.verdict, g.reason))
+    return {"by": by, "conf": conf, "refusal_correct": refusal_correct}
+
+
+def _print(name: str, res: dict) -> None:
+    by, conf = res["by"], res["conf"]
+    a, n = by[("all",)]
+    print(f"  {name}: {a}/{n} agree ({100 * a / max(n, 1):.1f} %)")
+    for scope in ("in scope", "out of scope"):
+        a, n = by[("scope", scope)]
+        if n:
+            wgc = conf[(scope, "wrong", "correct")]
+            print(f"    {scope}: {a}/{n} ({100 * a / n:.1f} %); wrong graded correct {wgc}; "
+                  f"correct graded wrong {conf[(scope, 'correct', 'wrong')]}; cannot_tell on correct {conf[(scope, 'correct', 'cannot_tell')]}, on wrong {conf[(scope, 'wrong', 'cannot_tell')]}")  # fmt: skip
+    print("    per model: " + ", ".join(f"{k[1]} {a}/{n}" for k, (a, n) in sorted(by.items()) if k[0] == "model"))
+    print("    per kind: " + ", ".join(f"{k[1]} {a}/{n}" for k, (a, n) in sorted(by.items()) if k[0] == "kind"))
+    print(f"    refusals graded correct: {res['refusal_correct']}")
+    print("    confusion (label -> verdict), wrong graded correct first:")
+    for label, verdict in (("wrong", "correct"), ("wrong", "wrong"), ("wrong", "cannot_tell"), ("correct", "correct"), ("correct", "wrong"), ("correct", "cannot_tell")):
+        print(f"      {label:7s} -> {verdict:11s} {sum(v for (s, lab, ver), v in conf.items() if lab == label and ver == verdict)}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("snapshot", help="a fetch snapshot's git directory (alliedbrother/HALP_EACL)")
+    ap.add_argument("--commit", default="342e35ccd6b2524456433b2a73701fd5dd49afca")
+    ap.add_argument("--git-ref", help="also measure the grader as it was at this commit of lmms-scene ('before')")
+    ap.add_argument("--split", choices=("dev", "final", "all"), default="dev")
+    ap.add_argument("--show-misses", action="store_true", help="print each disagreement (reads the replies; for local study only)")
+    args = ap.parse_args()
+    recs = halp_records(args.snapshot, args.commit)
+    for r in recs:
+        r["split"] = _split(r)
+        r["source_label"] = r["label"]
+        r["adjudicated"] = ADJUDICATED.get((r["model"], r["qid"]), (r["label"], ""))[0]
+    chosen = [r for r in recs if args.split == "all" or r["split"] == args.split]
+    print(f"alliedbrother/HALP_EACL @ {args.commit}: {len(recs)} replies of {len({r['model'] for r in recs})} models; "
+          f"split {args.split}: {len(chosen)}; labels {dict(Counter(r['label'] for r in chosen))}; "
+          f"adjudicated {sum(r['adjudicated'] != r['source_label'] for r in chosen)}")  # fmt: skip
+    graders = {"today": _grader_at(None)}
+    if args.git_ref:
+        graders = {f"at {args.git_ref}": _grader_at(args.git_ref), **graders}
+    for name, grader in graders.items():
+        for key in ("source_label", "adjudicated"):
+            for r in chosen:
+                r.pop("misses", None)
+            res = measure(grader, chosen, key)
+            _print(f"grader {name} vs {key}", res)
+            if args.show_misses and name == "today" and key == "adjudicated":
+                for r in chosen:
+                    for m in r.get("misses", []):
+                        print("MISS", r["model"], r["qid"], m, "|", r.get("question"), "| gold:", r["gold"], "|", r["answer"][:400].replace("\n", " "))
+
+
+if __name__ == "__main__":
+    main()
