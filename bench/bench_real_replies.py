@@ -46,7 +46,24 @@ HALP_FILES = (
     "Secondary_Scripts/detailed_probe_analysis/gemma_probe_comparison.md",
 )
 #: (model, question id) -> (label, why): source labels that contradict the reply's own answer
-ADJUDICATED: dict[tuple[str, str], tuple[str, str]] = {}
+#: (HALP_EACL labels "hallucinated" also for a right answer that mentions something not in
+#: the image; these are the disagreements read one by one, on the development split only)
+ADJUDICATED: dict[tuple[str, str], tuple[str, str]] = {
+    ("Gemma3-12B", "question_comb_5053"): ("correct", "says the floor is clean, no dirt: no, the gold"),
+    ("Gemma3-12B", "question_comb_6041"): ("correct", "'So, no, it's not ...': no, the gold"),
+    ("Gemma3-12B", "question_comb_5716"): ("wrong", "opens with 'Yes.', gold no"),
+    ("FastVLM-7B", "question_comb_3742"): ("wrong", "'not in direct contact', gold yes"),
+    ("FastVLM-7B", "question_comb_3721"): ("wrong", "'not in direct contact', gold yes"),
+    ("FastVLM-7B", "question_comb_7004"): ("wrong", "'there is no football visible', gold yes"),
+    ("LLaVA-Next-8B", "question_comb_7062"): ("correct", "'does not flow through Russia': no, the gold"),
+    ("LLaVA-Next-8B", "question_comb_1057"): ("correct", "'is not curved. It is a straight line': no, the gold"),
+    ("Qwen2.5-VL-7B", "question_comb_3816"): ("wrong", "opens with 'No', gold yes"),
+    ("Qwen2.5-VL-7B", "question_comb_1561"): ("wrong", "opens with 'No', gold yes"),
+    ("SmolVLM2-2.2B", "question_comb_3880"): ("correct", "'No, Asians were not the largest group': no, the gold"),
+    ("SmolVLM2-2.2B", "question_comb_3479"): ("wrong", "opens with 'No', gold yes"),
+    ("SmolVLM2-2.2B", "question_comb_1535"): ("correct", "'No.': no, the gold"),
+    ("SmolVLM2-2.2B", "question_comb_1177"): ("wrong", "'No', gold yes"),
+}
 
 _REFUSAL = re.compile(r"\b(cannot|can't|unable to|not able to|don't have|do not have|not possible to|impossible to)\b.{0,40}\b(tell|determine|answer|see|provide|know|data|information|access|identify|confirm)", re.I)
 
@@ -177,7 +194,9 @@ def _question_type(rec: dict) -> str:
 
 
 def _in_scope(kind: str, gold: str) -> bool:
-    return kind != "object" or len(gold.split()) <= 4
+    """The grader's scope: yes/no, counts, colours, shapes, relations and short object
+    answers; a list of things to describe ("woman, microphone, stage") is not one answer."""
+    return kind != "object" or (len(gold.split()) <= 4 and "," not in gold)
 
 
 def measure(grader, recs: list[dict], label_key: str) -> dict:

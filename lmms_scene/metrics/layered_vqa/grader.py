@@ -782,13 +782,22 @@ def _statement_polarity(toks: Sequence[str], qtoks: Sequence[str]) -> tuple[bool
         return None, "no clause restates the question"
     overlap = _content(best) & q_content
     compared = [w for w in best if any(w in _ANTONYMS.get(q, ()) for q in q_words)]
-    negated = sum(1 for t in best if t in _STATEMENT_NEGATORS or t.endswith("n't")) % 2 == 1
+    # a negator negates what follows it: it counts when a word of the question (or the
+    # comparison) comes within five words ("not in direct contact with the stairs"), not
+    # when it negates something else ("the sand is fine and not large")
+    bound = q_content | set(compared)
+    negated = sum(
+        1 for i, t in enumerate(best)
+        if (t in _STATEMENT_NEGATORS or t.endswith("n't")) and any(_singular(w) in bound or w in bound for w in best[i + 1 : i + 6])
+    ) % 2 == 1  # fmt: skip
+    if re.search(r"\b(?:maybe|possibly|perhaps|might|may)\b", " ".join(best)):
+        return None, "hedges in the statement that restates the question"
     if compared:
         said = negated
         if "than" in qtoks and "than" in best:  # "the right tower is shorter than the left one": subject and object swapped
             qi, ci = list(qtoks).index("than"), best.index("than")
-            q_subject, q_object = _content(qtoks[:qi]) - _COMPARATIVES, _content(qtoks[qi:]) - _COMPARATIVES
-            c_object = _content(best[ci:]) - _COMPARATIVES
+            q_subject, q_object = _content(qtoks[:qi]) - _COMPARATIVES, _content(qtoks[qi + 1 :]) - _COMPARATIVES
+            c_object = _content(best[ci + 1 :]) - _COMPARATIVES
             if c_object & (q_subject - q_object) and not c_object & (q_object - q_subject):
                 said = not said
         return said, "the statement says it the other way"  # "the same size" to "larger?": no (unless negated)
@@ -815,7 +824,7 @@ def _grade_yes_no(toks, text, answer, question, qtoks, qset, kind, lemma_names) 
     elif _YES_NO_REFUSAL.search(text) or _REFUSAL.search(text):
         return Grade(CANNOT_TELL, "says it cannot tell", kind)
     else:
-        if re.search(r"\byes and no\b|\bmaybe\b|\bpossibly\b|\bperhaps\b", text):
+        if re.search(r"\byes and no\b", text) or (not qtoks and re.search(r"\bmaybe\b|\bpossibly\b|\bperhaps\b", text)):
             return Grade(CANNOT_TELL, "hedges between yes and no", kind)
         if not qtoks:  # no question to read a statement against: the old reading, negation or not
             said = not any(t in _NEGATORS or t.endswith("n't") for t in words)
