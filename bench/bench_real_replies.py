@@ -168,6 +168,46 @@ def halp_records(git_dir: str, commit: str) -> list[dict]:
     return list(out.values())
 
 
+#: KevinLuJian/MLLM_supplemental: CogVLM's TallyQA counting answers (the file as committed
+#: before it grew past the snapshot's 4 MiB limit), labelled by the repository's own rule
+#: (eval_script/normalize_answer.py + TallyQA_eval.py: dots and spaces dropped, lower case,
+#: a number word or numeral read as an integer, then equal to the labelled count)
+TALLY_FILE, TALLY_COMMIT = "evaluation_results/TallyQA/TallyQA_CogVLM.jsonl", "f67c822a63ea252c5c019e0da8fda086aab2f511"
+_TALLY_WORDS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split())}
+_TALLY_WORDS.update({"none": 0, "no": 0})
+
+
+def _tally_label(predicted: str, labelled) -> str:
+    p = predicted.replace(".", "").replace(" ", "").lower()
+    value = int(p) if p.isnumeric() else _TALLY_WORDS.get(p, p)
+    return "correct" if value == labelled else "wrong"
+
+
+def tally_records(git_dir: str, commit: str = TALLY_COMMIT) -> list[dict]:
+    import json
+
+    out = []
+    for line in _show(git_dir, commit, TALLY_FILE).splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        gold = str(r["labeled_answer"])
+        out.append({"model": r.get("model_id", "CogVLM"), "qid": f"tally-{r['question_index']}", "question": r["question"], "gold": gold,
+                    "answer": str(r["predicted_answer"]), "label": _tally_label(str(r["predicted_answer"]), r["labeled_answer"]),
+                    "source_file": TALLY_FILE})  # fmt: skip
+    return out
+
+
+def records(git_dir: str, commit: str | None) -> tuple[str, str, list[dict]]:
+    """(repository, commit, replies) of the snapshot, whichever supported repository it is."""
+    has_tally = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", f"{commit or TALLY_COMMIT}:{TALLY_FILE}"], capture_output=True).returncode == 0
+    if has_tally:
+        c = commit or TALLY_COMMIT
+        return "KevinLuJian/MLLM_supplemental", c, tally_records(git_dir, c)
+    c = commit or "342e35ccd6b2524456433b2a73701fd5dd49afca"
+    return "alliedbrother/HALP_EACL", c, halp_records(git_dir, c)
+
+
 def _grader_at(ref: str | None):
     if ref is None:
         from lmms_scene.metrics.layered_vqa import grader
@@ -190,6 +230,8 @@ def _split(rec: dict) -> str:
 
 def _question_type(rec: dict) -> str:
     q = (rec.get("question") or "").lower()
+    if rec.get("source_file") == TALLY_FILE:
+        return "counting"
     return "counting" if q.startswith("how many") else "direct ask"
 
 
@@ -209,7 +251,7 @@ def measure(grader, recs: list[dict], label_key: str) -> dict:
         scope = "in scope" if _in_scope(kind, r["gold"]) else "out of scope"
         label = r[label_key]
         ok = (g.verdict == "correct") == (label == "correct")
-        for key in (("all",), ("scope", scope), ("model", r["model"]), ("kind", kind)):
+        for key in (("all",), ("scope", scope), ("model", r["model"]), ("kind", kind), ("source", r["source"])):
             by[key][0] += ok
             by[key][1] += 1
         conf[(scope, label, g.verdict)] += 1
@@ -231,6 +273,7 @@ def _print(name: str, res: dict) -> None:
             wgc = conf[(scope, "wrong", "correct")]
             print(f"    {scope}: {a}/{n} ({100 * a / n:.1f} %); wrong graded correct {wgc}; "
                   f"correct graded wrong {conf[(scope, 'correct', 'wrong')]}; cannot_tell on correct {conf[(scope, 'correct', 'cannot_tell')]}, on wrong {conf[(scope, 'wrong', 'cannot_tell')]}")  # fmt: skip
+    print("    per source: " + ", ".join(f"{k[1]} {a}/{n}" for k, (a, n) in sorted(by.items()) if k[0] == "source"))
     print("    per model: " + ", ".join(f"{k[1]} {a}/{n}" for k, (a, n) in sorted(by.items()) if k[0] == "model"))
     print("    per kind: " + ", ".join(f"{k[1]} {a}/{n}" for k, (a, n) in sorted(by.items()) if k[0] == "kind"))
     print(f"    refusals graded correct: {res['refusal_correct']}")
@@ -241,19 +284,26 @@ def _print(name: str, res: dict) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("snapshot", help="a fetch snapshot's git directory (alliedbrother/HALP_EACL)")
-    ap.add_argument("--commit", default="342e35ccd6b2524456433b2a73701fd5dd49afca")
+    ap.add_argument("snapshot", nargs="+", help="fetch snapshots' git directories (alliedbrother/HALP_EACL, KevinLuJian/MLLM_supplemental)")
+    ap.add_argument("--commit", help="the snapshot commit to read (default: the one the figures in docs/layered_vqa.md were read at)")
     ap.add_argument("--git-ref", help="also measure the grader as it was at this commit of lmms-scene ('before')")
     ap.add_argument("--split", choices=("dev", "final", "all"), default="dev")
     ap.add_argument("--show-misses", action="store_true", help="print each disagreement (reads the replies; for local study only)")
     args = ap.parse_args()
-    recs = halp_records(args.snapshot, args.commit)
+    recs, heads = [], []
+    for snap in args.snapshot:
+        repo, commit, rs = records(snap, args.commit)
+        heads.append(f"{repo} @ {commit} ({len(rs)} replies)")
+        for r in rs:
+            r["source"] = repo
+        recs += rs
     for r in recs:
         r["split"] = _split(r)
         r["source_label"] = r["label"]
         r["adjudicated"] = ADJUDICATED.get((r["model"], r["qid"]), (r["label"], ""))[0]
     chosen = [r for r in recs if args.split == "all" or r["split"] == args.split]
-    print(f"alliedbrother/HALP_EACL @ {args.commit}: {len(recs)} replies of {len({r['model'] for r in recs})} models; "
+    print("; ".join(heads))
+    print(f"{len(recs)} replies of {len({r['model'] for r in recs})} models; "
           f"split {args.split}: {len(chosen)}; labels {dict(Counter(r['label'] for r in chosen))}; "
           f"adjudicated {sum(r['adjudicated'] != r['source_label'] for r in chosen)}")  # fmt: skip
     graders = {"today": _grader_at(None)}
