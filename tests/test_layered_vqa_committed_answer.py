@@ -83,6 +83,13 @@ CASES = [
      "The right of plums is lemons.", WRONG),
     ("What colour is the ball?", "Orange.", "direct ask",
      "The ball is orange.", CORRECT),
+    # -- a "so no ..." that is no final answer, a "doesn't have" that is no refusal, an answer sentence that commits to nothing --
+    ("Is there a dog on the porch?", "Yes.", "direct ask",
+     "Yes, there is a dog on the porch. So no cats are around.", CORRECT),
+    ("Does the zebra have spots?", "No.", "direct ask",
+     "The zebra doesn't have any spots, only stripes.", CORRECT),
+    ("What is flying in the sky?", "A kite.", "direct ask",
+     "The answer is not clear from the image.", CANNOT_TELL),
 ]
 
 

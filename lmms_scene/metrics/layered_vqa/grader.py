@@ -717,12 +717,12 @@ def _grade_attribute(toks, text, answer, question, qtoks, qset, kind, lemma_name
 #: a stated final answer: "So the answer is no", "Answer: (B) No", "Therefore, yes."; the last one decides
 _FINAL_YES_NO = re.compile(
     r"(?:\b(?:final\s+)?answer\s+(?:is|would\s+be|will\s+be)\s*:?|\banswer\s*:|\b(?:so|therefore|thus|hence|in\s+conclusion|in\s+short|overall)\s*,?)"
-    r"\s*(?:[a-e]\s*[,.:]?\s+)?(?:it\s+is\s+|that\s+is\s+)?(yes|no)\b(?!\s+(?:one|longer|more|other|matter)\b)"
+    r"\s*(?:[a-e]\s*[,.:]?\s+)?(?:it\s+is\s+|that\s+is\s+)?(yes|no)\b(?=\s*(?:[.,;:!?\n]|$))"
 )
 _YES_NO_REFUSAL = re.compile(
     r"\b(?:i'm|i\s+am)\s+sorry\b|\b(?:can't|cannot|can\s+not|unable\s+to|not\s+able\s+to)\s+(?:help|assist|answer|provide|compare|determine|"
-    r"tell|say|confirm|verify|identify|know|see)\b|\b(?:don't|do\s+not|doesn't|does\s+not)\s+have\s+(?:the\s+|any\s+|enough\s+|specific\s+|access|"
-    r"information|data|details)|\bnot\s+(?:possible|enough\s+information)\s+to\b|\bno\s+(?:way|information|data)\s+to\b|\bimpossible\s+to\b|"
+    r"tell|say|confirm|verify|identify|know|see)\b|\b(?:i|we)\s+(?:don't|do\s+not)\s+have\b|\b(?:there\s+is|i\s+have)\s+(?:no|not\s+enough)\s+"
+    r"(?:information|data|details)\b|\bnot\s+(?:possible|enough\s+information)\s+to\b|\bno\s+(?:way|information|data)\s+to\b|\bimpossible\s+to\b|"
     r"\bnot\s+(?:sure|certain)\b|\bi\s+don't\s+know\b"
 )
 #: a comparison or state the question asks about -> words that answer it the other way
@@ -884,7 +884,8 @@ def _grade_object(toks, text, answer, question, qtoks, qset, kind, lemma_names) 
         s0, s1 = stated
         in_span = [m for m in mentions if s0 <= m.start < s1 and not m.negated]
         rest = [t for t in toks[s0:s1] if t not in STOPWORDS and t not in _SENTENCE_BREAK and t != "," and len(t) > 1]
-        if not in_span and rest:
+        hedged = any(t in _NEGATORS or t.endswith("n't") for t in toks[s0:s1]) or _REFUSAL.search(" ".join(toks[s0:s1]))
+        if not in_span and rest and not hedged and not any(m.option or m.negated for m in mentions if s0 <= m.start < s1):
             return Grade(WRONG, f"the stated answer names another object than the gold {name}", kind, " ".join(rest[:4]))
     # the right object without the colour that tells it apart is not enough to tell
     if colour is not None:
