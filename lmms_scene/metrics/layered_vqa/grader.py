@@ -22,8 +22,17 @@ the reply and reads each one in its context:
 * **synonyms**: above / over / on top of; circle / round / circular; teddy bear / teddy /
   stuffed bear; WordNet noun synonyms for other objects (when installed);
 * when several different answers remain, an explicit one ("the answer is", "so",
-  "in total") or the clause that restates the question decides; otherwise the reply
-  has not committed.
+  "in total", an "Answer:" line) or the clause that restates the question decides;
+  otherwise the reply has not committed;
+* **the answer the reply commits to** (issue 29, measured on real VLM replies by
+  ``bench/bench_real_replies.py``): for a yes/no question a stated final answer ("So the
+  answer is (B), No.") decides, then an opening yes/no, then a refusal (``cannot_tell``),
+  then the clause that restates the question, read with the negation that binds to the
+  question's words and with comparisons or states said the other way ("the same size"
+  to "larger?"); a statement that restates nothing is ``cannot_tell``. A chat echo
+  ("User: ... Assistant: Yes.") is read after the last "Assistant:". "The answer is (D)
+  buns" names the answer and "the other choices are ..." lists options. A word that is a
+  colour and an object ("orange") is a colour only when the question asks for one.
 
 The verdict is ``correct``, ``wrong`` or ``cannot_tell`` (the reply gives no answer of
 the asked kind: a refusal, options without a choice, only other answers ruled out,
