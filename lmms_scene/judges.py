@@ -270,10 +270,13 @@ def _is_timeout(exc: BaseException) -> bool:
     return "timed out" in text or "timeout" in text
 
 
-def ask(spec: JudgeSpec, prompt: str, *, client: Any = None) -> JudgeReply:
+def ask(spec: JudgeSpec, prompt: str, *, client: Any = None, rubric: str | None = None) -> JudgeReply:
     """Send ``prompt`` to the judge ``spec`` and return its reply; never raises for a
     failed call (the failure is in the reply). ``client`` (anything with lmms-eval's
-    ``evaluate(Request) -> Response``) defaults to :func:`make_client`."""
+    ``evaluate(Request) -> Response``) defaults to :func:`make_client`. ``rubric`` is our
+    own instruction text (a prompt template before the question and answers are filled
+    in): a numeric grade is read against the pass mark it names (:func:`score_threshold`),
+    never against one found in the filled prompt, whose answers come from outside."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"prompt: expected a non-empty string, got {prompt!r}")
     start = time.perf_counter()
@@ -293,7 +296,7 @@ def ask(spec: JudgeSpec, prompt: str, *, client: Any = None) -> JudgeReply:
     content = getattr(response, "content", None)
     if not isinstance(content, str):
         return JudgeReply(spec.name, None, None, ERROR, f"the reply has no text content: {content!r}", seconds)
-    return JudgeReply(spec.name, content, parse_verdict(content, prompt), None, None, seconds)
+    return JudgeReply(spec.name, content, parse_verdict(content, rubric), None, None, seconds)
 
 
 def _client(spec: JudgeSpec) -> Any:
@@ -307,7 +310,7 @@ def grading_prompt(question: str, answer: str, prediction: str, template: str = 
 
 def judge_answer(spec: JudgeSpec, question: str, answer: str, prediction: str, *, client: Any = None) -> JudgeReply:
     """Ask one judge whether ``prediction`` answers ``question`` like ``answer``."""
-    return ask(spec, grading_prompt(question, answer, prediction), client=client)
+    return ask(spec, grading_prompt(question, answer, prediction), client=client, rubric=DEFAULT_PROMPT)
 
 
 # -- the strict verdict parser ---------------------------------------------------------
@@ -439,7 +442,7 @@ def _evidence(sentences: list[str]) -> tuple[list[str], list[str]]:
     return yes, no
 
 
-_SCORE_ASKED = re.compile(r"\b(?:score|rate|rating|grade|points?)\b", re.I)
+_SCORE_ASKED = re.compile(r"\b(?:scores?|rates?|ratings?|grades?|points?)\b", re.I)
 _THRESHOLD = (
     (re.compile(r"(?:score|rating|grade|points?)s?\s+(?:of\s+)?(?:>=|≥|at\s+least|of\s+at\s+least|greater\s+than\s+or\s+equal\s+to|or\s+more\s+than)\s*(\d+(?:\.\d+)?)", re.I), False),
     (re.compile(r"(\d+(?:\.\d+)?)\s+or\s+(?:above|higher|more|greater)", re.I), False),
@@ -478,17 +481,18 @@ def _numeric_grade(norm: str) -> float | None:
     return found[-1] if found and len(set(found)) == 1 else None
 
 
-def read_verdict(text: Any, prompt: str | None = None) -> Verdict:
+def read_verdict(text: Any, rubric: str | None = None) -> Verdict:
     """A judge's reply read strictly (see the comment above); :func:`parse_verdict` is its
-    ``value``. A numeric grade ("1.0", "Score: 0.5", "[[8]]") is read only when ``prompt``
-    asked for a score and named its pass mark (:func:`score_threshold`); otherwise it is
-    unparsed. "Partially correct" is never yes or no."""
+    ``value``. A numeric grade ("1.0", "Score: 0.5", "[[8]]") is read only when ``rubric``
+    (our judge prompt's instructions, before any outside text is filled in) asked for a
+    score and named its pass mark (:func:`score_threshold`); otherwise it is unparsed.
+    "Partially correct" is never yes or no."""
     if not isinstance(text, str):
         return Verdict(None, "not text")
     norm = _normalise(text)
     if _PARTIAL.search(norm):
         return Verdict(None, "partially correct")
-    grade, rule = _numeric_grade(norm), score_threshold(prompt)
+    grade, rule = _numeric_grade(norm), score_threshold(rubric)
     if grade is not None and rule is not None:
         threshold, strict = rule
         passed = grade > threshold if strict else grade >= threshold
@@ -498,7 +502,7 @@ def read_verdict(text: Any, prompt: str | None = None) -> Verdict:
         return Verdict(passed, f"score {grade:g} against {'>' if strict else '>='} {threshold:g}")
     verdict = _read_words(norm)
     if verdict.value is None and grade is not None:
-        return Verdict(None, "a score the prompt asked for no pass mark for" if prompt else "a score with no prompt that asked for one")
+        return Verdict(None, "a score the rubric named no pass mark for" if rubric else "a score with no rubric that asked for one")
     return verdict
 
 
@@ -536,7 +540,7 @@ def _read_words(norm: str) -> Verdict:
     return Verdict(bool(yes), "statement")
 
 
-def parse_verdict(text: Any, prompt: str | None = None) -> bool | None:
+def parse_verdict(text: Any, rubric: str | None = None) -> bool | None:
     """A judge's reply read strictly: True for an unambiguous yes/correct, False for an
     unambiguous no/incorrect, None for anything else (hedged, scored, empty, both ways,
     no verdict at all). The one verdict parser: every judge provider's reply goes
@@ -547,7 +551,7 @@ def parse_verdict(text: Any, prompt: str | None = None) -> bool | None:
     >>> [parse_verdict(t) for t in ("Correct answer: red. The model answered blue.", "No doubt, it's correct.")]
     [None, True]
     """
-    return read_verdict(text, prompt).value
+    return read_verdict(text, rubric).value
 
 
 # -- several judges --------------------------------------------------------------------
