@@ -65,7 +65,7 @@ ADJUDICATED: dict[tuple[str, str], tuple[str, str]] = {
     ("SmolVLM2-2.2B", "question_comb_1177"): ("wrong", "'No', gold yes"),
 }
 
-_REFUSAL = re.compile(r"\b(cannot|can't|unable to|not able to|don't have|do not have|not possible to|impossible to)\b.{0,40}\b(tell|determine|answer|see|provide|know|data|information|access|identify|confirm)", re.I)
+_REFUSAL = re.compile(r"\b(cannot|can't|unable to|not able to|don't have|do not have|not possible to|impossible to)\b.{0,40}\b(tell|determine|answer|see|provide|know|data|information|access|identify|confirm)", re.IGNORECASE)
 
 
 def _show(git_dir: str, commit: str, path: str) -> str:
@@ -74,9 +74,9 @@ def _show(git_dir: str, commit: str, path: str) -> str:
 
 def _gold(text: str) -> str:
     t = text.strip().strip(">").strip()
-    if re.fullmatch(r"y\s*,\s*e\s*,\s*s", t, re.I):
+    if re.fullmatch(r"y\s*,\s*e\s*,\s*s", t, re.IGNORECASE):
         return "yes"
-    if re.fullmatch(r"n\s*,\s*o", t, re.I):
+    if re.fullmatch(r"n\s*,\s*o", t, re.IGNORECASE):
         return "no"
     return t
 
@@ -104,7 +104,7 @@ def halp_records(git_dir: str, commit: str) -> list[dict]:
         field = None
         pending = None
 
-        def close():
+        def close(cur: dict | None) -> None:
             if cur and cur.get("qid") and cur.get("answer") is not None and cur.get("label") and cur.get("gold"):
                 rec = {**cur, "answer": "\n".join(cur["answer"]).strip()}
                 out.setdefault((rec["model"], rec["qid"]), rec)
@@ -120,7 +120,7 @@ def halp_records(git_dir: str, commit: str) -> list[dict]:
                 continue
             m = re.match(r"^-?\s*\*\*Question ID:\*\*\s*`([^`]+)`", line.strip())
             if m:
-                close()
+                close(cur)
                 cur = {"model": model, "qid": m.group(1), "answer": None, "source_file": path}
                 if pending:
                     cur["label"] = pending
@@ -151,20 +151,20 @@ def halp_records(git_dir: str, commit: str) -> list[dict]:
                     cur["domain"] = val
                 continue
             if s.startswith(("#### ✅", "#### ❌")):
-                close()
+                close(cur)
                 cur, field = None, None
                 pending = "correct" if s.startswith("#### ✅") else "wrong"
                 continue
             if s == "---" or s.startswith("### ") or s.startswith("#### "):
-                close()
+                close(cur)
                 cur, field = None, None
                 continue
             if field == "gold" and s:
                 cur["gold"] = _gold(s)
                 field = None
             elif field == "answer":
-                cur["answer"].append(line[2:] if line.startswith("> ") else line)
-        close()
+                cur["answer"].append(line.removeprefix("> "))
+        close(cur)
     return list(out.values())
 
 
@@ -173,7 +173,7 @@ def halp_records(git_dir: str, commit: str) -> list[dict]:
 #: (eval_script/normalize_answer.py + TallyQA_eval.py: dots and spaces dropped, lower case,
 #: a number word or numeral read as an integer, then equal to the labelled count)
 TALLY_FILE, TALLY_COMMIT = "evaluation_results/TallyQA/TallyQA_CogVLM.jsonl", "f67c822a63ea252c5c019e0da8fda086aab2f511"
-_TALLY_WORDS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen".split())}
+_TALLY_WORDS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen"])}
 _TALLY_WORDS.update({"none": 0, "no": 0})
 
 
@@ -255,7 +255,7 @@ def measure(grader, recs: list[dict], label_key: str) -> dict:
             by[key][0] += ok
             by[key][1] += 1
         conf[(scope, label, g.verdict)] += 1
-        if g.verdict == "correct" and _REFUSAL.search(r["answer"]) and not re.match(r"^\W*(yes|no)\b", r["answer"], re.I):
+        if g.verdict == "correct" and _REFUSAL.search(r["answer"]) and not re.match(r"^\W*(yes|no)\b", r["answer"], re.IGNORECASE):
             refusal_correct += 1
             r.setdefault("flags", []).append("refusal graded correct")
         if not ok:

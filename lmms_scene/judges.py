@@ -231,7 +231,11 @@ class HFJudge:
 
     def _load(self):
         def load():
-            from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # deferred: transformers (imports torch) is heavy to import
+            from transformers import (  # deferred: transformers (imports torch) is heavy to import
+                AutoConfig,
+                AutoModelForCausalLM,
+                AutoTokenizer,
+            )
 
             kwargs = {"gguf_file": self.gguf_file} if self.gguf_file else {}
             if self.gguf_file:
@@ -442,13 +446,13 @@ def _evidence(sentences: list[str]) -> tuple[list[str], list[str]]:
     return yes, no
 
 
-_SCORE_ASKED = re.compile(r"\b(?:scores?|rates?|ratings?|grades?|points?)\b", re.I)
+_SCORE_ASKED = re.compile(r"\b(?:scores?|rates?|ratings?|grades?|points?)\b", re.IGNORECASE)
 _THRESHOLD = (
-    (re.compile(r"(?:score|rating|grade|points?)s?\s+(?:of\s+)?(?:>=|≥|at\s+least|of\s+at\s+least|greater\s+than\s+or\s+equal\s+to|or\s+more\s+than)\s*(\d+(?:\.\d+)?)", re.I), False),
-    (re.compile(r"(\d+(?:\.\d+)?)\s+or\s+(?:above|higher|more|greater)", re.I), False),
-    (re.compile(r"(?:score|rating|grade|points?)s?\s+(?:>|above|greater\s+than|over|higher\s+than)\s*(\d+(?:\.\d+)?)", re.I), True),
-    (re.compile(r"\bthreshold\s*(?:of|is|=|:)?\s*(\d+(?:\.\d+)?)", re.I), False),
-    (re.compile(r"\b(1(?:\.0)?)\s+(?:if|for|when)\s+(?:it\s+is\s+|the\s+\w+\s+is\s+)?(?:correct|right)\b", re.I), False),
+    (re.compile(r"(?:score|rating|grade|points?)s?\s+(?:of\s+)?(?:>=|≥|at\s+least|of\s+at\s+least|greater\s+than\s+or\s+equal\s+to|or\s+more\s+than)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), False),
+    (re.compile(r"(\d+(?:\.\d+)?)\s+or\s+(?:above|higher|more|greater)", re.IGNORECASE), False),
+    (re.compile(r"(?:score|rating|grade|points?)s?\s+(?:>|above|greater\s+than|over|higher\s+than)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), True),
+    (re.compile(r"\bthreshold\s*(?:of|is|=|:)?\s*(\d+(?:\.\d+)?)", re.IGNORECASE), False),
+    (re.compile(r"\b(1(?:\.0)?)\s+(?:if|for|when)\s+(?:it\s+is\s+|the\s+\w+\s+is\s+)?(?:correct|right)\b", re.IGNORECASE), False),
 )
 _GRADE = re.compile(
     r"\[\[\s*(\d+(?:\.\d+)?)\s*\]\]"

@@ -14,8 +14,8 @@ RATING_PROMPT = "Rate the candidate answer from 1 to 10 and give the rating as [
 
 @pytest.mark.parametrize("text,want", [
     # a verdict first, then an explanation that does not take it back
-    ("Yes, the candidate is correct. The gold answer names a red kite. However, the reference also mentions the string, "
-     "which the question does not ask about.", True),
+    (("Yes, the candidate is correct. The gold answer names a red kite. However, the reference also mentions the string, "
+      "which the question does not ask about."), True),
     ("Yes, the candidate is correct.\n\nBoth name the same animal, though the reference adds its colour.", True),
     ("No, the candidate is wrong. It names a dog. However, the reference also says the dog is brown.", False),
     # a reservation in the verdict's own sentence, or a contradiction later, still takes a yes back

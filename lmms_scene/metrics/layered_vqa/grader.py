@@ -650,7 +650,7 @@ def _head_phrases(gold: str, lemma_names: Callable[[str], set[str]] | None) -> t
     return name, phrases, colour
 
 
-_TRANSCRIPT = re.compile(r"(?im)^\s*(?:user|human|question)\s*:.*?\b(?:assistant|gpt|answer|model)\s*:\s*", re.S)
+_TRANSCRIPT = re.compile(r"(?im)^\s*(?:user|human|question)\s*:.*?\b(?:assistant|gpt|answer|model)\s*:\s*", re.DOTALL)
 
 
 def _after_transcript(prediction: str) -> str:
