@@ -231,11 +231,7 @@ class HFJudge:
 
     def _load(self):
         def load():
-            from transformers import (  # deferred: transformers (imports torch) is heavy to import
-                AutoConfig,
-                AutoModelForCausalLM,
-                AutoTokenizer,
-            )
+            from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # deferred: transformers (imports torch) is heavy to import
 
             kwargs = {"gguf_file": self.gguf_file} if self.gguf_file else {}
             if self.gguf_file:

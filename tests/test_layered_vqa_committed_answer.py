@@ -6,13 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lmms_scene.metrics.layered_vqa.grader import (
-    CANNOT_TELL,
-    CORRECT,
-    WRONG,
-    answer_kind,
-    grade,
-)
+from lmms_scene.metrics.layered_vqa.grader import CANNOT_TELL, CORRECT, WRONG, answer_kind, grade
 
 CASES = [
     # -- an explicit final answer decides over an earlier clause --
