@@ -63,6 +63,8 @@ ADJUDICATED: dict[tuple[str, str], tuple[str, str]] = {
     ("SmolVLM2-2.2B", "question_comb_3479"): ("wrong", "opens with 'No', gold yes"),
     ("SmolVLM2-2.2B", "question_comb_1535"): ("correct", "'No.': no, the gold"),
     ("SmolVLM2-2.2B", "question_comb_1177"): ("wrong", "'No', gold yes"),
+    # BLINK: the source's letter extraction found no letter ("(Z)") in a reply that answers in words
+    ("OPUS", "val_Spatial_Relation_121"): ("correct", "opens with 'No, ...', gold no; no option letter for the source's extractor"),
 }
 
 _REFUSAL = re.compile(r"\b(cannot|can't|unable to|not able to|don't have|do not have|not possible to|impossible to)\b.{0,40}\b(tell|determine|answer|see|provide|know|data|information|access|identify|confirm)", re.IGNORECASE)
@@ -198,8 +200,41 @@ def tally_records(git_dir: str, commit: str = TALLY_COMMIT) -> list[dict]:
     return out
 
 
+#: zeyofu/BLINK_Benchmark: every model's replies to BLINK's Spatial_Relation questions
+#: (eval/saved_outputs/<model>/Spatial[ _]Relation.json, val split), whose choices are always
+#: "(A) yes (B) no"; the source's label is its own extracted `prediction` equal to `answer`
+#: (eval/evaluate.py). The question texts are not in the repository: the grader is given the
+#: choice line alone, so a reply is read without the question's words.
+BLINK_COMMIT = "2d6a779"
+BLINK_CHOICES = "Select from the following choices. (A) yes (B) no"
+
+
+def blink_records(git_dir: str, commit: str = BLINK_COMMIT) -> list[dict]:
+    import json
+
+    names = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", commit, "eval/saved_outputs"],
+                           capture_output=True, text=True, check=True).stdout.splitlines()  # fmt: skip
+    out = []
+    for path in names:
+        parts = path.split("/")
+        if len(parts) != 4 or parts[3] not in ("Spatial Relation.json", "Spatial_Relation.json") or "concatenate" in parts[2]:
+            continue
+        data = json.loads(_show(git_dir, commit, path))
+        for x in data.get("val", []) if isinstance(data, dict) else data:
+            if x.get("answer") not in ("(A)", "(B)") or not isinstance(x.get("full_prediction"), str):
+                continue
+            out.append({"model": parts[2], "qid": x["idx"], "question": BLINK_CHOICES, "gold": "Yes." if x["answer"] == "(A)" else "No.",
+                        "answer": x["full_prediction"], "label": "correct" if x.get("prediction") == x["answer"] else "wrong",
+                        "source_file": path})  # fmt: skip
+    return out
+
+
 def records(git_dir: str, commit: str | None) -> tuple[str, str, list[dict]]:
     """(repository, commit, replies) of the snapshot, whichever supported repository it is."""
+    has_blink = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", f"{commit or BLINK_COMMIT}:eval/evaluate.py"], capture_output=True).returncode == 0
+    if has_blink:
+        c = commit or BLINK_COMMIT
+        return "zeyofu/BLINK_Benchmark", c, blink_records(git_dir, c)
     has_tally = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", f"{commit or TALLY_COMMIT}:{TALLY_FILE}"], capture_output=True).returncode == 0
     if has_tally:
         c = commit or TALLY_COMMIT
@@ -232,6 +267,8 @@ def _question_type(rec: dict) -> str:
     q = (rec.get("question") or "").lower()
     if rec.get("source_file") == TALLY_FILE:
         return "counting"
+    if rec.get("question") == BLINK_CHOICES:
+        return "spatial"
     return "counting" if q.startswith("how many") else "direct ask"
 
 
@@ -255,7 +292,10 @@ def measure(grader, recs: list[dict], label_key: str) -> dict:
             by[key][0] += ok
             by[key][1] += 1
         conf[(scope, label, g.verdict)] += 1
-        if g.verdict == "correct" and _REFUSAL.search(r["answer"]) and not re.match(r"^\W*(yes|no)\b", r["answer"], re.IGNORECASE):
+        # a refusal graded correct: says it cannot tell and commits to no answer (an "I can't
+        # tell ... So the answer is (B), No." commits, as the issue reads it)
+        committed = any(k in g.reason for k in ("stated final answer", "option letter", "opens with", "the stated answer"))
+        if g.verdict == "correct" and _REFUSAL.search(r["answer"]) and not committed:
             refusal_correct += 1
             r.setdefault("flags", []).append("refusal graded correct")
         if not ok:

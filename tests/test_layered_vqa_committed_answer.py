@@ -90,6 +90,15 @@ CASES = [
      "The zebra doesn't have any spots, only stripes.", CORRECT),
     ("What is flying in the sky?", "A kite.", "direct ask",
      "The answer is not clear from the image.", CANNOT_TELL),
+    # -- an option letter with its text, or alone, read by the options the question lists --
+    ("Is the lamp on the left of the sofa? Select from the following choices. (A) yes (B) no", "No.", "spatial",
+     "(B) no\n\nThe lamp stands on the right, next to the armrest; it is not on the left of the sofa.", CORRECT),
+    ("Is the lamp on the left of the sofa? Select from the following choices. (A) yes (B) no", "Yes.", "spatial",
+     "(B) no\n\nThe lamp stands on the right, next to the armrest; it is not on the left of the sofa.", WRONG),
+    ("Is the lamp on the left of the sofa? Select from the following choices. (A) yes (B) no", "Yes.", "spatial", "A", CORRECT),
+    ("Is the lamp on the left of the sofa? Select from the following choices. (A) yes (B) no", "No.", "spatial", "(A)", WRONG),
+    ("Is the lamp on the left of the sofa? Select from the following choices. (A) yes (B) no", "No.", "spatial",
+     "The lamp seems to be left of the sofa from here. So the correct answer is:\n\n(B) no", CORRECT),
 ]
 
 

@@ -653,6 +653,10 @@ def _head_phrases(gold: str, lemma_names: Callable[[str], set[str]] | None) -> t
 _TRANSCRIPT = re.compile(r"(?im)^\s*(?:user|human|question)\s*:.*?\b(?:assistant|gpt|answer|model)\s*:\s*", re.DOTALL)
 
 
+#: a model's own special tokens left in its reply ("<s> B", "Yes</s>", "<|im_end|>")
+_SPECIAL_TOKENS = re.compile(r"</?s>|<\|[a-z_]+\|>|<(?:pad|eos|bos|unk|end_of_turn|start_of_turn)>", re.IGNORECASE)
+
+
 def _after_transcript(prediction: str) -> str:
     """A reply that echoes the chat ("User: <question> Assistant: Yes.") is what follows the
     last "Assistant:"; the echoed question is not part of the answer."""
@@ -678,16 +682,20 @@ def grade(
     """
     if not isinstance(prediction, str) or not prediction.strip():
         return Grade(WRONG, "empty", answer_kind(answer, question_type, question))
-    prediction = _after_transcript(prediction)
+    prediction = _SPECIAL_TOKENS.sub(" ", _after_transcript(prediction)).strip()
     kind = answer_kind(answer, question_type, question)
     toks = tokens(prediction)
     if not [t for t in toks if t not in _SENTENCE_BREAK and t != "," and t != "layerref"]:
+        if any(ch.isalpha() for ch in prediction):  # "はい": words the grader cannot read, not an empty reply
+            return Grade(CANNOT_TELL, "no words the grader reads (not English)", kind)
         return Grade(WRONG, "empty", kind)
     text = " ".join(toks)
     qtoks = tokens(question) if question else []
     qset = set(qtoks)
     fn = {"yes/no": _grade_yes_no, "count": _grade_count, "relation": _grade_relation, "colour": _grade_attribute,
           "shape": _grade_attribute, "object": _grade_object}[kind]  # fmt: skip
+    if kind == "yes/no":
+        return _grade_yes_no(toks, text, answer, question, qtoks, qset, kind, lemma_names, raw=prediction)
     return fn(toks, text, answer, question, qtoks, qset, kind, lemma_names)
 
 
@@ -817,15 +825,54 @@ def _statement_polarity(toks: Sequence[str], qtoks: Sequence[str]) -> tuple[bool
     return (not negated), "the statement that restates the question"
 
 
-def _grade_yes_no(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:
+_OPTION_IN_QUESTION = re.compile(r"\(([A-Ea-e])\)\s*([^()\n]*?)\s*(?=\([A-Ea-e]\)|\n|$)")
+_OPTION_ALONE = re.compile(r"^\W*\(?([A-Ea-e])\)?\W*$")
+_OPTION_FIRST = re.compile(r"^[\s*_#>\"]*(?:\(([A-Ea-e])\)|([A-Ea-e])[).:])\s*([A-Za-z]*)")
+
+
+_OPTION_WITH_TEXT = re.compile(r"\(([A-Ea-e])\)\s*(yes|no)\b", re.IGNORECASE)
+_OPTION_PICKED = re.compile(r"\b(?:select|choose|pick|answer\s+is|answer:|choice\s+is|option\s+is)\s*:?\s*(?:choice|option)?\s*\(([A-Ea-e])\)", re.IGNORECASE)
+
+
+def _chosen_option(raw: str, question: str | None) -> str | None:
+    """The yes/no a reply picks by an option letter: "(B) no ...", a bare "B", "(B)", "I
+    would select choice (B)", "... is (A) yes." (every lettered yes/no it says agreeing),
+    read by the options the question lists ("(A) yes (B) no"); None when it picks none."""
+    options = {k.lower(): v.strip().lower() for k, v in _OPTION_IN_QUESTION.findall(question or "")}
+    m = _OPTION_ALONE.match(raw)
+    letter, text = (m.group(1).lower(), "") if m else (None, "")
+    if letter is None:
+        m = _OPTION_FIRST.match(raw)
+        if m:
+            letter, text = (m.group(1) or m.group(2)).lower(), m.group(3).lower()
+    if letter is None:
+        said = {t.lower() for _l, t in _OPTION_WITH_TEXT.findall(raw)}
+        if len(said) == 1:
+            return said.pop()
+        picked = {p.lower() for p in _OPTION_PICKED.findall(raw)}
+        if len(picked) == 1:
+            letter = picked.pop()
+    if letter is None:
+        return None
+    if text in ("yes", "no"):
+        return text
+    value = options.get(letter, "")
+    word = value.split()[0] if value.split() else ""
+    return word if word in ("yes", "no") else None
+
+
+def _grade_yes_no(toks, text, answer, question, qtoks, qset, kind, lemma_names, raw: str = "") -> Grade:
     gold = _words(answer)[0] == "yes"
     words = [t for t in toks if t not in (",",)]
     yes = {"yes", "yeah", "yep", "correct", "indeed", "true"}
     no = {"no", "nope", "false"}
     first = next((t for t in words if t not in _SENTENCE_BREAK), "")
     finals = _FINAL_YES_NO.findall(text)
+    option = _chosen_option(raw, question) if raw else None
     if finals:  # an explicit final answer decides ("I can't tell ... So the answer is (B), No.")
         said, how = finals[-1] == "yes", "the stated final answer"
+    elif option is not None:  # "(B) no ...", or "B" for "(A) yes (B) no"
+        said, how = option == "yes", "the option letter it picks"
     elif first in yes and first not in no:
         said, how = True, "opens with yes"
     elif first in no:
