@@ -99,6 +99,9 @@ CASES = [
     ("Is the lamp on the left of the sofa? Select from the following choices. (A) yes (B) no", "No.", "spatial", "(A)", WRONG),
     ("Is the lamp on the left of the sofa? Select from the following choices. (A) yes (B) no", "No.", "spatial",
      "The lamp seems to be left of the sofa from here. So the correct answer is:\n\n(B) no", CORRECT),
+    # -- a model's special tokens; words the grader cannot read --
+    ("Is the lamp on the left of the sofa? Select from the following choices. (A) yes (B) no", "No.", "spatial", "<s> B", CORRECT),
+    ("Is the lamp on the left of the sofa? Select from the following choices. (A) yes (B) no", "Yes.", "spatial", "はい", CANNOT_TELL),
 ]
 
 

@@ -30,7 +30,9 @@ the reply and reads each one in its context:
   then the clause that restates the question, read with the negation that binds to the
   question's words and with comparisons or states said the other way ("the same size"
   to "larger?"); a statement that restates nothing is ``cannot_tell``. A chat echo
-  ("User: ... Assistant: Yes.") is read after the last "Assistant:". "The answer is (D)
+  ("User: ... Assistant: Yes.") is read after the last "Assistant:", a model's special
+  tokens ("<s>") are dropped, and an option letter ("(B) no", "B") is read by the options
+  the question lists ("(A) yes (B) no"). "The answer is (D)
   buns" names the answer and "the other choices are ..." lists options. A word that is a
   colour and an object ("orange") is a colour only when the question asks for one.
 
