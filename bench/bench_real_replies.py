@@ -1,27 +1,33 @@
 """Agreement of the Layered-VQA grader with correctness labels on replies that real VLMs wrote.
 
-    python bench/bench_real_replies.py SNAPSHOT_GIT_DIR [--commit C] [--git-ref REF] [--split dev|final|all]
+    python bench/bench_real_replies.py SNAPSHOT_GIT_DIR [SNAPSHOT_GIT_DIR ...] [--commit C] [--git-ref REF] [--split dev|final|all]
 
-SNAPSHOT_GIT_DIR is a `fetch` snapshot (a bare git directory) of a public repository that
-commits model replies with a question, a gold answer and a correctness label. Supported
-today: ``alliedbrother/HALP_EACL`` (eight open VLMs on POPE / AMBER / HallusionBench /
-HaloQuest questions, each reply reviewed by hand as hallucinated or not; its Markdown
-reports at the named commit hold the replies). The text is read from the snapshot and
-never written anywhere: this script prints figures only.
+Each SNAPSHOT_GIT_DIR is a `fetch` snapshot (a bare git directory) of a public repository
+that commits model replies with a question, a gold answer and a correctness label; the
+script recognises which one it is. Supported: ``alliedbrother/HALP_EACL`` @ 342e35c (eight
+open VLMs on POPE / AMBER / HallusionBench yes/no questions, each reply reviewed by hand
+as hallucinated or not; its Markdown reports hold the replies), ``zeyofu/BLINK_Benchmark``
+@ 2d6a779 (19 VLMs' replies to BLINK's spatial-relation questions, choices "(A) yes (B)
+no", labelled by the repository's own extracted letter) and
+``KevinLuJian/MLLM_supplemental`` @ f67c822 (CogVLM's TallyQA counting answers, labelled
+by the repository's own rule). The text is read from the snapshots and never written
+anywhere: this script prints figures only (``--show-misses`` prints the disagreements,
+for reading locally).
 
 For every reply the grader (:func:`lmms_scene.metrics.layered_vqa.grader.grade`) is run,
 today's and, with ``--git-ref``, the one at that commit ("before"). The source labels are
-binary (right / hallucinated), so agreement is binary: the grader's ``correct`` against
-the rest (``wrong`` or ``cannot_tell``); ``cannot_tell`` is counted apart. Printed: the
-repository and commit, agreement per model and per answer kind, in scope (yes/no, count,
-colour, shape, relation, short object answers) and out of it, the confusion table with
-the wrong-graded-correct count first, and the refusals graded correct.
+binary (right / not), so agreement is binary: the grader's ``correct`` against the rest
+(``wrong`` or ``cannot_tell``); ``cannot_tell`` is counted apart. Printed: the
+repositories and commits, agreement per source, model and answer kind, in scope (yes/no,
+count, colour, shape, relation, short object answers) and out of it, the confusion table
+with the wrong-graded-correct count first, and the refusals graded correct (a reply that
+says it cannot tell and commits to no answer).
 
-Labels the source's own reviewers got plainly wrong (the reply's explicit answer is the
-gold one and the label says hallucinated, or the other way round) are listed in
-``ADJUDICATED`` with the reason; figures are printed against the source labels and
-against the adjudicated ones. The split: a stable hash of (model, question id) puts a
-fifth of the replies in ``final``, measured once at the end; ``dev`` is the rest.
+Labels the source got plainly wrong (the reply's explicit answer is the gold one and the
+label says otherwise, or the other way round) are listed in ``ADJUDICATED`` with the
+reason; figures are printed against the source labels and against the adjudicated ones.
+The split: a stable hash of (model, question id) puts a fifth of the replies in ``final``,
+measured once at the end; ``dev`` is the rest.
 """
 
 from __future__ import annotations
