@@ -270,10 +270,13 @@ def _is_timeout(exc: BaseException) -> bool:
     return "timed out" in text or "timeout" in text
 
 
-def ask(spec: JudgeSpec, prompt: str, *, client: Any = None) -> JudgeReply:
+def ask(spec: JudgeSpec, prompt: str, *, client: Any = None, rubric: str | None = None) -> JudgeReply:
     """Send ``prompt`` to the judge ``spec`` and return its reply; never raises for a
     failed call (the failure is in the reply). ``client`` (anything with lmms-eval's
-    ``evaluate(Request) -> Response``) defaults to :func:`make_client`."""
+    ``evaluate(Request) -> Response``) defaults to :func:`make_client`. ``rubric`` is our
+    own instruction text (a prompt template before the question and answers are filled
+    in): a numeric grade is read against the pass mark it names (:func:`score_threshold`),
+    never against one found in the filled prompt, whose answers come from outside."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise ValueError(f"prompt: expected a non-empty string, got {prompt!r}")
     start = time.perf_counter()
@@ -293,7 +296,7 @@ def ask(spec: JudgeSpec, prompt: str, *, client: Any = None) -> JudgeReply:
     content = getattr(response, "content", None)
     if not isinstance(content, str):
         return JudgeReply(spec.name, None, None, ERROR, f"the reply has no text content: {content!r}", seconds)
-    return JudgeReply(spec.name, content, parse_verdict(content), None, None, seconds)
+    return JudgeReply(spec.name, content, parse_verdict(content, rubric), None, None, seconds)
 
 
 def _client(spec: JudgeSpec) -> Any:
@@ -307,7 +310,7 @@ def grading_prompt(question: str, answer: str, prediction: str, template: str = 
 
 def judge_answer(spec: JudgeSpec, question: str, answer: str, prediction: str, *, client: Any = None) -> JudgeReply:
     """Ask one judge whether ``prediction`` answers ``question`` like ``answer``."""
-    return ask(spec, grading_prompt(question, answer, prediction), client=client)
+    return ask(spec, grading_prompt(question, answer, prediction), client=client, rubric=DEFAULT_PROMPT)
 
 
 # -- the strict verdict parser ---------------------------------------------------------
@@ -347,8 +350,13 @@ _ONLY = re.compile(
 _CONTRA_YES = re.compile(
     r"\b(?:not|never|n't|no\s+longer)\s+(?:\w+\s+){0,2}?(?:correct|right|true|accurate|the\s+same|equivalent|a\s+match|match(?:es|ing)?)\b"
     r"|n't\s+(?:\w+\s+){0,2}?(?:correct|right|true|accurate|the\s+same|equivalent|a\s+match|match(?:es|ing)?)\b"
-    r"|\b(?:incorrect|wrong|false|inaccurate|mistaken|different|differs?|mismatch(?:ed)?|but|however|although|though|except)\b"
+    r"|\b(?:incorrect|wrong|false|inaccurate|mistaken|mismatch(?:ed)?)\b"
 )
+#: after a yes, a reservation in the same sentence as the verdict takes it back ("Yes, but ...");
+#: in a later sentence it explains ("Yes, the candidate is correct. However, the reference also ...")
+_RESERVATION = re.compile(r"\b(?:but|however|although|though|except|different|differs?)\b")
+#: "partially correct" is neither yes nor no, wherever it stands
+_PARTIAL = re.compile(r"\b(?:partially|partly|half|somewhat|mostly)\s+(?:correct|right|accurate|true|matches|match)\b")
 #: a hedge in the verdict's own sentence
 _HEDGE = re.compile(
     r"\b(?:partially|partly|mostly|somewhat|half|probably|possibly|perhaps|maybe|might|likely|unlikely|arguably|"
@@ -360,7 +368,8 @@ _HEDGE = re.compile(
 _CLAUSE = r"(?:^|(?<=[,;:(]\s)|(?<=[,;:(])|(?<=\bbut\s)|(?<=\band\s)|(?<=\bso\s)|(?<=\byet\s))"
 _WORD_START = r"(?:^|(?<=[\s,;:(]))"
 _QUOTED = r"(?:\s+(?:of\s+)?'[^']{0,60}'|\s+\([^)]{0,60}\))?"
-_MODEL_NOUN = (r"(?:(?:the|this|that|its)\s+)?(?:model'?s?|predicted|candidate|given|provided|generated)\s+(?:answer|prediction|response|reply)"
+_MODEL_NOUN = (r"(?:(?:the|this|that|its)\s+)?(?:model'?s?|predicted|candidate'?s?|given|provided|generated)\s+(?:answer|prediction|response|reply)"
+               r"|the\s+candidate|the\s+response|the\s+prediction"
                r"|(?:the|this|that)\s+(?:answer|prediction|response|reply)(?:\s+(?:given|provided|generated)(?:\s+by\s+the\s+model)?)?"
                r"|(?:the|this|that)\s+(?:claim|statement)|the\s+model")  # fmt: skip
 _ANY_NOUN = (r"(?:(?:the|this|that)\s+)?(?:(?:gold|reference|correct|expected|true|model'?s?|predicted|candidate|given|provided|generated)\s+)?"
@@ -388,6 +397,9 @@ _NO_STATEMENTS = re.compile(
     rf"|{_ANY}\s+(?:does\s+not|doesn't|do\s+not|don't)\s+(?:match|agree|mean\s+the\s+same|correspond){_END}"
     rf"|{_ANY}\s+differs?{_END}"
     rf"|{_WORD_START}the\s+model\s+(?:answered|responded|got\s+it)\s+(?:incorrectly|wrong|wrongly){_END}"
+    rf"|{_MODEL}\s+(?:does\s+not|doesn't|did\s+not|didn't)\s+(?:provide|give|contain|offer|state|reach|identify)\s+(?:a|the|any)\s+(?:correct|right|accurate|valid)\b"
+    rf"|{_MODEL}\s+(?:fails|failed|fail)\s+to\b"
+    rf"|{_MODEL}{_BE}{_ADV}\s+(?:incorrect|wrong)\s+(?:because|since|as)\b"
     # a correction: what the answer would or should have been
     rf"|{_WORD_START}(?:the\s+)?(?:correct|right|actual|real|true)\s+answer\s+(?:would|should)\s+(?:be|have\s+been){_END}"
 )
@@ -430,11 +442,71 @@ def _evidence(sentences: list[str]) -> tuple[list[str], list[str]]:
     return yes, no
 
 
-def read_verdict(text: Any) -> Verdict:
-    """A judge's reply read strictly (see the comment above); :func:`parse_verdict` is its ``value``."""
+_SCORE_ASKED = re.compile(r"\b(?:scores?|rates?|ratings?|grades?|points?)\b", re.IGNORECASE)
+_THRESHOLD = (
+    (re.compile(r"(?:score|rating|grade|points?)s?\s+(?:of\s+)?(?:>=|≥|at\s+least|of\s+at\s+least|greater\s+than\s+or\s+equal\s+to|or\s+more\s+than)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), False),
+    (re.compile(r"(\d+(?:\.\d+)?)\s+or\s+(?:above|higher|more|greater)", re.IGNORECASE), False),
+    (re.compile(r"(?:score|rating|grade|points?)s?\s+(?:>|above|greater\s+than|over|higher\s+than)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), True),
+    (re.compile(r"\bthreshold\s*(?:of|is|=|:)?\s*(\d+(?:\.\d+)?)", re.IGNORECASE), False),
+    (re.compile(r"\b(1(?:\.0)?)\s+(?:if|for|when)\s+(?:it\s+is\s+|the\s+\w+\s+is\s+)?(?:correct|right)\b", re.IGNORECASE), False),
+)
+_GRADE = re.compile(
+    r"\[\[\s*(\d+(?:\.\d+)?)\s*\]\]"
+    r"|^(?:(?:final\s+)?(?:score|rating|grade)\s*[:=]?\s*)?(\d+(?:\.\d+)?)\s*(?:/\s*\d+(?:\.\d+)?|out\s+of\s+\d+)?\s*[.!]?$"
+    r"|\b(?:final\s+)?(?:score|rating|grade)\s*[:=]\s*(\d+(?:\.\d+)?)"
+)
+
+
+def score_threshold(prompt: str | None) -> tuple[float, bool] | None:
+    """The pass mark a judge prompt names for a numeric grade, as (threshold, strict):
+    "a score of at least 0.5 counts as correct" -> (0.5, False), "scores above 7" -> (7, True),
+    "1 if correct, 0 otherwise" -> (1, False). None when the prompt asks for no score or
+    names no threshold (then a numeric reply stays unparsed: no threshold is guessed)."""
+    if not isinstance(prompt, str) or not _SCORE_ASKED.search(prompt) and not re.search(r"\b1\s+(?:if|for|when)\b", prompt):
+        return None
+    for pattern, strict in _THRESHOLD:
+        m = pattern.search(prompt)
+        if m:
+            return float(m.group(1)), strict
+    return None
+
+
+def _numeric_grade(norm: str) -> float | None:
+    """The one number a reply grades with ("1.0", "Score: 0.5", "[[8]]", "7/10"), or None
+    (no grade, or several different ones)."""
+    found = []
+    for line in norm.splitlines():
+        for m in _GRADE.finditer(line.strip()):
+            found.append(float(next(g for g in m.groups() if g is not None)))
+    return found[-1] if found and len(set(found)) == 1 else None
+
+
+def read_verdict(text: Any, rubric: str | None = None) -> Verdict:
+    """A judge's reply read strictly (see the comment above); :func:`parse_verdict` is its
+    ``value``. A numeric grade ("1.0", "Score: 0.5", "[[8]]") is read only when ``rubric``
+    (our judge prompt's instructions, before any outside text is filled in) asked for a
+    score and named its pass mark (:func:`score_threshold`); otherwise it is unparsed.
+    "Partially correct" is never yes or no."""
     if not isinstance(text, str):
         return Verdict(None, "not text")
     norm = _normalise(text)
+    if _PARTIAL.search(norm):
+        return Verdict(None, "partially correct")
+    grade, rule = _numeric_grade(norm), score_threshold(rubric)
+    if grade is not None and rule is not None:
+        threshold, strict = rule
+        passed = grade > threshold if strict else grade >= threshold
+        words = _read_words(norm)
+        if words.value is not None and words.value is not passed:
+            return Verdict(None, f"score {grade:g} and words disagree")
+        return Verdict(passed, f"score {grade:g} against {'>' if strict else '>='} {threshold:g}")
+    verdict = _read_words(norm)
+    if verdict.value is None and grade is not None:
+        return Verdict(None, "a score the rubric named no pass mark for" if rubric else "a score with no rubric that asked for one")
+    return verdict
+
+
+def _read_words(norm: str) -> Verdict:
     norm = _LABEL.sub("", norm, count=1).strip()
     if not norm:
         return Verdict(None, "empty")
@@ -448,7 +520,9 @@ def read_verdict(text: Any) -> Verdict:
             return Verdict(None, "hedged")
         rest = norm[head.end():]
         yes, no = _evidence(_SENTENCE.split(rest.strip()) if rest.strip() else [])
-        if verdict and (_CONTRA_YES.search(rest) or no):
+        # after a yes: a contradiction anywhere, or a reservation in the verdict's own sentence,
+        # takes it back; a later "However, the reference also ..." explains
+        if verdict and (_CONTRA_YES.search(rest) or no or _RESERVATION.search(first[head.end():] if len(first) >= head.end() else "")):
             return Verdict(None, "yes, then a contradiction")
         if not verdict and (re.search(r"\byes\b", rest) or yes):
             return Verdict(None, "no, then a contradiction")
@@ -461,12 +535,12 @@ def read_verdict(text: Any) -> Verdict:
     found = yes or no
     if any(_HEDGE.search(s) for s in found):
         return Verdict(None, "hedged")
-    if yes and any(_CONTRA_YES.search(s) for s in yes):
+    if yes and any(_CONTRA_YES.search(s) or _RESERVATION.search(s) for s in yes):
         return Verdict(None, "yes, then a contradiction")
     return Verdict(bool(yes), "statement")
 
 
-def parse_verdict(text: Any) -> bool | None:
+def parse_verdict(text: Any, rubric: str | None = None) -> bool | None:
     """A judge's reply read strictly: True for an unambiguous yes/correct, False for an
     unambiguous no/incorrect, None for anything else (hedged, scored, empty, both ways,
     no verdict at all). The one verdict parser: every judge provider's reply goes
@@ -477,7 +551,7 @@ def parse_verdict(text: Any) -> bool | None:
     >>> [parse_verdict(t) for t in ("Correct answer: red. The model answered blue.", "No doubt, it's correct.")]
     [None, True]
     """
-    return read_verdict(text).value
+    return read_verdict(text, rubric).value
 
 
 # -- several judges --------------------------------------------------------------------

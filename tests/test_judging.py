@@ -90,9 +90,9 @@ def test_every_provider_reply_goes_through_the_one_parser(monkeypatch):
 
     seen: list[str] = []
 
-    def spy(text):
+    def spy(text, prompt=None):
         seen.append(text)
-        return read_verdict(text).value
+        return read_verdict(text, prompt).value
 
     monkeypatch.setattr(judges, "parse_verdict", spy)
     dummy = judges.ask(JudgeSpec("d", "x", provider="dummy"), "Is it?")  # lmms-eval's own client

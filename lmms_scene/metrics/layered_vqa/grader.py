@@ -22,8 +22,19 @@ the reply and reads each one in its context:
 * **synonyms**: above / over / on top of; circle / round / circular; teddy bear / teddy /
   stuffed bear; WordNet noun synonyms for other objects (when installed);
 * when several different answers remain, an explicit one ("the answer is", "so",
-  "in total") or the clause that restates the question decides; otherwise the reply
-  has not committed.
+  "in total", an "Answer:" line) or the clause that restates the question decides;
+  otherwise the reply has not committed;
+* **the answer the reply commits to** (issue 29, measured on real VLM replies by
+  ``bench/bench_real_replies.py``): for a yes/no question a stated final answer ("So the
+  answer is (B), No.") decides, then an opening yes/no, then a refusal (``cannot_tell``),
+  then the clause that restates the question, read with the negation that binds to the
+  question's words and with comparisons or states said the other way ("the same size"
+  to "larger?"); a statement that restates nothing is ``cannot_tell``. A chat echo
+  ("User: ... Assistant: Yes.") is read after the last "Assistant:", a model's special
+  tokens ("<s>") are dropped, and an option letter ("(B) no", "B") is read by the options
+  the question lists ("(A) yes (B) no"). "The answer is (D)
+  buns" names the answer and "the other choices are ..." lists options. A word that is a
+  colour and an object ("orange") is a colour only when the question asks for one.
 
 The verdict is ``correct``, ``wrong`` or ``cannot_tell`` (the reply gives no answer of
 the asked kind: a refusal, options without a choice, only other answers ruled out,
@@ -224,6 +235,8 @@ def _mark_context(toks: Sequence[str], mentions: list[Mention]) -> None:
                 if question:
                     m.option = True
                 head = toks[s:m.start]
+                if s >= 2 and toks[s - 1] == ":" and toks[s - 2] in ("answer", "answers"):
+                    m.marked = True  # "Answer: There are 5 objects left"
                 tail = toks[m.end : m.end + 4]
                 if any(t in _MARKERS for t in head) or ("is" in head and "answer" in head):
                     m.marked = True
@@ -246,6 +259,13 @@ def _mark_context(toks: Sequence[str], mentions: list[Mention]) -> None:
         elif "or" in joins and len({str(m.value) for m in chain}) > 1:
             for m in chain:
                 m.option = True
+    # "The other choices are (A) soup, (B) rice": listed, not chosen
+    for s_, e_, _q in sentences:
+        window = toks[s_:e_]
+        if any(tuple(window[k : k + 2]) in (("other", "choices"), ("other", "options"), ("other", "answers"), ("other", "choice"), ("other", "option")) for k in range(len(window))):
+            for m in mentions:
+                if s_ <= m.start < e_ and not m.marked:
+                    m.option = True
     # "either X or Y" / "whether X or Y" at the start of a clause; "X or Y" with a word
     # the grader has no vocabulary for ("a can or a bottle", "hills or mountains")
     for m in mentions:
@@ -267,8 +287,10 @@ def _words(text: str) -> list[str]:
     return [t for t in tokens(text) if t not in _SENTENCE_BREAK and t != ","]
 
 
-def answer_kind(gold: str, question_type: str | None = None) -> str:
-    """The kind of answer ``gold`` is (see :data:`KINDS`)."""
+def answer_kind(gold: str, question_type: str | None = None, question: str | None = None) -> str:
+    """The kind of answer ``gold`` is (see :data:`KINDS`). A word that is both a colour and
+    an object ("orange", "lime") is a colour only when the question asks for one: "The
+    right of the plums is oranges." answers "What is to the right of the plums?"."""
     words = _words(gold)
     if words and words[0] in ("yes", "no"):
         return "yes/no"
@@ -280,7 +302,10 @@ def answer_kind(gold: str, question_type: str | None = None) -> str:
         return "relation"
     content = [w for w in words if w not in STOPWORDS]
     if content and all(w in COLOUR_WORDS for w in content):
-        return "colour"
+        asks_colour = question is None or "color" in tokens(question)
+        if asks_colour and not (words[0] in ("a", "an") and question is not None):
+            return "colour"
+        return "object"
     if len(content) == 1 and content[0] in SHAPE_WORDS:
         return "shape"
     return "object"
@@ -508,7 +533,7 @@ def _in_question(mentions: list[Mention], q_values: set, toks: Sequence[str] = (
         if m.value not in q_values:
             continue
         m.in_question = True
-        if not q_pairs:
+        if not q_pairs or m.marked:  # "The answer is (D) buns": the chosen option, not the question restated
             continue
         prev = next((t for t in reversed(toks[: m.start]) if t not in ARTICLES), None)
         nxt = next((t for t in toks[m.end :] if t not in ARTICLES), None)
@@ -600,6 +625,8 @@ def _head_phrases(gold: str, lemma_names: Callable[[str], set[str]] | None) -> t
     content = [w for w in words if w not in STOPWORDS and not w.isdigit() and w not in NUMBER_WORDS]
     colour = next((COLOUR_WORDS[w] for w in content if w in COLOUR_WORDS), None)
     nouns = [w for w in content if w not in COLOUR_WORDS and w not in SIZE_WORDS]
+    if not nouns and colour is not None and len(content) == 1:
+        nouns, colour = content, None  # "An orange." to "What is right of the plums?": the fruit
     if not nouns:
         return "", {}, colour
     head = _singular(nouns[-1])
@@ -625,6 +652,22 @@ def _head_phrases(gold: str, lemma_names: Callable[[str], set[str]] | None) -> t
     return name, phrases, colour
 
 
+_TRANSCRIPT = re.compile(r"(?im)^\s*(?:user|human|question)\s*:.*?\b(?:assistant|gpt|answer|model)\s*:\s*", re.DOTALL)
+
+
+#: a model's own special tokens left in its reply ("<s> B", "Yes</s>", "<|im_end|>")
+_SPECIAL_TOKENS = re.compile(r"</?s>|<\|[a-z_]+\|>|<(?:pad|eos|bos|unk|end_of_turn|start_of_turn)>", re.IGNORECASE)
+
+
+def _after_transcript(prediction: str) -> str:
+    """A reply that echoes the chat ("User: <question> Assistant: Yes.") is what follows the
+    last "Assistant:"; the echoed question is not part of the answer."""
+    m = None
+    for m in _TRANSCRIPT.finditer(prediction):
+        pass
+    return prediction[m.end():] if m is not None and prediction[m.end():].strip() else prediction
+
+
 def grade(
     prediction: Any,
     answer: str,
@@ -640,16 +683,21 @@ def grade(
     'wrong'
     """
     if not isinstance(prediction, str) or not prediction.strip():
-        return Grade(WRONG, "empty", answer_kind(answer, question_type))
-    kind = answer_kind(answer, question_type)
+        return Grade(WRONG, "empty", answer_kind(answer, question_type, question))
+    prediction = _SPECIAL_TOKENS.sub(" ", _after_transcript(prediction)).strip()
+    kind = answer_kind(answer, question_type, question)
     toks = tokens(prediction)
     if not [t for t in toks if t not in _SENTENCE_BREAK and t != "," and t != "layerref"]:
+        if any(ch.isalpha() for ch in prediction):  # "はい": words the grader cannot read, not an empty reply
+            return Grade(CANNOT_TELL, "no words the grader reads (not English)", kind)
         return Grade(WRONG, "empty", kind)
     text = " ".join(toks)
     qtoks = tokens(question) if question else []
     qset = set(qtoks)
     fn = {"yes/no": _grade_yes_no, "count": _grade_count, "relation": _grade_relation, "colour": _grade_attribute,
           "shape": _grade_attribute, "object": _grade_object}[kind]  # fmt: skip
+    if kind == "yes/no":
+        return _grade_yes_no(toks, text, answer, question, qtoks, qset, kind, lemma_names, raw=prediction)
     return fn(toks, text, answer, question, qtoks, qset, kind, lemma_names)
 
 
@@ -685,25 +733,166 @@ def _grade_attribute(toks, text, answer, question, qtoks, qset, kind, lemma_name
     return _finish(kind, toks, text, mentions, gold, lambda a, b: a == b, qset, qtoks)
 
 
-def _grade_yes_no(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:
+#: a stated final answer: "So the answer is no", "Answer: (B) No", "Therefore, yes."; the last one decides
+_FINAL_YES_NO = re.compile(
+    r"(?:\b(?:final\s+)?answer\s+(?:is|would\s+be|will\s+be)\s*:?|\banswer\s*:|\b(?:so|therefore|thus|hence|in\s+conclusion|in\s+short|overall)\s*,?)"
+    r"\s*(?:[a-e]\s*[,.:]?\s+)?(?:it\s+is\s+|that\s+is\s+)?(yes|no)\b(?=\s*(?:[.,;:!?\n]|$))"
+)
+_YES_NO_REFUSAL = re.compile(
+    r"\b(?:i'm|i\s+am)\s+sorry\b|\b(?:can't|cannot|can\s+not|unable\s+to|not\s+able\s+to)\s+(?:help|assist|answer|provide|compare|determine|"
+    r"tell|say|confirm|verify|identify|know|see)\b|\b(?:i|we)\s+(?:don't|do\s+not)\s+have\b|\b(?:there\s+is|i\s+have)\s+(?:no|not\s+enough)\s+"
+    r"(?:information|data|details)\b|\bnot\s+(?:possible|enough\s+information)\s+to\b|\bno\s+(?:way|information|data)\s+to\b|\bimpossible\s+to\b|"
+    r"\bnot\s+(?:sure|certain)\b|\bi\s+don't\s+know\b"
+)
+#: a comparison or state the question asks about -> words that answer it the other way
+_ANTONYMS: dict[str, set[str]] = {
+    "same": {"different", "differ", "differs", "distinct"}, "different": {"same", "identical", "equal", "alike", "similar"},
+    "identical": {"different", "differ", "distinct"}, "equal": {"different", "unequal"},
+    "larger": {"smaller", "same", "equal"}, "bigger": {"smaller", "same", "equal"}, "smaller": {"larger", "bigger", "same", "equal"},
+    "taller": {"shorter", "same", "equal"}, "shorter": {"taller", "longer", "same", "equal"}, "longer": {"shorter", "same", "equal"},
+    "higher": {"lower", "same"}, "lower": {"higher", "same"}, "more": {"fewer", "less", "same"}, "fewer": {"more", "same"},
+    "less": {"more", "same"}, "heavier": {"lighter", "same"}, "lighter": {"heavier", "same"}, "wider": {"narrower", "same"},
+    "present": {"absent", "missing"}, "open": {"closed", "shut"}, "closed": {"open"}, "empty": {"full", "occupied"},
+    "full": {"empty"}, "dirty": {"clean", "spotless"}, "clean": {"dirty"}, "wet": {"dry"}, "dry": {"wet"},
+    "on": {"off"}, "off": {"on"}, "left": {"right"}, "right": {"left"}, "above": {"below", "under", "beneath"},
+    "below": {"above", "over"}, "inside": {"outside"}, "outside": {"inside"},
+}  # fmt: skip
+_ABSENT = {"absent", "missing", "empty"}
+#: comparatives read the other way only in a comparison ("than", "same", "different" in the question)
+_COMPARATIVES = {"larger", "bigger", "smaller", "taller", "shorter", "longer", "higher", "lower", "more", "fewer", "less",
+                 "heavier", "lighter", "wider"}  # fmt: skip
+_YES_NO_STOP = STOPWORDS | {"does", "do", "did", "you", "your", "please", "yes", "no", "according", "image", "images", "photo",
+                            "picture", "shown", "show", "shows", "any", "some", "all", "there", "exist", "exists", "visible",
+                            "answer", "word", "single", "correct", "true", "actually", "indeed"}  # fmt: skip
+_STATEMENT_NEGATORS = _NEGATORS - {"without", "hardly"} | {"none", "nobody", "nowhere"}
+
+
+def _content(words) -> set[str]:
+    return {_singular(w) for w in words if w not in _YES_NO_STOP and w not in _SENTENCE_BREAK and w != "," and not w.isdigit()}
+
+
+def _statement_polarity(toks: Sequence[str], qtoks: Sequence[str]) -> tuple[bool | None, str]:
+    """Read a yes/no question's answer from the statement that restates it: the clause that
+    shares the most of the question's content words, its own negation (not one in another
+    clause), and comparisons or states said the other way ("the same size" to "Is A
+    larger?"). None when no clause restates the question."""
+    q_content = _content(qtoks)
+    q_words = {w for w in qtoks if w in _ANTONYMS and (w not in _COMPARATIVES or "than" in qtoks)}
+    if not q_content:
+        return None, "no question to restate"
+    # clauses: split at sentence ends, commas, semicolons and contrast / relative words
+    splitters = _SENTENCE_BREAK | {",", "but", "however", "whereas", "while", "although", "though", "which", "because", "since", "so"}
+    clauses: list[list[str]] = [[]]
+    for t in toks:
+        if t in splitters:
+            if clauses[-1]:
+                clauses.append([])
+            continue
+        clauses[-1].append(t)
+    clauses = [c for c in clauses if c]
+    best, best_score = None, 0.0
+    for c in clauses:
+        overlap = _content(c) & q_content
+        compared = {w for w in c if any(w in _ANTONYMS.get(q, ()) for q in q_words)}
+        score = len(overlap) + (1.5 if compared else 0)
+        if score > best_score:
+            best, best_score = c, score
+    if best is None:
+        return None, "no clause restates the question"
+    overlap = _content(best) & q_content
+    compared = [w for w in best if any(w in _ANTONYMS.get(q, ()) for q in q_words)]
+    # a negator negates what follows it: it counts when a word of the question (or the
+    # comparison) comes within five words ("not in direct contact with the stairs"), not
+    # when it negates something else ("the sand is fine and not large")
+    bound = q_content | set(compared)
+    negated = sum(
+        1 for i, t in enumerate(best)
+        if (t in _STATEMENT_NEGATORS or t.endswith("n't")) and any(_singular(w) in bound or w in bound for w in best[i + 1 : i + 6])
+    ) % 2 == 1  # fmt: skip
+    if re.search(r"\b(?:maybe|possibly|perhaps|might|may)\b", " ".join(best)):
+        return None, "hedges in the statement that restates the question"
+    if compared:
+        said = negated
+        if "than" in qtoks and "than" in best:  # "the right tower is shorter than the left one": subject and object swapped
+            qi, ci = list(qtoks).index("than"), best.index("than")
+            q_subject, q_object = _content(qtoks[:qi]) - _COMPARATIVES, _content(qtoks[qi + 1 :]) - _COMPARATIVES
+            c_object = _content(best[ci + 1 :]) - _COMPARATIVES
+            if c_object & (q_subject - q_object) and not c_object & (q_object - q_subject):
+                said = not said
+        return said, "the statement says it the other way"  # "the same size" to "larger?": no (unless negated)
+    if any(t in _ABSENT for t in best) and not negated:
+        return False, "the statement says it is absent"
+    if len(overlap) * 2 < len(q_content) and len(overlap) < 3:
+        return None, "no clause restates the question"
+    return (not negated), "the statement that restates the question"
+
+
+_OPTION_IN_QUESTION = re.compile(r"\(([A-Ea-e])\)\s*([^()\n]*?)\s*(?=\([A-Ea-e]\)|\n|$)")
+_OPTION_ALONE = re.compile(r"^\W*\(?([A-Ea-e])\)?\W*$")
+_OPTION_FIRST = re.compile(r"^[\s*_#>\"]*(?:\(([A-Ea-e])\)|([A-Ea-e])[).:])\s*([A-Za-z]*)")
+
+
+_OPTION_WITH_TEXT = re.compile(r"\(([A-Ea-e])\)\s*(yes|no)\b", re.IGNORECASE)
+_OPTION_PICKED = re.compile(r"\b(?:select|choose|pick|answer\s+is|answer:|choice\s+is|option\s+is)\s*:?\s*(?:choice|option)?\s*\(([A-Ea-e])\)", re.IGNORECASE)
+
+
+def _chosen_option(raw: str, question: str | None) -> str | None:
+    """The yes/no a reply picks by an option letter: "(B) no ...", a bare "B", "(B)", "I
+    would select choice (B)", "... is (A) yes." (every lettered yes/no it says agreeing),
+    read by the options the question lists ("(A) yes (B) no"); None when it picks none."""
+    options = {k.lower(): v.strip().lower() for k, v in _OPTION_IN_QUESTION.findall(question or "")}
+    m = _OPTION_ALONE.match(raw)
+    letter, text = (m.group(1).lower(), "") if m else (None, "")
+    if letter is None:
+        m = _OPTION_FIRST.match(raw)
+        if m:
+            letter, text = (m.group(1) or m.group(2)).lower(), m.group(3).lower()
+    if letter is None:
+        said = {t.lower() for _l, t in _OPTION_WITH_TEXT.findall(raw)}
+        if len(said) == 1:
+            return said.pop()
+        picked = {p.lower() for p in _OPTION_PICKED.findall(raw)}
+        if len(picked) == 1:
+            letter = picked.pop()
+    if letter is None:
+        return None
+    if text in ("yes", "no"):
+        return text
+    value = options.get(letter, "")
+    word = value.split()[0] if value.split() else ""
+    return word if word in ("yes", "no") else None
+
+
+def _grade_yes_no(toks, text, answer, question, qtoks, qset, kind, lemma_names, raw: str = "") -> Grade:
     gold = _words(answer)[0] == "yes"
     words = [t for t in toks if t not in (",",)]
     yes = {"yes", "yeah", "yep", "correct", "indeed", "true"}
     no = {"no", "nope", "false"}
     first = next((t for t in words if t not in _SENTENCE_BREAK), "")
-    if first in yes and first not in no:
-        said = True
+    finals = _FINAL_YES_NO.findall(text)
+    option = _chosen_option(raw, question) if raw else None
+    if finals:  # an explicit final answer decides ("I can't tell ... So the answer is (B), No.")
+        said, how = finals[-1] == "yes", "the stated final answer"
+    elif option is not None:  # "(B) no ...", or "B" for "(A) yes (B) no"
+        said, how = option == "yes", "the option letter it picks"
+    elif first in yes and first not in no:
+        said, how = True, "opens with yes"
     elif first in no:
-        said = False
-    elif _REFUSAL.search(text):
+        said, how = False, "opens with no"
+    elif _YES_NO_REFUSAL.search(text) or _REFUSAL.search(text):
         return Grade(CANNOT_TELL, "says it cannot tell", kind)
-    elif any(t in _NEGATORS or t.endswith("n't") for t in words):
-        said = False
     else:
-        said = True
-    if re.search(r"\byes and no\b|\bmaybe\b|\bpossibly\b|\bperhaps\b", text) and not (first in yes | no):
-        return Grade(CANNOT_TELL, "hedges between yes and no", kind)
-    return Grade(CORRECT if said == gold else WRONG, "yes/no", kind, "yes" if said else "no")
+        if re.search(r"\byes and no\b", text) or (not qtoks and re.search(r"\bmaybe\b|\bpossibly\b|\bperhaps\b", text)):
+            return Grade(CANNOT_TELL, "hedges between yes and no", kind)
+        if not qtoks:  # no question to read a statement against: the old reading, negation or not
+            said = not any(t in _NEGATORS or t.endswith("n't") for t in words)
+            how = "yes/no"
+        else:
+            polarity, how = _statement_polarity(toks, qtoks)
+            if polarity is None:
+                return Grade(CANNOT_TELL, f"no yes or no: {how}", kind)
+            said = polarity
+    return Grade(CORRECT if said == gold else WRONG, f"yes/no: {how}", kind, "yes" if said else "no")
 
 
 def _grade_relation(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:
@@ -748,6 +937,14 @@ def _grade_object(toks, text, answer, question, qtoks, qset, kind, lemma_names) 
         return obj == gold[1] and (gold[0] is None or c == gold[0])
 
     gold = (colour, name)
+    stated = _stated_answer_span(toks)
+    if stated is not None and not shapes:
+        s0, s1 = stated
+        in_span = [m for m in mentions if s0 <= m.start < s1 and not m.negated]
+        rest = [t for t in toks[s0:s1] if t not in STOPWORDS and t not in _SENTENCE_BREAK and t != "," and len(t) > 1]
+        hedged = any(t in _NEGATORS or t.endswith("n't") for t in toks[s0:s1]) or _REFUSAL.search(" ".join(toks[s0:s1]))
+        if not in_span and rest and not hedged and not any(m.option or m.negated for m in mentions if s0 <= m.start < s1):
+            return Grade(WRONG, f"the stated answer names another object than the gold {name}", kind, " ".join(rest[:4]))
     # the right object without the colour that tells it apart is not enough to tell
     if colour is not None:
         bare = [m for m in mentions if m.affirmed and m.value[1] == name and m.value[0] is None and not m.in_question]
@@ -766,6 +963,18 @@ def _grade_object(toks, text, answer, question, qtoks, qset, kind, lemma_names) 
         if not _REFUSAL.search(text) and not any(m.option for m in mentions):
             return Grade(WRONG, f"names another object than the gold {name}", kind)
     return g
+
+
+def _stated_answer_span(toks: Sequence[str]) -> tuple[int, int] | None:
+    """(start, end) of the words after the last "the answer is" / "Answer:" up to the end of its sentence."""
+    found = None
+    for i in range(len(toks) - 1):
+        if toks[i] == "answer" and (toks[i + 1] == ":" or (toks[i + 1] == "is" and (i == 0 or toks[i - 1] in ("the", "final", "my", "correct")))):
+            j = i + 2
+            while j < len(toks) and toks[j] not in _SENTENCE_BREAK - {":"}:
+                j += 1
+            found = (i + 2, j)
+    return found
 
 
 def _grade_count(toks, text, answer, question, qtoks, qset, kind, lemma_names) -> Grade:

@@ -64,7 +64,7 @@ from lmms_scene.metrics.layered_vqa.grader import CANNOT_TELL, Grade, grade  # t
 from lmms_scene.nlp.wordnet import lemma_names, wordnet
 
 #: bumped whenever the rule grader's verdicts change (recorded with every score)
-GRADER_VERSION = 2
+GRADER_VERSION = 3
 
 
 def normalise(text: str) -> list[str]:
