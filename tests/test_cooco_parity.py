@@ -62,7 +62,7 @@ def world(tmp_path_factory, tiny_clip):
         meta = metadata[name]
         gold = (meta["target"] if name.endswith("_original.jpg") else meta["swapped_object"] or "").replace("_", " ")
         answers[(name, area, level)] = answers_for(gold, i)
-    return {"folder": folder, "metadata": metadata, "built": built, "answers": answers, "clip": tiny_clip}
+    return {"folder": folder, "metadata": metadata, "built": built, "answers": answers, "clip": tiny_clip, "out": out}
 
 
 def ours(world, reading: str) -> tuple[dict[tuple, dict], dict]:
@@ -194,3 +194,51 @@ def test_their_gold_spelling_keeps_baseballs_trailing_space(world):
     assert cooco.authors_spelling(doc, "gold") == "baseball " and doc["swapped_object"] == "baseball"
     assert world["metadata"][doc["image_id"] + ".jpg"]["swapped_object"] == "baseball_"
     assert METADATA.endswith(".json")
+
+
+def test_boxes_are_float64_from_the_metadata_to_the_built_parquet_and_the_hub_path(world):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from test_cooco_release import hub_dataset
+
+    schema = pq.read_schema(world["out"] / "data" / "test-00000-of-00001.parquet")
+    assert schema.field("target_bbox").type.value_type == pa.float64()
+    metadata = world["metadata"]
+    for ds in (world["built"], cooco.ensure_schema(hub_dataset((world["folder"], metadata)))):
+        boxes = {r["image_id"] + ".jpg": r["target_bbox"] for r in ds.select_columns(["image_id", "target_bbox"])}
+        # exactly the metadata's numbers: COCO's 2-decimal floats survive (float32 would not)
+        assert boxes == {name: [float(v) for v in meta["target_bbox"]] for name, meta in metadata.items()}
+    doc = next(d for d in cooco.naming_docs(world["built"]) if d["condition"] == "original")
+    meta_box = metadata[doc["image_id"] + ".jpg"]["target_bbox"]
+    side, (x, y, w, h) = cooco.padded_geometry(doc)
+    assert (w, h) == tuple(meta_box[2:]) and cooco.prompt_context(doc)["side"] == side
+
+
+@pytest.mark.e2e
+def test_a_harness_run_in_the_authors_reading_records_it(run_lmms_eval, world):
+    code, results, out, log = run_lmms_eval(
+        ["--model", "scene_blind", "--tasks", "cooco_authors"],
+        env={"LMMS_SCENE_CLIP_MODEL": str(world["clip"]), "LMMS_SCENE_COOCO_READING": "authors"},
+        include=world["out"] / "tasks",
+    )  # fmt: skip
+    assert code == 0, log[-3000:]
+    report = results["results"]["cooco_authors"]["cooco_breakdown,none"]
+    assert report["reading"]["reading"] == "authors" and report["scorer"]["reading"] == "authors"
+    assert report["selection"]["reading"] == "authors" and "refclipscore_median" in report["overall"]
+    from conftest import find_samples
+
+    rows = [s["cooco_breakdown"] for s in find_samples(out, "cooco_authors")]
+    assert len(rows) == 19 and {r["reading"] for r in rows} == {"authors"}
+    from lmms_scene.report.text import show_text
+
+    flat = " ".join(show_text([out])[0].split())
+    assert "COOCO Figure 3: median RefCLIPScore at noise level 0" in flat
+    assert "Reading: scene_blind: authors (LMMS_SCENE_COOCO_READING=authors" in flat
+    # a bad value stops the run before the model answers anything
+    code, _results, _out, log = run_lmms_eval(
+        ["--model", "scene_blind", "--tasks", "cooco_authors"],
+        env={"LMMS_SCENE_CLIP_MODEL": str(world["clip"]), "LMMS_SCENE_COOCO_READING": "paper"},
+        include=world["out"] / "tasks",
+    )  # fmt: skip
+    assert code != 0 and "LMMS_SCENE_COOCO_READING='paper'" in log
