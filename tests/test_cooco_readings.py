@@ -138,6 +138,18 @@ def test_show_draws_figure_3_as_the_paper_does_with_medians():
         cell.pop("refclipscore_median", None)
     notes = " ".join(cooco_view(m=[old]).notes)
     assert "median RefCLIPScore: not in these results" in notes
+    # with CLIP off there is no RefCLIPScore at all: the usual "not computed" note
+    off = scoring.breakdown([fake_row(k, "original", "none", 0.0, refclipscore=None) for k in "ab"])
+    notes = " ".join(cooco_view(m=[off]).notes)
+    assert "not in these results" not in notes and "median RefCLIPScore: not computed" in notes
+
+
+def test_the_authors_reading_without_clip_says_the_77_token_check_was_not_done():
+    with settings.override(clip_model="none"):
+        rows = scoring.score_rows([item("bat " * 40, reading="authors", gold_spelling="bat (sports)")])
+    assert rows[0]["dropped"] is None and rows[0]["levenshtein_similarity"] is not None
+    _, summary = scoring.reading_rows(rows)
+    assert "CLIP switched off" in summary["over_77_clip_tokens_not_checked"]
 
 
 def test_the_reading_is_one_setting_checked_before_the_model_runs(monkeypatch):

@@ -149,7 +149,10 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
         computed = any(
             (lv or {}).get(metric) is not None for g in grids.values() for a in g.values() for lvs in a.values() for lv in lvs.values()
         )  # fmt: skip
-        if not computed and metric in FIGURE3_ONLY:
+        means_computed = any(
+            (lv or {}).get("refclipscore") is not None for g in grids.values() for a in g.values() for lvs in a.values() for lv in lvs.values()
+        )  # fmt: skip
+        if not computed and metric in FIGURE3_ONLY and means_computed:
             out.notes.append(f"{title}: not in these results (scored before lmms-scene recorded it; "
                              "`lmms-scene rescore` the run to get it).")
             continue
