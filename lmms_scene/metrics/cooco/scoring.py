@@ -26,11 +26,14 @@ counted in ``empty_output_rate``.
 
 from __future__ import annotations
 
+import io
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+from PIL import Image
 from rapidfuzz import fuzz
 
 from lmms_scene.data.cooco.schema import CONDITIONS, NO_NOISE_AREA
@@ -188,10 +191,6 @@ def authors_hard_gold(gold: str) -> str:
 def jpeg_round_trip(image, quality: int = AUTHORS_JPEG_QUALITY):
     """``image`` saved as a JPEG (PIL's defaults, quality 75) and read back, as the
     authors' evaluation does with every RefCLIPScore crop before CLIP sees it."""
-    import io
-
-    from PIL import Image
-
     buffer = io.BytesIO()
     image.convert("RGB").save(buffer, format="JPEG", quality=quality)
     buffer.seek(0)
@@ -575,8 +574,6 @@ def median_refclipscore(rows: Sequence[Mapping[str, Any]]) -> tuple[float | None
     percentile bootstrap interval, images resampled with the same draws as the means'
     (:func:`lmms_scene.metrics.rows.resample_counts`); None without a value, no interval
     with fewer than two images."""
-    import numpy as np
-
     pairs = [(r[CLUSTER], float(v)) for r in rows if rows_lib.is_computed(v := r.get("refclipscore"))]
     if not pairs:
         return None, None
