@@ -100,7 +100,7 @@ def _scorer(report: Mapping[str, Any]) -> str:
     th = sc.get("thresholds") or {}
     thresholds = ", ".join(f"{k} {v}" for k, v in th.items()) or "none"
     return (f"scorer {sc.get('scorer', '?')} (lmms-scene {sc.get('lmms_scene_version', '?')}, normaliser "
-            f"{sc.get('normaliser', '?')}; reading {sc.get('reading', 'cleaned')}); CLIP {clip}; thresholds: {thresholds}; intervals: "
+            f"{sc.get('normaliser', '?')}; reading {sc.get('reading', '?')}); CLIP {clip}; thresholds: {thresholds}; intervals: "
             f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}")  # fmt: skip
 
 
@@ -114,6 +114,8 @@ def _why(text: str) -> str:
 def reading_line(reading: Mapping[str, Any]) -> str:
     """Which reading computed a report's numbers, and what the authors' reading left out."""
     name = reading.get("reading")
+    if isinstance(name, list):
+        return f"mixed ({', '.join(map(str, name))}): rows scored in different readings"
     if name != scoring.AUTHORS:
         return f"{name} (lmms-scene's default: parentheticals stripped from golds, empty answers scored 0)"
     return (f"authors (LMMS_SCENE_COOCO_READING=authors: their texts, gold spellings and JPEG crop); left out "
