@@ -172,7 +172,7 @@ def padded_crop(path: Path, box, crop: str, scratch: Path):
     if crop == "exact":
         return patch
     file = scratch / f"patch_{path.name}"
-    if not file.suffix == ".jpg":
+    if file.suffix != ".jpg":
         file = file.with_suffix(".jpg")
     patch.save(file)  # PIL's JPEG defaults (quality 75)
     return Image.open(file)

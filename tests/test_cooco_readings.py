@@ -11,11 +11,11 @@ import statistics
 import numpy as np
 import pytest
 from PIL import Image
+from test_cooco_naming import cooco_view, fake_row, row, table
 
 from lmms_scene import imaging, settings
 from lmms_scene.data import cooco
 from lmms_scene.metrics.cooco import scoring
-from test_cooco_naming import cooco_view, fake_row, row, table
 
 
 def item(output: str, gold: str = "bat (sports)", reading: str = "cleaned", **extra) -> dict:
