@@ -13,6 +13,9 @@ take :func:`current` once and pass its values down as arguments.
 ``LMMS_SCENE_NO_PROGRESS``     ``1``: no progress bars on long steps
 ``LMMS_SCENE_COOCO_CLEAN``     ``include``: the COOCO tasks also evaluate the clean images
                                (target removed; default ``skip``, as the authors' evaluation)
+``LMMS_SCENE_COOCO_READING``   ``authors``: COOCO scores the authors' inputs (their text handling,
+                               row selection, JPEG crop, gold spellings; docs/cooco.md);
+                               default ``cleaned``; ``authors`` requires clean images skipped
 ``LMMS_SCENE_CESG``            SNUS's CESG components for the harness task, ``key=value`` pairs
                                separated by ``;`` (coref, parser, encoder, lambda, weights,
                                synonyms, extra, verifier; see docs/snus.md); unset: offline defaults
@@ -42,6 +45,7 @@ DEVICE_ENV = "LMMS_SCENE_DEVICE"
 NO_TASK_HOOK_ENV = "LMMS_SCENE_NO_TASK_HOOK"
 NO_PROGRESS_ENV = "LMMS_SCENE_NO_PROGRESS"
 COOCO_CLEAN_ENV = "LMMS_SCENE_COOCO_CLEAN"
+COOCO_READING_ENV = "LMMS_SCENE_COOCO_READING"
 CESG_ENV = "LMMS_SCENE_CESG"
 JOURNAL_ENV = "LMMS_SCENE_JOURNAL"
 JOURNAL_CHUNK_ENV = "LMMS_SCENE_JOURNAL_CHUNK"
@@ -63,6 +67,9 @@ class Settings:
     #: COOCO's clean images (target removed): ``skip`` (default) or ``include``; the
     #: COOCO tasks check the value (:func:`lmms_scene.data.cooco.views.clean_option`)
     cooco_clean: str = "skip"
+    #: COOCO's reading: ``cleaned`` (default) or ``authors``; the COOCO tasks check the
+    #: value (:func:`lmms_scene.data.cooco.views.reading_option`)
+    cooco_reading: str = "cleaned"
     #: SNUS's CESG components (``LMMS_SCENE_CESG``; "" = the offline defaults)
     cesg: str = ""
     #: ``lmms-scene eval`` journals generations as they arrive (``LMMS_SCENE_JOURNAL=off``: no)
@@ -105,6 +112,7 @@ def current() -> Settings:
         no_task_hook=bool(env.get(NO_TASK_HOOK_ENV)),
         progress=env.get(NO_PROGRESS_ENV, "").strip() in ("", "0"),
         cooco_clean=env.get(COOCO_CLEAN_ENV, "").strip() or "skip",
+        cooco_reading=env.get(COOCO_READING_ENV, "").strip() or "cleaned",
         cesg=env.get(CESG_ENV, "").strip(),
         journal=env.get(JOURNAL_ENV, "").strip().lower() not in ("off", "0", "no", "false"),
         journal_chunk=env.get(JOURNAL_CHUNK_ENV, ""),

@@ -710,6 +710,7 @@ SLOW = {
     "test_sample_numbers.py",
     "test_submission.py",
     "test_cooco_release.py::test_noise_regions_equal_an_independent_map_int_computation",
+    "test_cooco_parity.py",  # the authors' pipeline re-implemented, CLIP one text at a time
     "test_cooco_robust.py::test_an_extreme_image_warns_once_with_its_size",
     "test_layered_vqa_bad_input.py::test_a_bad_row_at_load_is_a_stand_in_scored_as_unscored",
     "test_layered_vqa_data.py::test_generated_scenes_show_their_answers",
@@ -731,6 +732,7 @@ FILE_GROUPS = {
     "test_submission.py": "submission",  # the scored items of two "models"
     "test_results_identity.py": "results_identity",  # a scored run of every benchmark
     "test_evaluate_modules.py": "evaluate_modules",  # the modules loaded by `evaluate` in a fresh process
+    "test_cooco_parity.py": "cooco_parity",  # a built release scored in both readings, twice
 }
 
 

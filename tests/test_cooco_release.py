@@ -464,7 +464,8 @@ def test_scene_blind_evaluates_the_authors_release_through_the_harness(run_lmms_
         env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}, include=include,
     )  # fmt: skip
     assert code == 0, log[-3000:]
-    expected = {"release_rows": 24, "evaluated": 19, "skipped_excluded": 1, "skipped_clean": 4, "clean_included": False}
+    expected = {"release_rows": 24, "evaluated": 19, "skipped_excluded": 1, "skipped_clean": 4, "clean_included": False,
+                "reading": "cleaned"}
     for task, n in (("cooco_authors", 19), ("cooco_noise_authors", 19 * 6)):
         report = results["results"][task]["cooco_breakdown,none"]
         assert report["n_rows"] == n and report["output_statistics"]["n_unscored"] == 0

@@ -14,22 +14,25 @@ from lmms_scene import settings
 DEFAULT_TEMPLATE = "cooco/default.jinja"
 
 
-def _include_clean() -> bool:
-    return cooco.clean_option(settings.current().cooco_clean)
+def _options() -> tuple[bool, str]:
+    """(include clean images, reading), read once and checked."""
+    current = settings.current()
+    include_clean = cooco.clean_option(current.cooco_clean)
+    return include_clean, cooco.reading_option(current.cooco_reading, include_clean)
 
 
 def process_docs(dataset, _sample: bool = False):
     # the harness builds the docs before generating: a missing CLIP, an unknown hub
-    # layout or a bad LMMS_SCENE_COOCO_CLEAN stops the run here
-    include_clean = _include_clean()
+    # layout or a bad LMMS_SCENE_COOCO_CLEAN / LMMS_SCENE_COOCO_READING stops the run here
+    include_clean, reading = _options()
     _require(_sample)
-    return cooco.naming_docs(cooco.ensure_schema(dataset), include_clean=include_clean)
+    return cooco.naming_docs(cooco.ensure_schema(dataset), include_clean=include_clean, reading=reading)
 
 
 def process_docs_noise(dataset, _sample: bool = False):
-    include_clean = _include_clean()
+    include_clean, reading = _options()
     _require(_sample)
-    return cooco.noise_grid_docs(cooco.ensure_schema(dataset), include_clean=include_clean)
+    return cooco.noise_grid_docs(cooco.ensure_schema(dataset), include_clean=include_clean, reading=reading)
 
 
 def _require(sample: bool) -> None:

@@ -1,6 +1,7 @@
 """Scores of the COOCO sample tasks with the tiny CLIP, for the regression pin in
 tests/test_cooco_numbers.py. Run once against the version whose numbers are the
-reference (it was run at commit 996fb3a, before the shared-machinery refactor):
+reference (it was run at commit 996fb3a, before the shared-machinery refactor, and again
+for issue 30, which moved no number and added the median RefCLIPScore and the reading):
 
     python tests/golden/make_cooco_golden.py tests/golden/cooco_sample_tiny_clip.json
 

@@ -64,6 +64,8 @@ from lmms_scene.data.cooco.schema import (
 from lmms_scene.data.cooco.views import (
     KOSMOS_GRID,
     NOISE_AREAS,
+    READINGS,
+    authors_spelling,
     clean_option,
     gold_of,
     kosmos_patch_indices,
@@ -74,6 +76,8 @@ from lmms_scene.data.cooco.views import (
     padded,
     padded_geometry,
     prompt_context,
+    reading_of,
+    reading_option,
     selection,
     target_crop,
     visual,

@@ -103,7 +103,9 @@ def features():
             "swapped_object": Value("string"),  # the replacement ("" for original/clean)
             "gold_label": Value("string"),  # what a correct answer names ("" for clean)
             "condition": Value("string"),  # one of CONDITIONS
-            "target_bbox": Seq(Value("float32"), length=4),  # COCO x, y, w, h in image pixels
+            # COCO x, y, w, h in image pixels, float64 as the authors' metadata holds them:
+            # in float32 a crop edge x + w that lands on .5 can round the other way
+            "target_bbox": Seq(Value("float64"), length=4),
             "width": Value("int32"),  # image size, so prompts need not decode the image
             "height": Value("int32"),
             "rel_level": Value("string"),  # the source's own spelling, e.g. relscore_middle

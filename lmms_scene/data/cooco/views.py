@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene import imaging
-from lmms_scene.data.cooco.schema import NAMING_CONDITIONS, NO_NOISE_AREA, NOISE_LEVELS
+from lmms_scene.data.cooco.schema import NAMING_CONDITIONS, NO_NOISE_AREA, NOISE_LEVELS, label_key, parse_filename
 from lmms_scene.cache import memo
 from lmms_scene.data.cooco.builder import size_warning
 
@@ -73,9 +73,37 @@ def gold_of(doc: Mapping[str, Any]) -> str:
     return str(doc["gold_label"])
 
 
+def reading_of(doc: Mapping[str, Any]) -> str:
+    """The reading a doc is scored in (``cleaned`` or ``authors``), from the run's
+    ``selection`` counts (:func:`selection`); ``cleaned`` for rows without one."""
+    return str((doc.get("selection") or {}).get("reading") or "cleaned")
+
+
+def authors_spelling(doc: Mapping[str, Any], field: str) -> str:
+    """A label as the authors' ``evaluate.py`` gives it to CLIP: the metadata's value with
+    ``_`` read as a space and nothing else (``baseball_`` -> ``"baseball "``, trailing space
+    kept). The built row keeps the label tidied (``baseball``); the file name keeps the
+    THINGSplus spelling, so it is read from there when it names the same label (a ``/``,
+    which file names write as ``_``, is kept as the row has it)."""
+    label = str(doc["target"] if field == "target" else doc["gold_label"] if doc["condition"] != "clean" else doc["target"])
+    try:
+        parsed = parse_filename(str(doc["image_id"]) + ".jpg")
+    except ValueError:
+        return label
+    spelled = parsed["target" if field == "target" or doc["condition"] == "original" else "swapped_object"]
+    if "/" in label or label_key(spelled) != label_key(label):
+        return label
+    return spelled.replace("_", " ")
+
+
 def naming_item(doc: Mapping[str, Any], output: str | None) -> dict[str, Any]:
     """A doc and a model answer as the item :func:`lmms_scene.metrics.cooco.scoring.score_rows` scores."""
+    reading = reading_of(doc)
+    spellings = {"gold_spelling": authors_spelling(doc, "gold"), "target_spelling": authors_spelling(doc, "target")} \
+        if reading == "authors" else {}
     return {
+        "reading": reading,
+        **spellings,
         "image_id": doc["image_id"],
         "condition": doc["condition"],
         "noise_area": doc.get("noise_area", "none"),
@@ -173,10 +201,29 @@ def clean_option(value: str | bool | None) -> bool:
     raise ValueError(f"LMMS_SCENE_COOCO_CLEAN={value!r}: expected 'skip' (the default) or 'include'")
 
 
-def selection(dataset, include_clean: bool = False) -> dict[str, Any]:
+#: ``LMMS_SCENE_COOCO_READING`` values (any case); "" is the default
+READINGS: tuple[str, ...] = ("cleaned", "authors")
+
+
+def reading_option(value: str | None, include_clean: bool = False) -> str:
+    """The reading the tasks score in, from ``LMMS_SCENE_COOCO_READING``: ``cleaned`` (the
+    default) or ``authors`` (the authors' inputs: :mod:`lmms_scene.metrics.cooco.scoring`).
+    Anything else is an error naming the variable and the value, and so is ``authors``
+    with clean images included (their evaluation never scores a clean image)."""
+    word = str(value or "").strip().lower() or "cleaned"
+    if word not in READINGS:
+        raise ValueError(f"LMMS_SCENE_COOCO_READING={value!r}: expected 'cleaned' (the default) or 'authors'")
+    if word == "authors" and include_clean:
+        raise ValueError("LMMS_SCENE_COOCO_READING=authors with LMMS_SCENE_COOCO_CLEAN=include: the authors' "
+                         "evaluation skips clean images; drop one of the two")  # fmt: skip
+    return word
+
+
+def selection(dataset, include_clean: bool = False, reading: str = "cleaned") -> dict[str, Any]:
     """Which rows of ``dataset`` the tasks evaluate, as the authors' evaluation reads the
     release: ``excluded`` rows never (the authors' verification rejected them), clean
-    images (target removed) only with ``include_clean``. Counts read two columns only."""
+    images (target removed) only with ``include_clean``; and the ``reading`` every row is
+    scored in. Counts read two columns only."""
     conditions, excluded = dataset["condition"], dataset["excluded"]
     n_excluded = sum(bool(e) for e in excluded)
     n_clean = sum(1 for c, e in zip(conditions, excluded) if c == "clean" and not e)
@@ -184,6 +231,7 @@ def selection(dataset, include_clean: bool = False) -> dict[str, Any]:
     return {
         "release_rows": len(conditions), "evaluated": kept, "skipped_excluded": n_excluded,
         "skipped_clean": 0 if include_clean else n_clean, "clean_included": bool(include_clean),
+        "reading": reading,
     }  # fmt: skip
 
 
@@ -192,7 +240,7 @@ def _selection_feature():
 
     return {
         "release_rows": Value("int32"), "evaluated": Value("int32"), "skipped_excluded": Value("int32"),
-        "skipped_clean": Value("int32"), "clean_included": Value("bool"),
+        "skipped_clean": Value("int32"), "clean_included": Value("bool"), "reading": Value("string"),
     }  # fmt: skip
 
 
@@ -202,23 +250,24 @@ def _naming_filter(dataset, include_clean: bool = False):
     return dataset.filter(lambda c, e: c in wanted and not e, input_columns=["condition", "excluded"])
 
 
-def _with_selection(dataset, include_clean: bool):
+def _with_selection(dataset, include_clean: bool, reading: str = "cleaned"):
     """``dataset`` with a constant ``selection`` column (:func:`selection`), so every
-    scored row says what the run left out."""
-    counts = selection(dataset, include_clean)
+    scored row says what the run left out and which reading scores it."""
+    counts = selection(dataset, include_clean, reading)
     return dataset.add_column("selection", [counts] * len(dataset), feature=_selection_feature())
 
 
-def naming_docs(dataset, include_clean: bool = False):
+def naming_docs(dataset, include_clean: bool = False, reading: str = "cleaned"):
     """Rows that are naming items (not ``clean``, not ``excluded``) at noise level 0; with
     ``include_clean`` the clean images too (scored against the removed target, reported
     apart). Each carries the run's ``selection`` counts."""
     base = dataset.flatten_indices() if dataset._indices else dataset
-    return _naming_filter(_with_selection(_with_setting(base, NO_NOISE_AREA, 0.0), include_clean), include_clean)
+    return _naming_filter(_with_selection(_with_setting(base, NO_NOISE_AREA, 0.0), include_clean, reading), include_clean)
 
 
 def noise_grid_docs(
-    dataset, areas: Sequence[str] = NOISE_AREAS, levels: Sequence[float] = NOISE_LEVELS, include_clean: bool = False
+    dataset, areas: Sequence[str] = NOISE_AREAS, levels: Sequence[float] = NOISE_LEVELS, include_clean: bool = False,
+    reading: str = "cleaned",
 ):
     """Every naming item once per (noise area, noise level): ``len(areas) * len(levels)``
     rows per item, each carrying its setting, item by item (so ``--limit`` still
@@ -230,7 +279,7 @@ def noise_grid_docs(
     from datasets import concatenate_datasets  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     base = dataset.flatten_indices() if dataset._indices else dataset
-    base = _with_selection(base, include_clean)
+    base = _with_selection(base, include_clean, reading)
     views = [_naming_filter(_with_setting(base, a, lv), include_clean) for a in areas for lv in levels]
     n = len(views[0])
     grid = concatenate_datasets(views)

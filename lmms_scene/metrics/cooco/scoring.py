@@ -26,11 +26,14 @@ counted in ``empty_output_rate``.
 
 from __future__ import annotations
 
+import io
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+from PIL import Image
 from rapidfuzz import fuzz
 
 from lmms_scene.data.cooco.schema import CONDITIONS, NO_NOISE_AREA
@@ -47,6 +50,10 @@ from lmms_scene.data.cooco import views
 from lmms_scene.provenance import scorer
 
 NORMALISER_VERSION = "cooco-normalise-2"
+#: the answer text of the authors' reading (scoring.authors_output / authors_hard_text)
+AUTHORS_NORMALISER = "authors-evaluate.py: lstrip, lower, leading a/an dropped; Levenshtein: <|im_end|> and '.' dropped"
+#: ``scorer.reading`` when the rows were scored in both readings
+MIXED_READINGS = "mixed"
 #: Merlo et al. (2025), Section 4.3: accuracy is CLIP text cosine >= 0.9.
 ACCURACY_THRESHOLD = 0.9
 #: Authors' code: normalised edit similarity >= 0.55 counts as a correct name.
@@ -117,49 +124,187 @@ def levenshtein_similarity(a: str, b: str) -> float:
     return fuzz.ratio(a, b) / 100.0
 
 
+# -- the two readings --------------------------------------------------------------------
+#
+# ``cleaned`` (the default) is ours: the normalisation above, parentheticals stripped
+# from the gold for every naming metric, empty answers kept and scored 0, texts over 77
+# CLIP tokens cut. ``authors`` reproduces the inputs of the authors' evaluation
+# (filippo-merlo/multimodels_REG_eval: scripts/evaluate.py for the CLIP scores,
+# data_analysis/*.py for the Levenshtein accuracy and its row selection); chosen with
+# ``LMMS_SCENE_COOCO_READING=authors`` (lmms_scene.settings), recorded in every row.
+
+CLEANED, AUTHORS = "cleaned", "authors"
+READINGS: tuple[str, ...] = (CLEANED, AUTHORS)
+#: the authors' code gives CLIP the whole text; over this many tokens its CLIP raises and
+#: the row is skipped
+AUTHORS_MAX_CLIP_TOKENS = 77
+#: what the authors' quality default gives the RefCLIPScore crop (PIL's JPEG default)
+AUTHORS_JPEG_QUALITY = 75
+_PARENTHETICAL = re.compile(r" \([^)]*\)")
+
+
+def gold_name(label: str) -> str:
+    """A gold label as a name a model can say: every parenthetical ``" (...)"`` dropped
+    (THINGSplus homonym marks such as ``bat (sports)``, ``mouse (computer)``), white space
+    collapsed. The authors strip them the same way before their Levenshtein comparison.
+
+    >>> gold_name("bat (sports)")
+    'bat'
+    """
+    return " ".join(_PARENTHETICAL.sub("", str(label)).split())
+
+
+def authors_output(text: str | None) -> str:
+    """The answer as the authors' ``evaluate.py`` keeps it: leading white space stripped,
+    lower-cased, one leading "a " / "an " dropped; nothing else (full stops and end-of-turn
+    markers stay, and so does trailing white space).
+
+    >>> authors_output("  A Cup.<|im_end|>")
+    'cup.<|im_end|>'
+    """
+    out = ("" if text is None else str(text)).lstrip().lower()
+    if out.startswith("a "):
+        return out[2:]
+    if out.startswith("an "):
+        return out[3:]
+    return out
+
+
+def authors_long_form(name: str) -> str:
+    """``"A photo depicts a/an {name}"`` exactly as the authors build it: the article from
+    the first character of ``name`` as it is, ``name`` not stripped."""
+    return "A photo depicts " + ("an " if name[:1] in ("a", "e", "i", "o", "u") else "a ") + name
+
+
+def authors_hard_text(output: str) -> str:
+    """The authors' ``output_clean`` for the Levenshtein accuracy: their kept answer
+    without ``<|im_end|>`` and without full stops, lower-cased."""
+    return output.replace("<|im_end|>", "").replace(".", "").lower()
+
+
+def authors_hard_gold(gold: str) -> str:
+    """The authors' ``target_clean``: their gold spelling without ``" (...)"``, lower-cased
+    (their white space kept)."""
+    return _PARENTHETICAL.sub("", gold).lower()
+
+
+def jpeg_round_trip(image, quality: int = AUTHORS_JPEG_QUALITY):
+    """``image`` saved as a JPEG (PIL's defaults, quality 75) and read back, as the
+    authors' evaluation does with every RefCLIPScore crop before CLIP sees it."""
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG", quality=quality)
+    buffer.seek(0)
+    with Image.open(buffer) as reread:
+        return reread.convert("RGB")
+
+
+def clip_token_counts(texts: Sequence[str], model: str | None = None) -> list[int]:
+    """How many tokens the CLIP tokenizer gives each text, untruncated (special tokens
+    included): what decides whether the authors' CLIP call fails."""
+    enc = clip_metrics.encoder(model)
+    return [len(ids) for ids in enc.tokenizer(list(texts), truncation=False)["input_ids"]]
+
+
+def reading_of(value: Any) -> str:
+    """A reading name, checked: ``cleaned`` or ``authors``."""
+    word = CLEANED if value is None else str(value).strip().lower()
+    if word not in READINGS:
+        raise ValueError(f"COOCO reading {value!r}: expected one of {READINGS}")
+    return word
+
+
+def _texts(item: Mapping[str, Any], raw: str, reading: str) -> dict[str, Any]:
+    """What each metric of one answer compares, in ``reading``: the prediction, the long
+    forms CLIP embeds (answer, gold, scene, original target) and the Levenshtein pair."""
+    if reading == AUTHORS:
+        out = authors_output(raw)
+        gold = str(item.get("gold_spelling") or item["gold"])
+        lev_pred, lev_gold = authors_hard_text(out), authors_hard_gold(gold)
+        return {
+            "prediction": out, "gold_name": lev_gold, "empty": out == "",
+            "long": authors_long_form(out) if out else "", "gold_long": authors_long_form(gold),
+            "scene_long": authors_long_form(str(item["scene"]).replace("_", " ")),
+            "target_long": authors_long_form(str(item.get("target_spelling") or item["target"]).replace("_", " ")),
+            "lev": (lev_pred, lev_gold), "hard_chars": len(lev_pred), "gold_chars": len(lev_gold),
+        }  # fmt: skip
+    prediction = normalise_output(raw)
+    name = gold_name(normalise_label(item["gold"]))
+    return {
+        "prediction": prediction, "gold_name": name, "empty": prediction == "",
+        "long": long_form(prediction), "gold_long": long_form(name),
+        "scene_long": long_form(normalise_label(item["scene"])),
+        "target_long": long_form(gold_name(normalise_label(item["target"]))), "lev": (prediction, name),
+    }  # fmt: skip
+
+
 def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> list[dict[str, Any]]:
     """Score a batch of COOCO answers.
 
     Each item needs ``image_id, condition, noise_area, noise_level, scene, target, gold,
     output`` (the raw model answer) and ``crop`` (PIL image of the target box on the
     padded image before noise), optionally ``crop_key`` (a hashable naming the crop's
-    pixels, so a crop scored under several noise settings is encoded once). Returns one
+    pixels, so a crop scored under several noise settings is encoded once), ``reading``
+    (:data:`READINGS`; default ``cleaned``) and, for the authors' reading, ``gold_spelling``
+    / ``target_spelling`` (the labels as their metadata spells them). Returns one
     JSON-ready row per item with the ids, the normalised prediction and every score.
+
+    In the ``cleaned`` reading the gold is compared without its parenthetical
+    (:func:`gold_name`) by every naming metric, CLIP included: ``bat`` is an exact answer
+    for ``bat (sports)``. In the ``authors`` reading a row their code skips (an empty
+    answer, an answer over 77 CLIP tokens) is kept with ``dropped`` saying why and no
+    metric; :func:`breakdown` leaves it out and counts it.
     """
     model_name = clip_metrics.resolve_model(model)
     use_clip = clip_metrics.clip_enabled(model_name)
     rows: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
     for item in items:
         condition = str(item["condition"])
         if condition not in CONDITIONS:
             raise ValueError(f"{item['image_id']}: unknown condition {condition!r}; expected one of {CONDITIONS}")
+        reading = reading_of(item.get("reading"))
         cleaned = clean_output("" if item["output"] is None else str(item["output"]))
         raw, sanitised = cleaned.text or "", cleaned.sanitised
-        prediction = normalise_output(raw)
-        rows.append(
-            {
-                "image_id": str(item["image_id"]),
-                "condition": condition,
-                "noise_area": str(item["noise_area"]),
-                "noise_level": float(item["noise_level"]),
-                "scene": normalise_label(item["scene"]),
-                "target": normalise_label(item["target"]),
-                "gold": normalise_label(item["gold"]),
-                "output": raw,
-                "prediction": prediction,
-                "empty": prediction == "",
-                "output_words": len(prediction.split()),
-                "non_ascii": any(ord(ch) > 127 for ch in prediction),
-                "output_sanitised": sanitised,
-                "output_changes": list(cleaned.changes),
-                "scored": True,
-                "clip_model": model_name if use_clip else None,
-                **_selection(item),
-            }
-        )
-    scored = [(i, r) for i, r in enumerate(rows) if not r["empty"]]
+        text = _texts(item, raw, reading)
+        texts.append(text)
+        prediction = text["prediction"]
+        row = {
+            "image_id": str(item["image_id"]),
+            "condition": condition,
+            "noise_area": str(item["noise_area"]),
+            "noise_level": float(item["noise_level"]),
+            "scene": normalise_label(item["scene"]),
+            "target": normalise_label(item["target"]),
+            "gold": normalise_label(item["gold"]),
+            "gold_name": text["gold_name"],
+            "reading": reading,
+            "output": raw,
+            "prediction": prediction,
+            "empty": text["empty"],
+            "output_words": len(prediction.split()),
+            "non_ascii": any(ord(ch) > 127 for ch in prediction),
+            "output_sanitised": sanitised,
+            "output_changes": list(cleaned.changes),
+            "scored": True,
+            "clip_model": model_name if use_clip else None,
+            **_selection(item),
+        }
+        if reading == AUTHORS:
+            row.update(dropped=None, hard_chars=text["hard_chars"], gold_chars=text["gold_chars"])
+        rows.append(row)
+    if use_clip:
+        # the authors' CLIP raises on a text over 77 tokens and their loop skips the row
+        over = [i for i, (r, t) in enumerate(zip(rows, texts)) if r["reading"] == AUTHORS and not r["empty"]]
+        counts = clip_token_counts([texts[i]["long"] for i in over], model_name) if over else []
+        for i, count in zip(over, counts):
+            if count > AUTHORS_MAX_CLIP_TOKENS:
+                rows[i]["dropped"] = "over_77_clip_tokens"
     for row in rows:
-        if row["empty"]:
+        if row["reading"] == AUTHORS and row["empty"]:
+            row["dropped"] = "empty"  # their code fails on output[0] and skips the row
+        if row.get("dropped"):
+            row.update({name: None for name in (*CLIP_FIELDS, "levenshtein_accuracy", "levenshtein_similarity")})
+        elif row["empty"]:
             row.update(
                 # counted wrong (per the spec) ...
                 refclipscore=0.0, accuracy=0.0, levenshtein_accuracy=0.0, levenshtein_similarity=0.0,
@@ -168,41 +313,48 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
                 output_scene_similarity=None, output_target_similarity=None,
                 context_captured=False if row["condition"] in INCONGRUENT else None,
             )
+    live = [k for k, r in enumerate(rows) if not r["empty"] and not r.get("dropped")]
+    for k in live:
+        lev = levenshtein_similarity(*texts[k]["lev"])
+        rows[k].update(levenshtein_similarity=lev, levenshtein_accuracy=float(lev >= LEVENSHTEIN_THRESHOLD))
     if not use_clip:
         # CLIP switched off: its metrics are recorded as not computed, never as zeros.
         for row in rows:
-            lev = levenshtein_similarity(row["prediction"], row["gold"]) if not row["empty"] else 0.0
             row.update({name: None for name in CLIP_FIELDS})
-            row.update(levenshtein_similarity=lev, levenshtein_accuracy=float(lev >= LEVENSHTEIN_THRESHOLD))
         return rows
-    if not scored:
+    if not live:
         return rows
-    preds = [long_form(r["prediction"]) for _, r in scored]
-    golds = [long_form(r["gold"]) for _, r in scored]
-    keys = [items[i].get("crop_key") for i, _ in scored]
+    preds = [texts[k]["long"] for k in live]
+    golds = [texts[k]["gold_long"] for k in live]
+    crops, keys = [], []
+    for k in live:
+        item = items[k]
+        authors = rows[k]["reading"] == AUTHORS
+        # the authors save the crop as a JPEG and read it back before CLIP scores it
+        crops.append(jpeg_round_trip(item["crop"]) if authors else item["crop"])
+        key = item.get("crop_key")
+        keys.append(None if key is None else (key, "jpeg75") if authors else key)
     parts = clip_metrics.ref_clip_components(
-        [items[i]["crop"] for i, _ in scored], preds, [[g] for g in golds], model=model_name,
+        crops, preds, [[g] for g in golds], model=model_name,
         image_keys=keys if all(k is not None for k in keys) else None,
     )
     # One text_similarity call for the three comparisons keeps the batch together.
-    n = len(scored)
+    n = len(live)
     sims = clip_metrics.text_similarity(
         preds * 3,
-        golds + [long_form(r["scene"]) for _, r in scored] + [long_form(r["target"]) for _, r in scored],
+        golds + [texts[k]["scene_long"] for k in live] + [texts[k]["target_long"] for k in live],
         model=model_name,
     )
-    for k, (_, row) in enumerate(scored):
-        to_gold, to_scene, to_target = sims[k], sims[n + k], sims[2 * n + k]
-        lev = levenshtein_similarity(row["prediction"], row["gold"])
+    for j, k in enumerate(live):
+        row = rows[k]
+        to_gold, to_scene, to_target = sims[j], sims[n + j], sims[2 * n + j]
         row.update(
-            clip_score=parts.clip_score[k],
-            reference_similarity=parts.reference_similarity[k],
-            refclipscore=parts.ref_clip_score[k],
+            clip_score=parts.clip_score[j],
+            reference_similarity=parts.reference_similarity[j],
+            refclipscore=parts.ref_clip_score[j],
             text_similarity=to_gold,
             # Merlo et al. (2025), Section 4.3: correct iff cos(long output, long gold) >= 0.9.
             accuracy=float(to_gold >= ACCURACY_THRESHOLD),
-            levenshtein_similarity=lev,
-            levenshtein_accuracy=float(lev >= LEVENSHTEIN_THRESHOLD),
             output_scene_similarity=to_scene,
             output_target_similarity=to_target,
             # Not in the paper: did the scene-typical original win over the replacement?
@@ -277,6 +429,7 @@ def unscored_row(doc: Mapping[str, Any], output: Any, reason: str, model: str | 
         "empty": None, "output_words": None, "non_ascii": None, "output_sanitised": bool(read and read.sanitised),
         "output_changes": list(read.changes) if read else [],
         "scored": False, "unscored_reason": reason, "clip_model": model,
+        "reading": str((doc.get("selection") or {}).get("reading") or CLEANED),
         "levenshtein_similarity": None, "levenshtein_accuracy": None, **_selection(doc),
     }  # fmt: skip
     row.update({name: None for name in CLIP_FIELDS})
@@ -406,15 +559,88 @@ CELL_METRICS: dict[str, Any] = {
 
 def _cell(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Means of :data:`CELL_METRICS` with n, their 95% intervals (images resampled) and
-    not-computed counts."""
-    return rows_lib.cell(rows, CELL_METRICS, cluster=CLUSTER)
+    not-computed counts, and the median RefCLIPScore (``refclipscore_median``: the
+    statistic the paper's Figure 3 draws, with its own 95% interval)."""
+    cell = rows_lib.cell(rows, CELL_METRICS, cluster=CLUSTER)
+    median, interval = median_refclipscore(rows)
+    if median is not None:
+        cell["refclipscore_median"] = median
+        cell.setdefault("ci95", {})["refclipscore_median"] = interval
+    return cell
+
+
+def median_refclipscore(rows: Sequence[Mapping[str, Any]]) -> tuple[float | None, list[float] | None]:
+    """The median RefCLIPScore of ``rows`` (rows without one left out) and its 95%
+    percentile bootstrap interval, images resampled with the same draws as the means'
+    (:func:`lmms_scene.metrics.rows.resample_counts`); None without a value, no interval
+    with fewer than two images."""
+    pairs = [(r[CLUSTER], float(v)) for r in rows if rows_lib.is_computed(v := r.get("refclipscore"))]
+    if not pairs:
+        return None, None
+    values = np.array([v for _, v in pairs])
+    median = float(np.median(values))
+    ids: dict[Any, int] = {}
+    index = np.array([ids.setdefault(c, len(ids)) for c, _ in pairs])
+    if len(ids) < 2:
+        return median, None
+    order = np.argsort(values, kind="stable")
+    sorted_values, sorted_index = values[order], index[order]
+    draws = []
+    for counts in rows_lib.resample_counts(len(ids)):
+        for weights in counts:
+            # each value weighted by how often its image was drawn; the weighted median
+            w = weights[sorted_index].astype(np.float64)
+            total = w.sum()
+            cum = np.cumsum(w)
+            lo = int(np.searchsorted(cum, total / 2, side="left"))
+            hi = int(np.searchsorted(cum, total / 2, side="right"))
+            hi = min(hi, len(cum) - 1)
+            draws.append((sorted_values[lo] + sorted_values[hi]) / 2 if cum[lo] == total / 2 else sorted_values[lo])
+    return median, rows_lib.percentile_interval(np.asarray(draws, dtype=np.float64))
+
+
+def reading_rows(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Mapping[str, Any]], dict[str, Any]]:
+    """The rows the cells average, and what the reading left out. ``cleaned`` rows are
+    all kept. ``authors`` rows follow the authors' selection: a row their code skipped
+    (``dropped``: an empty answer, an answer over 77 CLIP tokens) is left out of every
+    cell, and their hard (Levenshtein) accuracy leaves out every answer longer, after
+    their cleaning, than the longest gold of the rows kept (data_analysis/analysis.py:
+    ``df[df["output_clean"].apply(len) <= df["target_clean"].apply(len).max()]``). Each
+    is counted."""
+    readings = sorted({str(r.get("reading") or CLEANED) for r in rows})
+    summary: dict[str, Any] = {"reading": readings[0] if len(readings) == 1 else readings or [CLEANED]}
+    if AUTHORS not in readings:
+        return list(rows), summary
+    kept = [r for r in rows if not r.get("dropped")]
+    dropped = [r for r in rows if r.get("dropped")]
+    authors = [r for r in kept if r.get("reading") == AUTHORS and r.get("gold_chars") is not None]
+    longest = max((int(r["gold_chars"]) for r in authors), default=None)
+    out: list[Mapping[str, Any]] = []
+    too_long = 0
+    for row in kept:
+        if longest is not None and row.get("reading") == AUTHORS and (row.get("hard_chars") or 0) > longest:
+            row = {**row, "levenshtein_accuracy": rows_lib.NOT_APPLICABLE}
+            too_long += 1
+        out.append(row)
+    summary.update(
+        dropped_empty=sum(r.get("dropped") == "empty" for r in dropped),
+        dropped_over_77_clip_tokens=sum(r.get("dropped") == "over_77_clip_tokens" for r in dropped),
+        levenshtein_left_out_longer_than_longest_gold=too_long,
+        longest_gold_chars=longest,
+    )
+    if any(r.get("reading") == AUTHORS and not r.get("clip_model") for r in rows):
+        # without CLIP no tokenizer says which answers their CLIP would have refused
+        summary["over_77_clip_tokens_not_checked"] = "CLIP switched off: answers over 77 tokens were kept"
+    return out, summary
 
 
 def overall_cell(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """The headline cell: naming items only (clean images, scored on request, have their
-    own cells), deduplicated by id. The breakdown's ``overall`` and the leaderboard's
-    recomputation from a submission's rows are this one function."""
-    return _cell([r for r in unique_rows(rows) if r["condition"] != CLEAN])
+    own cells), deduplicated by id, in the rows' reading (:func:`reading_rows`). The
+    breakdown's ``overall`` and the leaderboard's recomputation from a submission's rows
+    are this one function."""
+    kept, _ = reading_rows(unique_rows(rows))
+    return _cell([r for r in kept if r["condition"] != CLEAN])
 
 
 def output_statistics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -450,7 +676,8 @@ def output_statistics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The full COOCO report: overall means, means per condition x noise area x noise
     level (Figures 3-4), context-capture rates, output statistics and provenance."""
-    unique, dropped = dedupe_rows(rows)
+    all_unique, dropped = dedupe_rows(rows)
+    unique, reading = reading_rows(all_unique)
     grid: dict[str, dict[str, dict[str, list]]] = {}
     for row in unique:
         grid.setdefault(row["condition"], {}).setdefault(row["noise_area"], {}).setdefault(
@@ -468,18 +695,20 @@ def breakdown(rows: Iterable[Mapping[str, Any]], provenance: Mapping[str, Any] |
     wrong = [r for r in incongruent if r.get("accuracy") is not None and not r["accuracy"]]
     return {
         "scorer": dict(provenance or {}),
-        "clip_models": sorted({str(m) for r in unique if (m := r.get("clip_model"))}),
-        "n_rows": len(unique),
+        "clip_models": sorted({str(m) for r in all_unique if (m := r.get("clip_model"))}),
+        "n_rows": len(all_unique),
         "n_duplicate_rows_dropped": dropped,
-        "dataset": rows_lib.dataset_identity(unique, ITEM_FIELDS, DATA_FIELDS),
-        "selection": selection_summary(unique),
+        "dataset": rows_lib.dataset_identity(all_unique, ITEM_FIELDS, DATA_FIELDS),
+        "selection": selection_summary(all_unique),
+        # which reading computed these numbers, and what the authors' reading left out
+        "reading": reading,
         # naming items only: clean images (scored on request) have their own cells
-        "overall": overall_cell(unique),
+        "overall": overall_cell(all_unique),
         "by_condition": {c: _cell([r for r in unique if r["condition"] == c]) for c in conditions},
         "by_condition_noise": by_cell,
         "context_capture_rate": rows_lib.mean(r["context_captured"] for r in incongruent),
         "context_capture_rate_among_wrong": rows_lib.mean(r["context_captured"] for r in wrong),
-        "output_statistics": output_statistics(unique),
+        "output_statistics": output_statistics(all_unique),
     }
 
 
@@ -510,9 +739,11 @@ def selection_line(chosen: Mapping[str, Any]) -> str:
     return f"{evaluated}; left out {chosen.get('skipped_excluded')} excluded rows and {chosen.get('skipped_clean')} clean images"
 
 
-def provenance(model: str | None = None) -> dict[str, Any]:
-    """What computed the COOCO scores (checkpoint, device, thresholds, normaliser, versions)."""
+def provenance(model: str | None = None, reading: str = CLEANED) -> dict[str, Any]:
+    """What computed the COOCO scores (checkpoint, device, thresholds, reading, normaliser,
+    versions)."""
     name = clip_metrics.resolve_model(model)
+    authors = reading == AUTHORS
     enabled = clip_metrics.clip_enabled(name)
     clip = {"clip_model": name} if enabled else {
         "clip_model": None,
@@ -534,9 +765,15 @@ def provenance(model: str | None = None) -> dict[str, Any]:
         accuracy_threshold=ACCURACY_THRESHOLD,
         levenshtein_threshold=LEVENSHTEIN_THRESHOLD,
         levenshtein="rapidfuzz.fuzz.ratio/100",
-        normaliser=NORMALISER_VERSION,
+        reading=reading,
+        **({"authors_selection": "rows with an empty answer or an answer over 77 CLIP tokens left out and counted; "
+            "Levenshtein accuracy without answers longer than the longest gold"} if authors else {}),
+        normaliser=AUTHORS_NORMALISER if authors else NORMALISER_VERSION,
+        gold="the label as the authors spell it (CLIP); without ' (...)' (Levenshtein)" if authors
+        else "the label without ' (...)' (every metric)",
         long_form="A photo depicts a/an {name}",
-        image="target crop of the grey-padded square image before noise",
+        image=("target crop of the grey-padded square image before noise, saved as JPEG quality 75 and read back"
+               if authors else "target crop of the grey-padded square image before noise"),
         intervals=f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}",
     )
 
@@ -569,12 +806,24 @@ def metric_entries(row: Mapping[str, Any]) -> dict[str, Any]:
     for key, field in HEADLINE.items():
         value = row.get(field)
         out[key] = {**ids, "score": float(value)} if value is not None and naming_item else dict(ids)
+    if row.get("reading") == AUTHORS and "score" in out["levenshtein_accuracy"]:
+        # the authors' hard accuracy leaves out answers longer than the longest gold of
+        # the run: the aggregation needs both lengths (:func:`mean_score`)
+        out["levenshtein_accuracy"].update(hard_chars=row.get("hard_chars"), gold_chars=row.get("gold_chars"))
     return out
 
 
 def mean_score(entries: Iterable[Mapping[str, Any]]) -> float | None:
-    """Mean ``score`` over entries deduplicated by id (an aggregation for lmms-eval)."""
-    return rows_lib.mean(e.get("score") for e in unique_rows(entries))
+    """Mean ``score`` over entries deduplicated by id (an aggregation for lmms-eval).
+    Entries that carry ``gold_chars`` (the authors' reading's Levenshtein accuracy) are
+    kept only when their ``hard_chars`` is at most the longest ``gold_chars`` among the
+    scored entries, as :func:`reading_rows` does."""
+    unique = unique_rows(entries)
+    lengths = [int(e["gold_chars"]) for e in unique if e.get("gold_chars") is not None and e.get("score") is not None]
+    if lengths:
+        longest = max(lengths)
+        unique = [e for e in unique if e.get("gold_chars") is None or int(e.get("hard_chars") or 0) <= longest]
+    return rows_lib.mean(e.get("score") for e in unique)
 
 
 def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -589,14 +838,16 @@ def report(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         # every row was scored without CLIP: say why as this process knows it (switched
         # off, or not at hand in a sample run: clip.not_computed_reason)
         models = [clip_metrics.resolve_model() if not clip_metrics.clip_enabled() else clip_metrics.CLIP_DISABLED]
+    readings = sorted({str(r.get("reading") or CLEANED) for r in rows}) or [CLEANED]
+    reading = readings[0] if len(readings) == 1 else MIXED_READINGS
     if len(models) > 1:
         # Rows scored with several checkpoints: name none of them (least of all the
         # env/default one); ``clip_models`` in the breakdown lists them.
-        record = provenance(models[0])
+        record = provenance(models[0], reading)
         record.pop("clip_metrics", None)
         record.update(clip_model=MIXED_CLIP_MODELS, clip_models=models)
         return breakdown(rows, record)
-    return breakdown(rows, provenance(models[0] if models else None))
+    return breakdown(rows, provenance(models[0] if models else None, reading))
 
 
 # -- Figures 3-4 (their tables are :func:`lmms_scene.metrics.cooco.tables.view`) -----------

@@ -26,13 +26,19 @@ DATA_FIELDS = scoring.DATA_FIELDS
 VERIFY_FIELDS: tuple[str, ...] = (
     *ID_FIELDS, *DATA_FIELDS, "refclipscore", "clip_score", "reference_similarity", "accuracy",
     "levenshtein_accuracy", "text_similarity", "output_scene_similarity", "context_captured", "empty", "scored",
+    # the reading and what its selection needs (scoring.reading_rows)
+    "reading", "dropped", "hard_chars", "gold_chars",
 )  # fmt: skip
 METRICS = (
+    ("refclipscore_median", "median RefCLIPScore"),
     ("refclipscore", "RefCLIPScore"),
     ("accuracy", "accuracy (CLIP text cosine >= 0.9)"),
     ("levenshtein_accuracy", "Levenshtein accuracy"),
 )
 N_NOTE = "n = naming items (image x noise setting); intervals resample images"
+#: metrics drawn at noise level 0 only: the paper's Figure 3 plots the median
+#: RefCLIPScore per condition; its Figure 4 the means
+FIGURE3_ONLY = frozenset({"refclipscore_median"})
 
 
 def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -94,7 +100,7 @@ def _scorer(report: Mapping[str, Any]) -> str:
     th = sc.get("thresholds") or {}
     thresholds = ", ".join(f"{k} {v}" for k, v in th.items()) or "none"
     return (f"scorer {sc.get('scorer', '?')} (lmms-scene {sc.get('lmms_scene_version', '?')}, normaliser "
-            f"{sc.get('normaliser', '?')}); CLIP {clip}; thresholds: {thresholds}; intervals: "
+            f"{sc.get('normaliser', '?')}; reading {sc.get('reading', '?')}); CLIP {clip}; thresholds: {thresholds}; intervals: "
             f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}")  # fmt: skip
 
 
@@ -103,6 +109,19 @@ def _why(text: str) -> str:
     "not computed (ENV=none)")."""
     text = text.removeprefix("not computed").lstrip(" :")
     return text[1:-1] if text.startswith("(") and text.endswith(")") else text
+
+
+def reading_line(reading: Mapping[str, Any]) -> str:
+    """Which reading computed a report's numbers, and what the authors' reading left out."""
+    name = reading.get("reading")
+    if isinstance(name, list):
+        return f"mixed ({', '.join(map(str, name))}): rows scored in different readings"
+    if name != scoring.AUTHORS:
+        return f"{name} (lmms-scene's default: parentheticals stripped from golds, empty answers scored 0)"
+    return (f"authors (LMMS_SCENE_COOCO_READING=authors: their texts, gold spellings and JPEG crop); left out "
+            f"{reading.get('dropped_empty')} empty answers and {reading.get('dropped_over_77_clip_tokens')} over 77 CLIP "
+            f"tokens, and {reading.get('levenshtein_left_out_longer_than_longest_gold')} answers longer than the longest "
+            f"gold ({reading.get('longest_gold_chars')} characters) from the Levenshtein accuracy")  # fmt: skip
 
 
 def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
@@ -132,6 +151,13 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
         computed = any(
             (lv or {}).get(metric) is not None for g in grids.values() for a in g.values() for lvs in a.values() for lv in lvs.values()
         )  # fmt: skip
+        means_computed = any(
+            (lv or {}).get("refclipscore") is not None for g in grids.values() for a in g.values() for lvs in a.values() for lv in lvs.values()
+        )  # fmt: skip
+        if not computed and metric in FIGURE3_ONLY and means_computed:
+            out.notes.append(f"{title}: not in these results (scored before lmms-scene recorded it; "
+                             "`lmms-scene rescore` the run to get it).")
+            continue
         if not computed:
             why = sorted({_why(str((rep.get("scorer") or {}).get("clip_metrics") or "no value in any cell"))
                           for reps in reports.values() for _, rep in reps})  # fmt: skip
@@ -144,6 +170,8 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
                               {"groups": conditions, "series": {m: [row[1 + i] for row in rows] for i, m in enumerate(models)},
                                "title": f"{title} at noise level 0", "ylabel": title.split(" (")[0]}))  # fmt: skip
         for m in models:
+            if metric in FIGURE3_ONLY:
+                break
             g = grids[m]
             areas = [a for a in ("context", "target", "all") if any(a in g.get(c, {}) for c in conditions)]
             if not areas:
@@ -187,6 +215,10 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
                      if isinstance(rep.get("selection"), Mapping)})  # fmt: skip
     if chosen:
         out.notes.append("Selection: " + "; ".join(chosen))
+    readings = sorted({f"{m}: {reading_line(rep.get('reading'))}" for m, reps in reports.items() for _, rep in reps
+                       if isinstance(rep.get("reading"), Mapping)})  # fmt: skip
+    if readings:
+        out.notes.append("Reading: " + "; ".join(readings))
     stats = []
     for m, reps in reports.items():
         for r, rep in reps:
