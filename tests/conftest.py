@@ -704,6 +704,7 @@ SLOW = {
     "test_imaging.py::test_noise_field_is_the_same_in_another_process_and_thread_count",
     "test_pfram.py::test_imports_load_no_model_library",
     "test_report_browser.py",
+    "test_show.py::test_a_reader_that_stops_early_gets_no_traceback",
     # module fixtures that score the samples (results_kit) or build a dataset, and the pins
     "test_report.py",
     "test_results_identity.py",
