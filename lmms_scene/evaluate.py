@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from lmms_scene import compat, harness
+from lmms_scene import compat, harness, preflight
 from lmms_scene.registration import tasks_path
 from lmms_scene import benchmarks, journal as J, settings
 from lmms_scene.files import iter_jsonl
@@ -39,6 +39,12 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
     keep_journal = config.journal if journal is None else journal
     chunk = config.journal_chunk_size  # a bad LMMS_SCENE_JOURNAL_CHUNK stops here, before the model loads
     argv, resume_from = _pop_resume(argv)
+    # every requested task's data and checkpoints, before the harness loads the model: all
+    # problems at once, one line per task (the plain route runs the same check itself)
+    problems = preflight.check_argv(argv)
+    if problems:
+        preflight.report(problems)
+        return 1
     resume = None
     if resume_from is not None:
         if not keep_journal:
@@ -59,6 +65,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
 
     J.ACTIVE.journal = None
     handlers = None
+    preflight.mark_done()  # checked above: the plain route's hook stays quiet in this run
     try:
         with cli as cli_evaluate:
             handlers = J.catch_signals()
@@ -71,6 +78,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
         if err not in failures:
             failures.append(err)
     finally:
+        preflight.mark_done(False)
         if handlers is not None:
             J.restore_signals(handlers)
         if original_evaluate is not None:
