@@ -275,7 +275,37 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     _say(f"lmms-scene demo: results: {written[-1]}")
     _say(f"lmms-scene demo: report:  {report}")
     _say(f"lmms-scene demo: tables:  lmms-scene show {run_dir}")
+    print("")
+    for line in demo_summary(written[-1]):
+        _say(line)
     return 0
+
+
+def demo_summary(results_file: Path) -> list[str]:
+    """The demo's last five lines: what it measured, the headline numbers, what they are
+    not, and the two next steps (a real model; the real data)."""
+    from lmms_scene.results import load  # deferred: keeps this module's import light for the CLI's --help
+
+    loaded = load([results_file])
+    heads, sizes = [], []
+    for bench in benchmarks.BENCHMARKS:
+        for r in (r for r in loaded.results if r.benchmark == bench.name and r.task in bench.sample_tasks):
+            computed = [(m.name, v) for m in bench.headline
+                        if isinstance(v := r.metrics.get(m.name), (int, float)) and not isinstance(v, bool)]  # fmt: skip
+            missing = [m.name for m in bench.headline if m.name not in dict(computed)]
+            shown = ", ".join(f"{k} {v:.3f}" for k, v in computed[:4]) or "nothing computed"
+            heads.append(f"{r.task}: {shown}" + (f" ({', '.join(missing)} not computed)" if missing and not computed[:1] else ""))
+            n = (r.dataset or {}).get("n_rows")
+            sizes.append(f"{r.task} ({n} rows)" if isinstance(n, int) else r.task)
+    return [
+        f"lmms-scene demo: measured: the blind baseline (scene_blind: text only, never an image) on {', '.join(sizes)}",
+        f"lmms-scene demo: headline: {'; '.join(heads)}",
+        "lmms-scene demo: these are the embedded samples: a check that everything runs, not the benchmarks (never ranked)",
+        "lmms-scene demo: next, a real model: lmms-scene eval --model qwen2_5_vl --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct "
+        f"--tasks {','.join(t for b in benchmarks.built() for t in b.sample_tasks)} --output_path results/ --log_samples",
+        "lmms-scene demo: next, the real data: README, \"Where the data comes from today\"; lmms-scene eval --tasks cooco,snus,layered_vqa "
+        "names what each task still needs",
+    ]
 
 
 def _report_and_submission(run_dir: Path) -> Path:
