@@ -320,11 +320,12 @@ def task_manager() -> type:
 _TABLE_MARK = "__lmms_scene_numbers_only__"
 
 
-def install_table_filter(filter_result: Callable[[dict], dict]) -> bool:
+def install_table_filter(filter_result: Callable[[dict], dict], notes: Callable[[dict, str], str] | None = None) -> bool:
     """Make ``lmms_eval.utils.make_table(result_dict, column, ...)`` print
-    ``filter_result(result_dict)``, where it is defined and in the modules that imported
-    it by name (``lmms_eval.evaluator``, ``lmms_eval.__main__``). Returns False (and
-    changes nothing) when the harness has no ``make_table``."""
+    ``filter_result(result_dict)`` followed by ``notes(result_dict, column)``, where it is
+    defined and in the modules that imported it by name (``lmms_eval.evaluator``,
+    ``lmms_eval.__main__``). Returns False (and changes nothing) when the harness has no
+    ``make_table``."""
     try:
         import lmms_eval.utils as harness_utils  # deferred: the harness (imports torch) is heavy to import
     except Exception:  # pragma: no cover - the harness itself is broken
@@ -333,7 +334,8 @@ def install_table_filter(filter_result: Callable[[dict], dict]) -> bool:
 
     def wrap(make_table_fn):
         def make_table(result_dict, column: str = "results", *args, **kwargs):
-            return make_table_fn(filter_result(result_dict), column, *args, **kwargs)
+            table = make_table_fn(filter_result(result_dict), column, *args, **kwargs)
+            return table + notes(result_dict, column) if notes is not None and isinstance(table, str) else table
 
         return make_table
 
