@@ -30,25 +30,32 @@ def test_snus_prior_leaves_the_scored_images_caption_out():
     assert any(a != everything for a in answers.values())
 
 
-def _count(rows, left_out):
+def test_layered_vqa_prior_is_counted_on_a_generated_split_no_task_scores():
+    from lmms_scene.baselines import layered_vqa
+    from lmms_scene.data.layered_vqa import sample, synth
+
+    items = synth.generate(layered_vqa.PRIOR_SCENES, seed=layered_vqa.PRIOR_SEED, size=layered_vqa.PRIOR_SIZE, id_prefix="prior")
     by_type: dict[str, Counter] = {}
-    for r in rows:
-        if r["scene_id"] != left_out:
-            by_type.setdefault(r["question_type"], Counter())[r["answer"]] += 1
-    return {t: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for t, c in by_type.items()}
+    for it in items:
+        by_type.setdefault(it["question_type"], Counter())[it["answer"]] += 1
+    expected = {t: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for t, c in by_type.items()}
+    assert layered_vqa.prior()["answers"] == expected
+    assert layered_vqa.blind_answer({"question_type": "counting", "scene_id": "synth-0000"}, "How many?") == expected["counting"]
+    # disjoint from what the tasks score: other seeds than the sample's (0) and the generated split's
+    assert layered_vqa.PRIOR_SEED not in (0, sample.SYNTH_SEED)
+    # ... and no prior scene is a scene a task scores (pixels compared)
+    import io
 
+    from PIL import Image
 
-def test_layered_vqa_prior_leaves_the_scored_scene_out():
-    from lmms_scene.baselines.layered_vqa import blind_answer, prior
+    def pixels(image) -> bytes:
+        return image.convert("RGB").tobytes()
 
-    rows = pq.read_table(tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet",
-                         columns=["scene_id", "question_type", "answer"]).to_pylist()  # fmt: skip
-    for scene in sorted({r["scene_id"] for r in rows}):
-        assert prior(scene)["answers"] == _count(rows, scene), scene
-        doc = next(r for r in rows if r["scene_id"] == scene)
-        assert blind_answer(doc, "question?") == _count(rows, scene)[doc["question_type"]]
-    # the generated split's scenes are not in the sample: the whole sample answers them
-    assert prior("gen1-0000")["answers"] == _count(rows, None)
+    scored = set()
+    for path in (tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet", tasks_path() / "layered_vqa" / sample.SYNTH_FILE):
+        for row in pq.read_table(path, columns=["composite"]).to_pylist():
+            scored.add(pixels(Image.open(io.BytesIO(row["composite"]["bytes"]))))
+    assert len(scored) > 60 and not {pixels(it["composite"]) for it in items} & scored
 
 
 def test_show_says_where_the_blind_answers_come_from(tmp_path, capsys):
