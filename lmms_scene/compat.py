@@ -32,6 +32,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, entry_points, version
+from pathlib import Path
 from typing import Any
 
 #: the distribution name of the harness
@@ -319,11 +320,12 @@ def task_manager() -> type:
 _TABLE_MARK = "__lmms_scene_numbers_only__"
 
 
-def install_table_filter(filter_result: Callable[[dict], dict]) -> bool:
+def install_table_filter(filter_result: Callable[[dict], dict], notes: Callable[[dict, str], str] | None = None) -> bool:
     """Make ``lmms_eval.utils.make_table(result_dict, column, ...)`` print
-    ``filter_result(result_dict)``, where it is defined and in the modules that imported
-    it by name (``lmms_eval.evaluator``, ``lmms_eval.__main__``). Returns False (and
-    changes nothing) when the harness has no ``make_table``."""
+    ``filter_result(result_dict)`` followed by ``notes(result_dict, column)``, where it is
+    defined and in the modules that imported it by name (``lmms_eval.evaluator``,
+    ``lmms_eval.__main__``). Returns False (and changes nothing) when the harness has no
+    ``make_table``."""
     try:
         import lmms_eval.utils as harness_utils  # deferred: the harness (imports torch) is heavy to import
     except Exception:  # pragma: no cover - the harness itself is broken
@@ -332,7 +334,8 @@ def install_table_filter(filter_result: Callable[[dict], dict]) -> bool:
 
     def wrap(make_table_fn):
         def make_table(result_dict, column: str = "results", *args, **kwargs):
-            return make_table_fn(filter_result(result_dict), column, *args, **kwargs)
+            table = make_table_fn(filter_result(result_dict), column, *args, **kwargs)
+            return table + notes(result_dict, column) if notes is not None and isinstance(table, str) else table
 
         return make_table
 
@@ -629,6 +632,38 @@ def _check_cli() -> str | None:
     )
 
 
+def evaluation_args() -> Any | None:
+    """The parsed command line of the harness evaluation this call runs inside: the ``args``
+    of the nearest enclosing ``cli_evaluate_single(args)`` frame of lmms-eval's main module
+    (touch point ``cli-args``), or None outside one (a notebook's ``TaskManager``, the
+    harness's ``tasks`` sub-command, a test)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "cli_evaluate_single" and Path(code.co_filename).parent.name == "lmms_eval":
+            args = frame.f_locals.get("args")
+            return args if hasattr(args, "tasks") else None
+        frame = frame.f_back
+    return None
+
+
+def _check_cli_args() -> str | None:
+    main = _import("lmms_eval.__main__")
+    fn = getattr(main, "cli_evaluate_single", None)
+    if fn is None:
+        return "lmms_eval.__main__ has no cli_evaluate_single"
+    if _params(fn)[:1] != ["args"]:
+        return f"cli_evaluate_single has parameters {_params(fn)}, not (args, ...)"
+    source = inspect.getsource(fn)
+    at_index, at_run = source.find("TaskManager("), source.find("simple_evaluate(")
+    if at_index < 0 or at_run < 0 or at_index > at_run:
+        return "cli_evaluate_single no longer builds its TaskManager before simple_evaluate (the pre-flight would run after the model loads)"
+    for name in ("args.tasks", "args.include_path"):
+        if name not in source:
+            return f"cli_evaluate_single no longer reads {name}"
+    return None
+
+
 def _check_parse_eval_args() -> str | None:
     fn = getattr(_import("lmms_eval.__main__"), "parse_eval_args", None)
     if fn is None:
@@ -736,6 +771,8 @@ TOUCH_POINTS: tuple[TouchPoint, ...] = (
                "harness.install_prescore_hook", _check_apply_filters),
     TouchPoint("cli-evaluate", "lmms_eval.__main__.cli_evaluate / cli_evaluate_single(args) swapped, sys.argv swapped",
                "evaluate.run_harness", _check_cli),
+    TouchPoint("cli-args", "the args of lmms_eval.__main__.cli_evaluate_single(args), read from its frame after the task index "
+               "(args.tasks, args.include_path); TaskManager built before simple_evaluate", "preflight.after_index", _check_cli_args),
     TouchPoint("eval-arg-parser", "lmms_eval.__main__.parse_eval_args() -> (parser, args)",
                "tests/test_docs_commands.py", _check_parse_eval_args),
     TouchPoint("models-entry-point", "lmms_eval.models entry-point group, registry_v2.ModelManifest, models.get_model(name, force_simple)",

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from lmms_scene import compat, harness
+from lmms_scene import compat, harness, preflight
 from lmms_scene.registration import tasks_path
 from lmms_scene import benchmarks, journal as J, settings
 from lmms_scene.files import iter_jsonl
@@ -39,6 +39,12 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
     keep_journal = config.journal if journal is None else journal
     chunk = config.journal_chunk_size  # a bad LMMS_SCENE_JOURNAL_CHUNK stops here, before the model loads
     argv, resume_from = _pop_resume(argv)
+    # every requested task's data and checkpoints, before the harness loads the model: all
+    # problems at once, one line per task (the plain route runs the same check itself)
+    problems = preflight.check_argv(argv)
+    if problems:
+        preflight.report(problems)
+        return 1
     resume = None
     if resume_from is not None:
         if not keep_journal:
@@ -59,6 +65,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
 
     J.ACTIVE.journal = None
     handlers = None
+    preflight.mark_done()  # checked above: the plain route's hook stays quiet in this run
     try:
         with cli as cli_evaluate:
             handlers = J.catch_signals()
@@ -71,6 +78,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
         if err not in failures:
             failures.append(err)
     finally:
+        preflight.mark_done(False)
         if handlers is not None:
             J.restore_signals(handlers)
         if original_evaluate is not None:
@@ -267,7 +275,37 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     _say(f"lmms-scene demo: results: {written[-1]}")
     _say(f"lmms-scene demo: report:  {report}")
     _say(f"lmms-scene demo: tables:  lmms-scene show {run_dir}")
+    print("")
+    for line in demo_summary(written[-1]):
+        _say(line)
     return 0
+
+
+def demo_summary(results_file: Path) -> list[str]:
+    """The demo's last five lines: what it measured, the headline numbers, what they are
+    not, and the two next steps (a real model; the real data)."""
+    from lmms_scene.results import load  # deferred: keeps this module's import light for the CLI's --help
+
+    loaded = load([results_file])
+    heads, sizes = [], []
+    for bench in benchmarks.BENCHMARKS:
+        for r in (r for r in loaded.results if r.benchmark == bench.name and r.task in bench.sample_tasks):
+            computed = [(m.name, v) for m in bench.headline
+                        if isinstance(v := r.metrics.get(m.name), (int, float)) and not isinstance(v, bool)]  # fmt: skip
+            missing = [m.name for m in bench.headline if m.name not in dict(computed)]
+            shown = ", ".join(f"{k} {v:.3f}" for k, v in computed[:4]) or "nothing computed"
+            heads.append(f"{r.task}: {shown}" + (f" ({', '.join(missing)} not computed)" if missing and not computed[:1] else ""))
+            n = (r.dataset or {}).get("n_rows")
+            sizes.append(f"{r.task} ({n} rows)" if isinstance(n, int) else r.task)
+    return [
+        f"lmms-scene demo: measured: the blind baseline (scene_blind: text only, never an image) on {', '.join(sizes)}",
+        f"lmms-scene demo: headline: {'; '.join(heads)}",
+        "lmms-scene demo: these are the embedded samples: a check that everything runs, not the benchmarks (never ranked)",
+        "lmms-scene demo: next, a real model: lmms-scene eval --model qwen2_5_vl --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct "
+        f"--tasks {','.join(t for b in benchmarks.built() for t in b.sample_tasks)} --output_path results/ --log_samples",
+        "lmms-scene demo: next, the real data: README, \"Where the data comes from today\"; lmms-scene eval --tasks cooco,snus,layered_vqa "
+        "names what each task still needs",
+    ]
 
 
 def _report_and_submission(run_dir: Path) -> Path:

@@ -58,7 +58,45 @@ def install_table_filter() -> bool:
     0.7.3 formats a dict-valued metric into one cell several kilobytes wide. The wrapper
     changes only what is printed, never the results JSON. Returns False (and changes
     nothing) when the harness has no ``make_table`` (touch point ``printed-table``)."""
-    return compat.install_table_filter(numbers_only)
+    return compat.install_table_filter(numbers_only, not_computed_notes)
+
+
+def not_computed_notes(result_dict: dict[str, Any], column: str = "results") -> str:
+    """The lines printed under the harness's table for every metric it shows as ``N/A``
+    (a value of None): which task and metrics, and why, from the reason our report dicts
+    record (the first text beginning "not computed" in the task's structured values, e.g.
+    COOCO's ``scorer.clip_metrics``); an empty string when every metric has a value.
+
+    >>> not_computed_notes({"results": {"t": {"a,none": None, "b,none": 0.5, "r,none": {"why": "not computed: no CLIP"}}}})
+    '\\nN/A t: a: not computed: no CLIP\\n'
+    """
+    if column != "results" or not isinstance(result_dict.get("results"), dict):
+        return ""
+    lines = []
+    for task, metrics in result_dict["results"].items():
+        if not isinstance(metrics, dict):
+            continue
+        missing = sorted({k.split(",")[0] for k, v in metrics.items() if v is None and "_stderr" not in k})
+        if not missing:
+            continue
+        reason = next((r for v in metrics.values() if isinstance(v, (dict, list)) for r in _reasons(v)), None)
+        lines.append(f"N/A {task}: {', '.join(missing)}: {reason or 'not computed (lmms-scene show RESULTS says why)'}")
+    return "\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+def _reasons(value: Any, depth: int = 0):
+    """Texts beginning "not computed" inside ``value`` (dicts and lists, 6 levels at most)."""
+    if depth > 6:
+        return
+    if isinstance(value, str):
+        if value.startswith("not computed"):
+            yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _reasons(v, depth + 1)
+    elif isinstance(value, list):
+        for v in value[:50]:
+            yield from _reasons(v, depth + 1)
 
 
 # -- batch pre-scoring after generation -------------------------------------------------

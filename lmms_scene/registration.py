@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -113,8 +114,20 @@ def install_version_fix() -> bool:
     return bool(installed)
 
 
+#: what runs after each harness task index is recorded (:func:`after_index`)
+_AFTER_INDEX: list[Callable[[Any], None]] = []
+
+
+def after_index(callback: Callable[[Any], None]) -> None:
+    """Call ``callback(index)`` after every harness task index (once registered; the
+    pre-flight of the plain ``python -m lmms_eval`` route, :mod:`lmms_scene.preflight`)."""
+    if callback not in _AFTER_INDEX:
+        _AFTER_INDEX.append(callback)
+
+
 def record_index(index: Any) -> None:
-    """Remember the YAML path of every task in a harness task index (name -> entry)."""
+    """Remember the YAML path of every task in a harness task index (name -> entry), then
+    run what :func:`after_index` registered."""
     if not isinstance(index, dict):
         return
     with _index_lock:
@@ -122,6 +135,8 @@ def record_index(index: Any) -> None:
             path = entry.get("yaml_path") if isinstance(entry, dict) else None
             if isinstance(path, str) and entry.get("type") == "task":
                 _INDEXED[str(name)] = path
+    for callback in list(_AFTER_INDEX):
+        callback(index)
 
 
 # -- reading task YAMLs without the harness -------------------------------------------

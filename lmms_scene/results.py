@@ -273,11 +273,37 @@ def short_fingerprint(fingerprint: str | None) -> str:
     return fingerprint.split(":", 1)[-1][:12]
 
 
+def _args(model_args: str) -> list[str]:
+    return [part.strip() for part in str(model_args or "").split(",") if part.strip()]
+
+
+def _run_names(results: Sequence[TaskResult]) -> dict[int, str]:
+    """A name per result: its model's :attr:`TaskResult.label`, and where runs that share
+    that label differ in ``model_args`` (two settings of one model class, two checkpoints
+    with one basename), the label followed by the ``model_args`` parts that tell them
+    apart, so they are never pooled as one model."""
+    by_label: dict[str, set[tuple[str, ...]]] = {}
+    for r in results:
+        by_label.setdefault(r.label, set()).add((r.model, *_args(r.model_args)))
+    names: dict[int, str] = {}
+    for r in results:
+        variants = by_label[r.label]
+        if len(variants) == 1:
+            names[id(r)] = r.label
+            continue
+        common = set.intersection(*(set(v) for v in variants))
+        own = [part for part in (r.model, *_args(r.model_args)) if part not in common]
+        names[id(r)] = f"{r.label} ({', '.join(own) or 'default model_args'})"
+    return names
+
+
 def label_runs(results: Sequence[TaskResult]) -> tuple[dict[int, str], list[str]]:
     """A display label per result (keyed by ``id(result)``) and the notes that state any
     mixture of datasets, per benchmark.
 
-    A result is labelled by its model (:attr:`TaskResult.label`); when the results of one
+    A result is labelled by its model (:attr:`TaskResult.label`; runs of one model that
+    differ in ``model_args`` add the parts that differ, as ``scene_blind (prior=uniform)``);
+    when the results of one
     benchmark hold more than one dataset (:attr:`TaskResult.dataset`), every one of them is
     labelled ``model [data <fingerprint>]`` instead, so rows of two datasets are never
     pooled or interleaved under one name, and a note says which datasets are present."""
@@ -299,9 +325,10 @@ def label_runs(results: Sequence[TaskResult]) -> tuple[dict[int, str], list[str]
         for r in tasks:
             datasets.setdefault(r.fingerprint, []).append(r)
         mixed = len(datasets) > 1
+        runs = _run_names(mine)
         for r in mine:
             fp = group_data[id(r)] if id(r) in group_data else r.fingerprint
-            labels[id(r)] = f"{r.label} [data {short_fingerprint(fp)}]" if mixed else r.label
+            labels[id(r)] = f"{runs[id(r)]} [data {short_fingerprint(fp)}]" if mixed else runs[id(r)]
         if mixed and bench is not None:
             title = benchmarks.get(bench).title if bench in benchmarks.names() else bench
             parts = []

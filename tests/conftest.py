@@ -704,6 +704,10 @@ SLOW = {
     "test_imaging.py::test_noise_field_is_the_same_in_another_process_and_thread_count",
     "test_pfram.py::test_imports_load_no_model_library",
     "test_report_browser.py",
+    "test_show.py::test_a_reader_that_stops_early_gets_no_traceback",
+    "test_layered_vqa_synth.py::test_the_shipped_split_is_what_its_version_seed_and_size_generate",
+    "test_blind_priors.py::test_snus_prior_leaves_the_scored_images_caption_out",
+    "test_blind_priors.py::test_layered_vqa_prior_is_counted_on_a_generated_split_no_task_scores",
     # module fixtures that score the samples (results_kit) or build a dataset, and the pins
     "test_report.py",
     "test_results_identity.py",

@@ -57,12 +57,21 @@ def test_demo_runs_offline_and_says_what_it_did_not_compute(demo_run):
     assert "`hf download openai/clip-vit-base-patch32`" in flat
     assert "## COOCO Figure 3: RefCLIPScore" not in proc.stdout
     # a demo you want to read: no INFO flood, no progress bars, no line over 160 characters,
-    # and it ends with the three paths a user needs
+    # and it ends with the three paths a user needs, then a five-line summary
     lines = proc.stdout.splitlines()
     assert not [line for line in lines if len(line) > 160]
     assert not [line for line in lines if " INFO " in line or "%|" in line]
-    assert [line.split(":")[0] + ":" + line.split(":")[1] for line in lines[-3:]] == [
+    at = next(i for i, line in enumerate(lines) if line.startswith("lmms-scene demo: results:"))
+    assert [line.split(":")[0] + ":" + line.split(":")[1] for line in lines[at:at + 3]] == [
         "lmms-scene demo: results", "lmms-scene demo: report", "lmms-scene demo: tables"]
+    summary = " ".join(lines[at + 3:]).replace("   ", " ").split("lmms-scene demo: ")[1:]  # wrapped lines joined
+    assert [part.split(":")[0].split(",")[0] for part in summary] == [
+        "measured", "headline", "these are the embedded samples", "next", "next"], summary
+    results = find_results(out)["results"]
+    tasks = [t for b in benchmarks.built() for t in b.sample_tasks]
+    assert all(t in summary[0] for t in tasks) and "scene_blind" in summary[0]
+    assert f"snus_sample: CESG {results['snus_sample']['CESG,none']:.3f}" in " ".join(summary[1].split())
+    assert "lmms-scene eval --tasks cooco,snus,layered_vqa" in " ".join(summary[4].split())
     # ... then the HTML report, and the submission it refuses for sample splits, with why
     (report,) = out.rglob("report/report.html")
     assert f"report:  {report}" in proc.stdout and "<img" in report.read_text()

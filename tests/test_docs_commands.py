@@ -149,7 +149,32 @@ def check_scene(args: list[str]) -> str | None:
     return None
 
 
+@functools.cache
+def harness_subcommands() -> dict[str, argparse.ArgumentParser]:
+    """The harness's own sub-commands (``tasks``, ``models``, ...) and their parsers; ``eval``
+    is the flat form's parser (:func:`harness_parser`)."""
+    from lmms_eval.cli import dispatch
+
+    return {name: sub for name, sub in _subparsers(dispatch._build_parser()).items() if name != "eval"}
+
+
 def check_harness(args: list[str]) -> str | None:
+    """Why ``python -m lmms_eval ARGS`` would not parse: the flat evaluation form (or ``eval``),
+    or one of the harness's sub-commands with its own flags (``tasks --include-path``)."""
+    subs = harness_subcommands()
+    if args and args[0] in subs:
+        p = subs[args[0]]
+        unknown = _unknown_options(p, args[1:])
+        if unknown:
+            return f"`python -m lmms_eval {args[0]}`: unknown option(s) {unknown}"
+        positional = [a for a in args[1:] if not a.startswith("-") and not a.startswith("$(")]
+        choices = [a.choices for a in p._actions if not a.option_strings and a.choices]
+        taken = {a for a in positional if any(a in c for c in choices)}
+        values = {args[i + 1] for i, a in enumerate(args[1:-1], 1) if a.startswith("--") and "=" not in a}
+        stray = [a for a in positional if a not in taken and a not in values]
+        return f"`python -m lmms_eval {args[0]}`: unexpected argument(s) {stray}" if stray else None
+    if args[:1] == ["eval"]:
+        args = args[1:]
     unknown = _unknown_options(harness_parser(), args)
     return f"`python -m lmms_eval`: unknown option(s) {unknown}" if unknown else None
 
@@ -222,6 +247,10 @@ def test_the_checker_finds_what_is_wrong():
     assert "no such sub-command" in check("lmms-scene publihs cooco --repo a/b")
     assert "unknown option(s) ['--dryrun']" in check("lmms-scene publish cooco --repo a/b --dryrun OUT")
     assert "unknown option(s) ['--taks']" in check("python -m lmms_eval --model echo --taks cooco")
+    # the harness's own sub-commands have flags of their own (tasks: --include-path, with a hyphen)
+    assert "unknown option(s) ['--include_path']" in check('python -m lmms_eval tasks --include_path "$(lmms-scene tasks-path)"')
+    assert "unexpected argument(s) ['lsit']" in check("python -m lmms_eval tasks lsit")
+    assert check('python -m lmms_eval tasks list --include-path "$(lmms-scene tasks-path)"') is None
     assert "no such target" in check("make tests")
     assert "no such hf command" in check("hf downlaod openai/clip-vit-base-patch32")
     assert "needs one of ['--dataset', '--from-folder', '--from-hub']" in check("lmms-scene publish snus --repo a/b --dry-run OUT")

@@ -40,7 +40,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
                            "lmms_scene.analysis", "lmms_scene.evaluate_modules")),
     ("reports", ("lmms_scene.report.html", "lmms_scene.report.text", "lmms_scene.report.submission",
                  "lmms_scene.report.leaderboard", "lmms_scene.report.publish")),
-    ("runs", ("lmms_scene.models", "lmms_scene.journal", "lmms_scene.evaluate")),
+    ("runs", ("lmms_scene.models", "lmms_scene.journal", "lmms_scene.evaluate", "lmms_scene.preflight")),
     ("tasks", ("lmms_scene.tasks",)),
     ("cli", ("lmms_scene.cli",)),
 )

@@ -78,7 +78,7 @@ def test_generator_rejects_bad_arguments():
 def test_build_sample_writes_the_schema(tmp_path):
     import datasets
 
-    path, placeholder = build_sample(tmp_path, scenes=2)
+    path, synth_split, placeholder = build_sample(tmp_path, scenes=2)
     assert placeholder == tmp_path / PLACEHOLDER_FILE and placeholder.is_file()
     data = datasets.load_dataset("parquet", data_files={"test": str(path)})["test"]
     assert list(data.features) == list(COLUMNS)

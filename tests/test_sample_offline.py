@@ -108,6 +108,9 @@ def test_the_readmes_offline_command_runs_with_no_setting(readme_run):
     snus = results["results"]["snus_sample"]["snus_report,none"]
     assert FETCH in snus["model"]["provenance"]["clipscore"]
     assert all(r["cooco_breakdown"]["refclipscore"] is None for r in find_samples(out, "cooco_sample"))
+    # the harness's own printed table says why a headline reads N/A (the line under the table)
+    na = [line for line in log.splitlines() if line.startswith("N/A cooco_sample: ")]
+    assert na and "refclipscore" in na[0] and FETCH in na[0], log[-3000:]
     show = run_python([sys.executable, "-m", "lmms_scene.cli", "show", "out"], env={**env, "COLUMNS": "160"},
                       capture_output=True, text=True, timeout=300, cwd=out.parent)  # fmt: skip
     assert show.returncode == 0, show.stderr[-2000:]

@@ -22,6 +22,10 @@ from lmms_scene.nlp.encoders import minilm_location, sentence_transformer_class
 # the sentence encoder is not thread-safe
 _lock = threading.Lock()
 
+#: where the answers come from, in a sentence (``show``, the report and the demo print it)
+PRIOR_SOURCE = ("the COOCO target category (of the 18) closest to the scene label by all-MiniLM-L6-v2 cosine; "
+                "no answer or gold of any scored item is counted")  # fmt: skip
+
 
 def vocabulary() -> tuple[str, ...]:
     """The labels the prior chooses from: COOCO's original targets, as names."""

@@ -2,9 +2,12 @@
 
 Without looking at the image, answer the ``k`` sentences that occur most often in the
 captions of the prior's split (ties broken alphabetically, so the answer is
-deterministic), ``k`` being the median number of sentences per caption. On the embedded
-sample the split is the sample itself (``tasks/snus/sample/snus_sample.parquet``); for
-the full dataset it is the release's training split (``prior_from(captions)``).
+deterministic), ``k`` being the median number of sentences per caption. The split is the
+embedded sample (``tasks/snus/sample/snus_sample.parquet``) **without the scored image**:
+a doc of the sample itself is answered from the other images' captions (leave one out),
+so the prior never holds the reference it is scored against; a doc of any other data
+(a full build) is answered from the whole sample, which it does not contain
+(:data:`PRIOR_SOURCE`; ``prior_from(captions)`` builds one from any captions).
 """
 
 from __future__ import annotations
@@ -30,16 +33,26 @@ def prior_from(captions: Iterable[str]) -> str:
     return " ".join(ranked[:k])
 
 
-def _sample_prior() -> str:
-    import datasets  # deferred: datasets (pyarrow, pandas) is heavy to import
+#: where the answers come from, in a sentence (``show``, the report and the demo print it)
+PRIOR_SOURCE = ("the most frequent negative statements of the embedded sample's captions, the scored image's own "
+                "caption left out (leave one out on the sample; the whole sample for any other data)")  # fmt: skip
+
+
+def _sample_captions() -> list[tuple[str, str]]:
+    import pyarrow.parquet as pq  # deferred: pyarrow is heavy to import
 
     path = tasks_folder() / SAMPLE_FILE
     if not path.is_file():
         raise FileNotFoundError(f"SNUS sample split not found at {path}; run `lmms-scene build-samples`")
-    ds = datasets.load_dataset("parquet", data_files={"train": str(path)}, split="train")
-    return prior_from(ds["caption"])
+    table = pq.read_table(path, columns=["image_id", "caption"]).to_pylist()
+    return [(str(row["image_id"]), row["caption"]) for row in table]
 
 
 def blind_answer(doc: Mapping[str, Any], prompt: str) -> str:
-    """The prior's answer (the same for every doc; the prompt is not used)."""
-    return cache.cached(("snus", "blind_prior", "sample"), _sample_prior)
+    """The prior's answer for ``doc`` (the prompt is not used): the sample's most frequent
+    statements, counted without ``doc``'s own image when the sample holds it."""
+    captions = cache.cached(("snus", "blind_prior", "captions"), _sample_captions)
+    image = str(doc.get("image_id")) if isinstance(doc, Mapping) and doc.get("image_id") is not None else None
+    left_out = image if image in {i for i, _ in captions} else None
+    return cache.cached(("snus", "blind_prior", "without", left_out),
+                        lambda: prior_from(c for i, c in captions if i != left_out))  # fmt: skip

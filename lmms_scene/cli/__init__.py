@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from types import ModuleType
@@ -50,6 +51,18 @@ def error(command: str, message: object) -> int:
     return EXIT_BAD_INPUT
 
 
+def _reader_left() -> int:
+    """Output piped to a reader that stopped early (``| head``): no traceback, and none from
+    the interpreter's last flush either (stdout pointed at /dev/null); the shell's status
+    for a closed pipe (128 + SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 141
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = parser()
@@ -61,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         return int(args.fn(args) or 0)
+    except BrokenPipeError:
+        return _reader_left()
     except (ValueError, KeyError, FileNotFoundError, RuntimeError) as exc:
         if args.debug:
             raise

@@ -4,7 +4,7 @@ simple and a chat class, and ``scene_replay`` (wraps any model for multi-round t
 
 from __future__ import annotations
 
-from lmms_scene import compat, harness
+from lmms_scene import compat, harness, preflight
 from lmms_scene.registration import install_version_fix
 
 MODELS = {
@@ -21,5 +21,6 @@ def MANIFESTS():
     """Entry-point payload: the model manifests. Loading it also registers our task
     folder with the harness (route 3 in :mod:`lmms_scene.registration`)."""
     install_version_fix()  # whatever LMMS_SCENE_NO_TASK_HOOK says: the results' versions must be true
-    harness.install()
+    if harness.install():
+        preflight.install()  # the plain route's pre-flight: every requested task checked before the model loads
     return [compat.model_manifest(name, simple, chat) for name, (simple, chat) in MODELS.items()]

@@ -25,6 +25,7 @@ is never overwritten unless ``overwrite=True``.
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -206,8 +207,23 @@ def views(results: Sequence[Any]) -> tuple[list[View], list[str]]:
     for bench in benchmarks.BENCHMARKS:
         mine = [r for r in results if r.benchmark == bench.name]
         if mine:
-            out.append(bench.results().view(mine, labels))
+            view = bench.results().view(mine, labels)
+            source = blind_prior_source(bench) if any(r.model == "scene_blind" for r in mine) else None
+            if source:
+                view.notes.append(f"scene_blind (the blind baseline) never looks at an image; its {bench.title} answers are {source}.")
+            out.append(view)
     return out, mixture
+
+
+def blind_prior_source(bench: benchmarks.Benchmark) -> str | None:
+    """Where ``scene_blind``'s answers for ``bench`` come from (its prior module's
+    ``PRIOR_SOURCE``), or None when the module does not say."""
+    try:
+        module = importlib.import_module(bench.blind_prior.partition(":")[0])
+    except ImportError:
+        return None
+    source = getattr(module, "PRIOR_SOURCE", None)
+    return source if isinstance(source, str) else None
 
 
 # -- writing ----------------------------------------------------------------------------------

@@ -144,6 +144,8 @@ def sample_reason(result) -> str | None:
         if result.task in bench.sample_tasks:
             return f"{result.task}: a sample split ({bench.title}'s embedded sample), not the benchmark"
     metadata = result.config.get("metadata") if isinstance(result.config.get("metadata"), Mapping) else {}
+    if metadata.get("generated"):
+        return f"{result.task}: {metadata['generated']} (metadata.generated), not the benchmark"
     if metadata.get("sample"):
         return f"{result.task}: its config marks the dataset as a sample (metadata.sample: {metadata['sample']!r})"
     for path in data_files(result.config):

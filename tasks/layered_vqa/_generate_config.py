@@ -4,7 +4,8 @@ One task per delivery schedule (``layered_vqa_<schedule>.yaml``) and the ``layer
 group over them are written from :data:`lmms_scene.data.layered_vqa.schedules.TABLE`,
 as lmms-eval's own refcoco tasks are from their ``_generate_config.py``. The shared
 settings stay in the hand-written ``_default_template_yaml``, which every generated task
-includes; ``layered_vqa_sample.yaml`` (one task, every schedule) is hand-written too.
+includes; ``layered_vqa_sample.yaml`` and ``layered_vqa_synth.yaml`` (one task each, every
+schedule) are hand-written too.
 
 Run it after changing the table (docs/layered_vqa.md, "Adding a schedule")::
 

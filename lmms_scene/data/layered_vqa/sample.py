@@ -51,14 +51,42 @@ def toy_item(n_layers: int = 3, size: tuple[int, int] = (8, 6)) -> dict[str, Any
 
 
 
+#: the generated split of the shipped ``layered_vqa_synth`` task: procedural scenes (never
+#: the paper's data, never ranked as the benchmark), fixed by its version, seed and size;
+#: disjoint from the embedded sample (other scenes, other scene ids). A change to the
+#: generator that changes this split must bump SYNTH_VERSION (tests/test_layered_vqa_synth.py
+#: pins the split's content fingerprint).
+SYNTH_VERSION = 1
+SYNTH_SEED = 1
+SYNTH_SCENES = 60
+SYNTH_SIZE = (160, 120)
+SYNTH_FILE = Path("synth") / "layered_vqa_synth.parquet"
+SYNTH_ID_PREFIX = f"gen{SYNTH_VERSION}"
+
+
+def synth_description() -> str:
+    """What the ``layered_vqa_synth`` task reads, in one sentence (its task metadata, the
+    report's note, the docs)."""
+    return (f"generated scenes (lmms-scene's procedural generator v{SYNTH_VERSION}: {SYNTH_SCENES} scenes, seed {SYNTH_SEED}, "
+            f"{SYNTH_SIZE[0]}x{SYNTH_SIZE[1]}), not the paper's data; never ranked as the benchmark")  # fmt: skip
+
+
 def build_sample(folder: str | Path, scenes: int = 4, seed: int = 0) -> list[Path]:
     """Write the embedded sample (``sample/layered_vqa_sample.parquet``) into ``folder``:
-    procedurally generated scenes (see :mod:`lmms_scene.data.layered_vqa.synth`); and
-    the placeholder the shipped schedule tasks read until their data location is set
-    (:func:`write_placeholder`)."""
+    procedurally generated scenes (see :mod:`lmms_scene.data.layered_vqa.synth`); the
+    generated split of ``layered_vqa_synth`` (:data:`SYNTH_FILE`); and the placeholder the
+    shipped schedule tasks read until their data location is set (:func:`write_placeholder`)."""
     folder = Path(folder)
     out = folder / "sample" / "layered_vqa_sample.parquet"
     out.parent.mkdir(parents=True, exist_ok=True)
     dataset = synth.dataset(scenes=scenes, seed=seed, size=(160, 120))
     dataset.to_parquet(str(out))
-    return [out, write_placeholder(folder)]
+    return [out, build_synth(folder), write_placeholder(folder)]
+
+
+def build_synth(folder: str | Path) -> Path:
+    """Write the generated split of ``layered_vqa_synth`` (:data:`SYNTH_FILE`) into ``folder``."""
+    out = Path(folder) / SYNTH_FILE
+    out.parent.mkdir(parents=True, exist_ok=True)
+    synth.dataset(scenes=SYNTH_SCENES, seed=SYNTH_SEED, size=SYNTH_SIZE, id_prefix=SYNTH_ID_PREFIX).to_parquet(str(out))
+    return out

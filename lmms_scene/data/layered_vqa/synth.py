@@ -337,9 +337,12 @@ BUILDERS = {
 }
 
 
-def generate(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5) -> list[dict[str, Any]]:
+def generate(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5,
+             id_prefix: str = "synth") -> list[dict[str, Any]]:  # fmt: skip
     """``scenes`` scenes as Layered-VQA items (one per question; every type a scene
-    allows). The first ``max_objects`` scenes have ``max_objects`` .. 1 objects."""
+    allows). The first ``max_objects`` scenes have ``max_objects`` .. 1 objects. Scene ids
+    are ``<id_prefix>-0000``, ``<id_prefix>-0001``, ... (two splits meant to be disjoint
+    take two prefixes)."""
     if isinstance(scenes, bool) or not isinstance(scenes, int) or scenes < 1:
         raise ValueError(f"scenes: expected a positive integer, got {scenes!r}")
     w, h = size
@@ -355,6 +358,7 @@ def generate(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max
         # allows the fewest question types); later ones draw a depth at random
         n_objects = max_objects - index if index < max_objects else rng.randint(1, max_objects)
         scene_id, layers, objects = _scene(index, rng, size, n_objects)
+        scene_id = f"{id_prefix}-{index:04d}"
         images = [compositing.to_image(a) for a in layers]
         composite = compositing.composite_image(layers)
         names = ["background", *[o.name for o in objects]]
@@ -379,9 +383,9 @@ def _columns():
     return COLUMNS
 
 
-def dataset(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5):
+def dataset(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5, id_prefix: str = "synth"):
     """:func:`generate` as a ``datasets.Dataset`` with the Layered-VQA features."""
     from datasets import Dataset  # deferred: datasets (pyarrow, pandas) is heavy to import
 
-    items = generate(scenes, seed, size, max_objects)
+    items = generate(scenes, seed, size, max_objects, id_prefix)
     return Dataset.from_list(items, features=features())

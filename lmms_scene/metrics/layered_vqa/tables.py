@@ -166,6 +166,9 @@ def _model_reports(results: Sequence[Any], labels: Mapping[int, str], out: View)
         entry["stored"].append((r, rep))
         entry["results"].append(r)
         out.used.append(r)
+        generated = (r.config.get("metadata") or {}).get("generated") if isinstance(r.config.get("metadata"), Mapping) else None
+        if generated and f"{label} ({r.task}): {generated}." not in out.notes:
+            out.notes.append(f"{label} ({r.task}): {generated}.")
     for label, entry in list(models.items()):
         if not entry["stored"]:
             del models[label]
