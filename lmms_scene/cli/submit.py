@@ -80,8 +80,12 @@ def _leaderboard(a) -> int:
         raise ValueError(f"--out: {a.out} is a folder; give a file name ending in .md or .html")
     board = leaderboard.build(a.submissions, official=read_official(a.official), max_empty_rate=a.max_empty_rate)
     path = leaderboard.write(board, a.out)
-    for file, reasons in board.invalid:
-        print(f"lmms-scene leaderboard: refused submission {file} (not ranked): {'; '.join(reasons)}", file=sys.stderr)
+    for refusal in board.invalid:
+        print(f"lmms-scene leaderboard: refused submission {leaderboard.shown(refusal.file)} (not ranked): "
+              f"{'; '.join(leaderboard.shown(r) for r in refusal.reasons)}", file=sys.stderr)  # fmt: skip
+        for bench, hint in refusal.hints.items():
+            print(f"  to vouch for its {bench} data (if you know it is the benchmark's): --official FILE, FILE holding {hint}",
+                  file=sys.stderr)  # fmt: skip
     ranked = sum(len(g.entries) for gs in board.groups.values() for g in gs)
     print(f"wrote {path}: {ranked} ranked entries over {len(board.groups)} benchmarks; {len(board.invalid)} refused submissions")
     return 0 if board.n_valid else 2
