@@ -16,20 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from results_kit import by_schedule, cooco_items, layered_items, snus_items, write_run
+from results_kit import by_schedule, cooco_items, write_run
 
 from lmms_scene.report import leaderboard
 from lmms_scene.report import submission as S
 
 
 @pytest.fixture(scope="module")
-def items(tiny_clip):
+def items(scored_items):
     """Scored items of two "models" (two output mixes) for every benchmark, no empty outputs."""
-    out = {}
-    for k in (0, 1):
-        out[k] = {"cooco": cooco_items(str(tiny_clip), shift=k, fill=True), "snus": snus_items(shift=k, fill=True),
-                  "layered": layered_items(shift=k, fill=True)}  # fmt: skip
-    return out
+    return scored_items
 
 
 def fingerprints(run: Path) -> dict[str, list[str]]:

@@ -184,11 +184,15 @@ def rank(submissions: Sequence[tuple[Any, ...]]) -> Board:
             e.rank = group.entries[i - 1].rank if i and group.entries[i - 1].value == e.value else i + 1
         board.groups.setdefault(bench_name, []).append(group)
         files: dict[tuple[str, str], list[str]] = {}
+        label: dict[tuple[str, str], tuple[str, str]] = {}
         for e in group.entries:
             # names compared as shown (NFKC, invisible characters removed, case folded):
             # a zero-width space does not make another model
-            files.setdefault((e.model.casefold(), e.model_args.casefold()), []).append(e.file)
-        for (model, args), names in files.items():
+            key = (e.model.casefold(), e.model_args.casefold())
+            files.setdefault(key, []).append(e.file)
+            label.setdefault(key, (e.model, e.model_args))
+        for key, names in files.items():
+            model, args = label[key]
             if len(names) > 1:
                 board.notes.setdefault(bench_name, []).append(
                     f"{model} ({args}) is submitted {len(names)} times ({', '.join(names)}): each is ranked; keep one"

@@ -98,9 +98,13 @@ def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def expected_views(task: str, rows: Sequence[Mapping[str, Any]]) -> set[tuple[Any, ...]]:
-    """The noise settings every item of ``task`` has a row for: those any of its rows has
-    (``cooco``: no noise; a noise task: its areas x levels)."""
-    return {tuple(r.get(f) for f in VIEW_FIELDS) for r in rows}
+    """The noise settings every item of ``task`` has a row for: no noise for ``cooco``, the
+    paper's areas x levels for a noise task (``cooco_noise``, or a task built from it)."""
+    from lmms_scene.data.cooco.views import NOISE_AREAS, NOISE_LEVELS
+
+    if task == "cooco_noise" or task.startswith("cooco_noise_"):
+        return {(a, float(lv)) for a in NOISE_AREAS for lv in NOISE_LEVELS}
+    return {(scoring.NO_NOISE_AREA, 0.0)}
 
 
 def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None = None) -> tuple[list[str], list[str]]:
