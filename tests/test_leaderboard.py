@@ -332,7 +332,7 @@ def test_names_are_normalised_escaped_and_the_submitter_words_labelled(good, tmp
         assert "VERIFIED official release" not in text and "\x00" not in text and "\x1b" not in text and "\u200b" not in text
     assert "](javascript:" not in md  # Markdown: no live link; HTML: no element at all
     assert "\\[x\\]\\(javascript\\:alert\\(1\\)\\)" in md
-    assert "Provenance (the submitter" in md and "VERIFIED-BY-LMMS-SCENE" in md
+    assert "the submitter's, not checked" in md and "VERIFIED-BY-LMMS-SCENE" in md
     assert "Re-derived by this board" in md and "CESG re-derived from the outputs" in md
     assert "vouched for by this board" in md
     import re

@@ -46,6 +46,7 @@ from packaging.version import InvalidVersion, Version
 from lmms_scene import benchmarks
 from lmms_scene.provenance import run_versions
 from lmms_scene.results import _resolve, data_files, file_sha256, load
+from lmms_scene.report.tables import row_label
 from lmms_scene.validation import probability
 
 FORMAT = "lmms-scene-submission"
@@ -144,11 +145,6 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def row_label(row: Mapping[str, Any], fields: Sequence[str]) -> str:
-    """A row named by its id fields (for refusals): ``image_id='12', condition='high'``."""
-    return "row " + ", ".join(f"{f}={str(row.get(f))[:80]!r}" for f in fields)
-
-
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -175,24 +171,6 @@ def row_type_problem(value: Any, kind: Any) -> str | None:
         "bool": isinstance(value, bool),
     }[base]
     return None if ok else f"{value!r:.80} is not {'a ' if base != 'int' else 'an '}{base.replace('01', '0-or-1 score')}"
-
-
-def checkpoint_at_hand(name: Any) -> bool:
-    """Whether the CLIP checkpoint ``name`` is on this machine (a local folder, or the
-    Hugging Face cache): the leaderboard never downloads one."""
-    if not isinstance(name, str) or not name or name.startswith("not computed"):
-        return False
-    try:
-        if Path(name).is_dir():
-            return (Path(name) / "config.json").is_file()
-    except (OSError, ValueError):
-        return False
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        return isinstance(try_to_load_from_cache(name, "config.json"), str)
-    except Exception:  # noqa: BLE001 - not a repo name, no cache: not at hand
-        return False
 
 
 def _listed(problems: Sequence[str], what: str) -> list[str]:

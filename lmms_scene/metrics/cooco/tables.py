@@ -11,12 +11,15 @@ own rows with the very function the task used (:func:`lmms_scene.metrics.cooco.s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from lmms_scene.data.cooco.schema import NAMING_CONDITIONS
+from lmms_scene.data.cooco.views import NOISE_AREAS, NOISE_LEVELS
+from lmms_scene.metrics import clip as clip_metrics
 from lmms_scene.metrics.cooco import scoring
 from lmms_scene.metrics import rows as rows_lib
-from lmms_scene.report.tables import Plot, Run, Table, Value, View, unscored_note, value_of
+from lmms_scene.report.tables import Plot, Run, Table, Value, View, row_label, unscored_note, value_of
 from lmms_scene.results import short_fingerprint, stored_report
 
 REPORT_KEY = scoring.BREAKDOWN_KEY
@@ -100,11 +103,27 @@ def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 def expected_views(task: str, rows: Sequence[Mapping[str, Any]]) -> set[tuple[Any, ...]]:
     """The noise settings every item of ``task`` has a row for: no noise for ``cooco``, the
     paper's areas x levels for a noise task (``cooco_noise``, or a task built from it)."""
-    from lmms_scene.data.cooco.views import NOISE_AREAS, NOISE_LEVELS
-
     if task == "cooco_noise" or task.startswith("cooco_noise_"):
         return {(a, float(lv)) for a in NOISE_AREAS for lv in NOISE_LEVELS}
     return {(scoring.NO_NOISE_AREA, 0.0)}
+
+
+def checkpoint_at_hand(name: Any) -> bool:
+    """Whether the CLIP checkpoint ``name`` is on this machine (a local folder with its
+    config, or in the Hugging Face cache): a leaderboard never downloads one."""
+    if not isinstance(name, str) or not name or name.startswith("not computed"):
+        return False
+    try:
+        if Path(name).is_dir():
+            return (Path(name) / "config.json").is_file()
+    except (OSError, ValueError):
+        return False
+    try:
+        from huggingface_hub import try_to_load_from_cache  # deferred: huggingface_hub is heavy to import
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - not a repo name, no cache: not at hand
+        return False
 
 
 def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None = None) -> tuple[list[str], list[str]]:
@@ -114,8 +133,6 @@ def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | 
     text scores (accuracy, text and reference similarity) are recomputed when the checkpoint
     the provenance names is on this machine; RefCLIPScore is checked to be the harmonic mean
     of its parts; CLIP-S needs the images, which a submission does not carry (a note says so)."""
-    from lmms_scene.report.submission import checkpoint_at_hand, row_label
-
     problems: list[str] = []
     clip_model = (provenance or {}).get("clip_model") or (provenance or {}).get("checkpoint")
     at_hand = checkpoint_at_hand(clip_model)
@@ -148,8 +165,6 @@ def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | 
         if not empty and at_hand:
             todo.append((where, r, pred))
     if todo:
-        from lmms_scene.metrics import clip as clip_metrics
-
         sims = clip_metrics.text_similarity([scoring.long_form(p) for _, _, p in todo],
                                             [scoring.long_form(scoring.normalise_label(str(r.get("gold") or ""))) for _, r, _ in todo],
                                             model=str(clip_model))  # fmt: skip

@@ -28,7 +28,8 @@ from lmms_scene.report.tables import (
     unscored_note,
     value_of,
 )
-from lmms_scene.data.layered_vqa.delivery import SCHEDULES
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES, SELECTION
+from lmms_scene.report.tables import row_label
 from lmms_scene.results import short_fingerprint, stored_report
 
 REPORT_KEY = "layered_vqa_report"
@@ -132,9 +133,6 @@ def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | 
     """(problems, notes): every graded row's verdict recomputed from its final reply and
     gold with the task's rule grader (the evidence-selection line read first, as the task
     does); a problem names the row, the field, the stated and the recomputed value."""
-    from lmms_scene.data.layered_vqa.delivery import SELECTION
-    from lmms_scene.report.submission import row_label
-
     lemma_names, synonyms = scoring.default_lemma_names()
     problems: list[str] = []
     for r in rows:

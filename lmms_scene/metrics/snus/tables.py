@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene.metrics import rows as rows_lib
+from lmms_scene.report.tables import row_label
 from lmms_scene.metrics.cesg import report as snus_report
 from lmms_scene.metrics.cesg import score as cesg_score_lib
 from lmms_scene.metrics.cesg.score import DEFAULT_WEIGHTS, KEYS
@@ -135,10 +136,7 @@ def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | 
     """(problems, notes): every scored row's status, P/R/F1 and CESG recomputed from its
     output and references with CESG's offline pipeline (the task's own function and
     options); a problem names the row, the field, the stated and the recomputed value."""
-    from lmms_scene.metrics.cesg.report import cesg_options
-    from lmms_scene.report.submission import row_label
-
-    options = cesg_options()
+    options = snus_report.cesg_options()
     problems: list[str] = []
     for r in rows:
         if r.get("status") not in STATUSES or r.get("status") == "unscored":
