@@ -12,19 +12,24 @@ follows from (:func:`rows_payload`) with their sha256. The numbers are recompute
 those rows with the benchmark's own function and must equal what the results file
 holds.
 
-:func:`verify` is what the leaderboard runs on every file: the schema (``jsonschema``),
-then everything a schema cannot say, with the direction and range of every metric from
-the registry and never from the file: values finite and in range, inside their own
-interval; the rows hash; the headline, its interval and the data fingerprint recomputed
-from the rows; the failure counts recomputed from the rows; the harness version among
-the tested ones; the data an official release. :func:`build` refuses (:class:`Refused`,
-every reason listed) whatever :func:`verify` would refuse, and more: a ``--limit`` run,
-a sample split, a run whose samples were not logged, results and samples that disagree,
+:func:`verify` (:func:`check`, with what it found) is what the leaderboard runs on every
+file (:func:`read_checked` reads it first with :func:`load_file`: regular files only, size,
+depth and digit limits): the schema (``jsonschema``), then everything a schema cannot say,
+with the direction and range of every metric from the registry and never from the file:
+values finite and in range, inside their own interval; the rows hash; the data a
+fingerprint the registry or the operator (``--official``) vouches for, never what the
+file says of its source; every row of its type, once, with its item's gold, every item
+under every view its task scores (missing rows are failures); each row's scores
+recomputed from its output (the results module's ``rederive``); the headline, its interval
+and the data fingerprint recomputed from the rows; the failure counts recomputed from the
+rows; the harness version among the tested ones. :func:`build` refuses (:class:`Refused`,
+every reason listed) whatever :func:`verify` would refuse, and more: a ``--limit`` run, a
+sample split, a run whose samples were not logged, results and samples that disagree,
 more than one model.
 
-What a check cannot catch: rows and numbers forged together consistently pass the
-recomputation; only rescoring the outputs against the official data can catch them
-(``lmms-scene rescore``). The fingerprint covers ids and gold fields, not images.
+What a check cannot catch: CLIP-S needs the images, which a submission does not carry
+(RefCLIPScore is checked for consistency with its parts only), and an output cannot be told
+from one a person wrote. The fingerprint covers ids and gold fields, not images.
 """
 
 from __future__ import annotations
