@@ -112,6 +112,17 @@ def tiny_clip(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def scored_items(tiny_clip):
+    """Scored items of two "models" (two output mixes) for every benchmark, no empty
+    outputs: what test_submission.py and test_leaderboard.py build runs from (one xdist
+    group, so computed once)."""
+    from results_kit import cooco_items, layered_items, snus_items
+
+    return {k: {"cooco": cooco_items(str(tiny_clip), shift=k, fill=True), "snus": snus_items(shift=k, fill=True),
+                "layered": layered_items(shift=k, fill=True)} for k in (0, 1)}  # fmt: skip
+
+
+@pytest.fixture(scope="session")
 def tiny_qwen_vl(tmp_path_factory) -> Path:
     return _checkpoint(tmp_path_factory, "tiny_qwen_vl", "build_tiny_qwen2_5_vl")
 
@@ -713,6 +724,7 @@ SLOW = {
     "test_results_identity.py",
     "test_sample_numbers.py",
     "test_submission.py",
+    "test_leaderboard.py",
     "test_cooco_release.py::test_noise_regions_equal_an_independent_map_int_computation",
     "test_cooco_parity.py",  # the authors' pipeline re-implemented, CLIP one text at a time
     "test_cooco_robust.py::test_an_extreme_image_warns_once_with_its_size",
@@ -733,7 +745,8 @@ SLOW = {
 #: samples): one xdist_group each, so one worker computes it, not both
 FILE_GROUPS = {
     "test_judges_weights.py": "smollm2",  # the SmolLM2 judge, ~40 s to load
-    "test_submission.py": "submission",  # the scored items of two "models"
+    "test_submission.py": "submission",  # the scored items of two "models" (scored_items)
+    "test_leaderboard.py": "submission",
     "test_results_identity.py": "results_identity",  # a scored run of every benchmark
     "test_evaluate_modules.py": "evaluate_modules",  # the modules loaded by `evaluate` in a fresh process
     "test_cooco_parity.py": "cooco_parity",  # a built release scored in both readings, twice

@@ -16,20 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from results_kit import by_schedule, cooco_items, layered_items, snus_items, write_run
+from results_kit import by_schedule, cooco_items, write_run
 
 from lmms_scene.report import leaderboard
 from lmms_scene.report import submission as S
 
 
 @pytest.fixture(scope="module")
-def items(tiny_clip):
+def items(scored_items):
     """Scored items of two "models" (two output mixes) for every benchmark, no empty outputs."""
-    out = {}
-    for k in (0, 1):
-        out[k] = {"cooco": cooco_items(str(tiny_clip), shift=k, fill=True), "snus": snus_items(shift=k, fill=True),
-                  "layered": layered_items(shift=k, fill=True)}  # fmt: skip
-    return out
+    return scored_items
 
 
 def fingerprints(run: Path) -> dict[str, list[str]]:
@@ -99,7 +95,8 @@ def test_refusals_name_every_reason(items, tmp_path):
     reasons = refusal(run)
     assert any(r.startswith("cooco: the run used --limit 5") for r in reasons)
     assert any("lmms-eval 'main@f3b7498', not one of the tested releases" in r for r in reasons)
-    assert any(r.startswith("snus: not the benchmark: SNUS has no public release") for r in reasons)
+    assert any(r.startswith("snus: not the benchmark: its data (fingerprint") and "neither lmms-scene's registry nor --official" in r
+               for r in reasons)  # fmt: skip
     assert any(r.startswith("layered_vqa: not the benchmark") for r in reasons)
 
 
@@ -126,7 +123,7 @@ def test_refuses_other_data_than_the_official_release(items, tmp_path):
     write_run(tmp_path / "run", {"cooco": ("cooco", items[0]["cooco"]), "snus": ("snus", items[0]["snus"])},
               configs={"cooco": {"dataset_path": "parquet", "dataset_kwargs": {"data_files": {"test": "/data/mine.parquet"}}}})  # fmt: skip
     reasons = refusal(tmp_path / "run", official={"snus": ["0" * 64]})
-    assert any(r.startswith("cooco: not the benchmark: its data is not the official release (read from parquet") for r in reasons)
+    assert any(r.startswith("cooco: not the benchmark: its data (fingerprint") and "it says it read 'parquet'" in r for r in reasons)
     assert any(r.startswith("snus: not the benchmark: its data (fingerprint") for r in reasons)
 
 
@@ -221,7 +218,10 @@ def test_rows_and_numbers_forged_together_still_need_official_data(good, tmp_pat
     entry["dataset"]["n_rows"] = again["dataset"]["n_rows"]
     problems = S.verify(forged, official=official)
     assert problems == ["$.benchmarks.snus.dataset: not the benchmark: its data (fingerprint "
-                        f"{again['dataset']['fingerprint']}) is not an official SNUS release"]
+                        f"{again['dataset']['fingerprint']}, 5 items) is not vouched for: neither lmms-scene's registry nor "
+                        "--official lists it; it says it read 'lmms-scene-tests/snus', which is not checked. If you know this is "
+                        "SNUS's data, vouch for it with --official FILE, FILE holding "
+                        f'{{"snus": ["{again["dataset"]["fingerprint"]}"]}}']
 
 
 # -- ranking ---------------------------------------------------------------------------------

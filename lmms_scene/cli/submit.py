@@ -4,14 +4,16 @@
   (schema: docs/submission.schema.json; docs/reports.md), carrying the per-row fields its
   headline follows from. Refused, with every reason and exit status 2, for a ``--limit``
   run, a sample split, a run without logged samples, results and samples that disagree,
-  an untested harness, data that is not the official release, or unreported failures
+  an untested harness, data nobody vouches for (the refusal prints the ``--official``
+  file that would), or unreported failures
   (empty outputs over ``--max-empty-rate``, unscored rows, judge failures).
 - ``leaderboard SUBMISSIONS_DIR --out leaderboard.md|.html``: checks every ``*.json`` in
-  the folder (the numbers recomputed from its rows; directions and ranges from the
-  registry; refused ones listed with their reasons) and ranks the models per benchmark,
-  runs on different data never together. ``--official FILE``: a JSON object
-  ``{benchmark: [fingerprint, ...]}`` of releases this leaderboard accepts beyond the
-  ones lmms-scene registers.
+  the folder (regular files only; the data vouched for by fingerprint; every row once;
+  scores re-derived from the outputs; the numbers recomputed from its rows; ranking
+  metric, directions and ranges from the registry; refused ones listed with their
+  reasons) and ranks the models per benchmark, runs on different data never together.
+  ``--official FILE``: a JSON object ``{benchmark: [fingerprint, ...]}``: the data this
+  leaderboard's operator vouches for, beyond the fingerprints lmms-scene registers.
 """
 
 from __future__ import annotations
@@ -80,8 +82,12 @@ def _leaderboard(a) -> int:
         raise ValueError(f"--out: {a.out} is a folder; give a file name ending in .md or .html")
     board = leaderboard.build(a.submissions, official=read_official(a.official), max_empty_rate=a.max_empty_rate)
     path = leaderboard.write(board, a.out)
-    for file, reasons in board.invalid:
-        print(f"lmms-scene leaderboard: refused submission {file} (not ranked): {'; '.join(reasons)}", file=sys.stderr)
+    for refusal in board.invalid:
+        print(f"lmms-scene leaderboard: refused submission {leaderboard.shown(refusal.file)} (not ranked): "
+              f"{'; '.join(leaderboard.shown(r) for r in refusal.reasons)}", file=sys.stderr)  # fmt: skip
+        for bench, hint in refusal.hints.items():
+            print(f"  to vouch for its {bench} data (if you know it is the benchmark's): --official FILE, FILE holding {hint}",
+                  file=sys.stderr)  # fmt: skip
     ranked = sum(len(g.entries) for gs in board.groups.values() for g in gs)
     print(f"wrote {path}: {ranked} ranked entries over {len(board.groups)} benchmarks; {len(board.invalid)} refused submissions")
     return 0 if board.n_valid else 2

@@ -12,19 +12,24 @@ follows from (:func:`rows_payload`) with their sha256. The numbers are recompute
 those rows with the benchmark's own function and must equal what the results file
 holds.
 
-:func:`verify` is what the leaderboard runs on every file: the schema (``jsonschema``),
-then everything a schema cannot say, with the direction and range of every metric from
-the registry and never from the file: values finite and in range, inside their own
-interval; the rows hash; the headline, its interval and the data fingerprint recomputed
-from the rows; the failure counts recomputed from the rows; the harness version among
-the tested ones; the data an official release. :func:`build` refuses (:class:`Refused`,
-every reason listed) whatever :func:`verify` would refuse, and more: a ``--limit`` run,
-a sample split, a run whose samples were not logged, results and samples that disagree,
+:func:`verify` (:func:`check`, with what it found) is what the leaderboard runs on every
+file (:func:`read_checked` reads it first with :func:`load_file`: regular files only, size,
+depth and digit limits): the schema (``jsonschema``), then everything a schema cannot say,
+with the direction and range of every metric from the registry and never from the file:
+values finite and in range, inside their own interval; the rows hash; the data a
+fingerprint the registry or the operator (``--official``) vouches for, never what the
+file says of its source; every row of its type, once, with its item's gold, every item
+under every view its task scores (missing rows are failures); each row's scores
+recomputed from its output (the results module's ``rederive``); the headline, its interval
+and the data fingerprint recomputed from the rows; the failure counts recomputed from the
+rows; the harness version among the tested ones. :func:`build` refuses (:class:`Refused`,
+every reason listed) whatever :func:`verify` would refuse, and more: a ``--limit`` run, a
+sample split, a run whose samples were not logged, results and samples that disagree,
 more than one model.
 
-What a check cannot catch: rows and numbers forged together consistently pass the
-recomputation; only rescoring the outputs against the official data can catch them
-(``lmms-scene rescore``). The fingerprint covers ids and gold fields, not images.
+What a check cannot catch: CLIP-S needs the images, which a submission does not carry
+(RefCLIPScore is checked for consistency with its parts only), and an output cannot be told
+from one a person wrote. The fingerprint covers ids and gold fields, not images.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ import datetime as _dt
 import hashlib
 import json
 import math
+import os
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -44,10 +51,11 @@ from packaging.version import InvalidVersion, Version
 from lmms_scene import benchmarks
 from lmms_scene.provenance import run_versions
 from lmms_scene.results import _resolve, data_files, file_sha256, load
+from lmms_scene.report.tables import row_label
 from lmms_scene.validation import probability
 
 FORMAT = "lmms-scene-submission"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SCHEMA_FILE = "submission.schema.json"
 #: more empty outputs than this share of a task's rows refuses the submission
 MAX_EMPTY_RATE = 0.05
@@ -55,6 +63,13 @@ MAX_EMPTY_RATE = 0.05
 TESTED_HARNESS = (">=0.7.3", "<0.8")
 #: how close a recomputed number must be to the one a file states
 TOLERANCE = 1e-9
+#: what the leaderboard reads of a file: at most this many bytes, nested this deep, with
+#: numbers of at most this many digits (a 401-digit integer or ``1e400`` is refused)
+MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 32
+MAX_DIGITS = 40
+#: how many rows a refusal names before it counts the rest
+LISTED = 5
 
 
 class Refused(ValueError):
@@ -135,6 +150,93 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def row_type_problem(value: Any, kind: Any) -> str | None:
+    """Why ``value`` is not of a row field's ``kind`` (None: it is). Kinds: ``"str"``,
+    ``"str[]"``, ``"int"``, ``"num"``, ``"num?"`` (a finite number or null), ``"01?"``
+    (0, 1 or null), ``"bool"``, ``"bool?"``, a tuple of the allowed values, or a predicate.
+    A bool is not a number and a string is not a score."""
+    if callable(kind) and not isinstance(kind, (str, tuple)):
+        return None if kind(value) else f"{value!r:.80} is not one of the allowed values"
+    if isinstance(kind, tuple):
+        return None if isinstance(value, str) and value in kind else f"{value!r:.80} is not one of {list(kind)}"
+    nullable = kind.endswith("?")
+    if value is None:
+        return None if nullable else "null where a value is required"
+    base = kind.rstrip("?")
+    ok = {
+        "str": isinstance(value, str),
+        "str[]": isinstance(value, list) and all(isinstance(x, str) for x in value),
+        "int": isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+        "num": _number(value),
+        "01": _number(value) and value in (0, 1),
+        "bool": isinstance(value, bool),
+    }[base]
+    return None if ok else f"{value!r:.80} is not {'a ' if base != 'int' else 'an '}{base.replace('01', '0-or-1 score')}"
+
+
+def _listed(problems: Sequence[str], what: str) -> list[str]:
+    if len(problems) <= LISTED:
+        return list(problems)
+    return [*problems[:LISTED], f"... and {len(problems) - LISTED} more {what}"]
+
+
+def check_rows(bench, task: str, rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None,
+               where: str) -> tuple[list[str], list[str], int]:  # fmt: skip
+    """(problems, notes, n_missing) of a task's (or, pooled, a run's) rows, checked against
+    the data and against their own outputs: every field of its type; every row id once
+    (duplicates refused by id); every item under every view the task scores (missing rows
+    counted); every row of an item with the item's gold fields; every score recomputed from
+    the row's output (:func:`rederive` of the benchmark's results module)."""
+    mod = bench.results()
+    types = mod.ROW_TYPES
+    bad = [f"{where}: {row_label(r, mod.ROW_ID_FIELDS)}: {f}: {why}" for r in rows for f, kind in types.items()
+           if (why := row_type_problem(r.get(f), kind))]  # fmt: skip
+    if bad:
+        return _listed(bad, "ill-typed fields"), [], 0
+    problems: list[str] = []
+    seen: dict[tuple, Mapping[str, Any]] = {}
+    dupes: list[str] = []
+    items: dict[tuple, Mapping[str, Any]] = {}
+    views: dict[tuple, set] = {}
+    gold: list[str] = []
+    for r in rows:
+        key = tuple(r.get(f) for f in mod.ROW_ID_FIELDS)
+        if key in seen:
+            dupes.append(f"{where}: {row_label(r, mod.ROW_ID_FIELDS)} appears more than once (duplicates are refused)")
+            continue
+        seen[key] = r
+        item = tuple(r.get(f) for f in mod.ITEM_FIELDS)
+        first = items.setdefault(item, r)
+        views.setdefault(item, set()).add(tuple(r.get(f) for f in mod.VIEW_FIELDS))
+        for f in mod.DATA_FIELDS:
+            if r.get(f) != first.get(f):
+                gold.append(f"{where}: {row_label(r, mod.ROW_ID_FIELDS)}: {f} {str(r.get(f))[:80]!r} is not its item's "
+                            f"{str(first.get(f))[:80]!r}")  # fmt: skip
+    problems += _listed(dupes, "duplicated rows") + _listed(gold, "rows whose gold differs from their item's")
+    expected = mod.expected_views(task, rows)
+    strays = [f"{where}: {row_label(r, mod.ROW_ID_FIELDS)} is not a view the task scores" for r in seen.values()
+              if tuple(r.get(f) for f in mod.VIEW_FIELDS) not in expected]  # fmt: skip
+    problems += _listed(strays, "stray rows")
+    n_official = len(items) * len(expected)
+    n_missing = sum(len(expected - v) for v in views.values())
+    if n_missing:
+        problems.append(f"{where}: {n_missing} of the {n_official} rows its data has are missing (counted as failures): unrankable")
+    if problems:
+        return problems, [], n_missing
+    try:
+        wrong, notes = mod.rederive(list(seen.values()), provenance)
+    except Exception as exc:  # noqa: BLE001 - a forged row must not crash the leaderboard
+        return [f"{where}: its rows cannot be scored again ({type(exc).__name__}: {exc})"], [], 0
+    if wrong:
+        problems.append(f"{where}: {len(wrong)} rows state scores their outputs do not give")
+        problems += _listed([f"{where}: {w}" for w in wrong], "rows")
+    return problems, notes, 0
+
+
 # -- the sample-split and version rules ---------------------------------------------------
 
 
@@ -176,24 +278,36 @@ def _harness_of(results: Sequence[Any], reasons: list[str]) -> str | None:
     return version
 
 
+def vouched(bench, official: Mapping[str, Sequence[str]] | None = None) -> dict[str, str]:
+    """fingerprint -> who vouches for it: the registry (:attr:`Benchmark.release`) or the
+    operator (``--official``). Nothing a submission says about its data is among them."""
+    out = {fp: "registry" for fps in (bench.release.fingerprints or {}).values() for fp in fps}
+    for fp in (official or {}).get(bench.name) or ():
+        out.setdefault(str(fp), "--official")
+    return out
+
+
+def official_hint(bench, fingerprint: Any) -> str:
+    """The exact ``--official`` file that would vouch for ``fingerprint``."""
+    return json.dumps({bench.name: [fingerprint]})
+
+
 def _official(bench, task: str, dataset: Mapping[str, Any], official: Mapping[str, Sequence[str]] | None) -> tuple[bool, str]:
-    """Whether a task's data is the benchmark's official release, and why (not)."""
+    """Whether a task's data is one the registry or the operator vouches for, and why (not).
+    Where the data says it came from (a hub name, a path) is the submitter's claim and
+    vouches for nothing: only the fingerprint of its rows counts."""
     fingerprint = dataset.get("fingerprint")
-    known = {*((bench.release.fingerprints or {}).get(task, ()) or ()),
-             *(fp for fps in (bench.release.fingerprints or {}).values() for fp in fps),
-             *((official or {}).get(bench.name) or ())}  # fmt: skip
+    known = vouched(bench, official)
     if fingerprint and fingerprint in known:
-        return True, "its fingerprint is a registered official release"
-    if known:
-        return False, f"its data (fingerprint {fingerprint}) is not an official {bench.title} release"
-    if bench.release.hub is None:
-        return False, f"{bench.title} has no public release lmms-scene knows of, so no run is the official benchmark yet"
-    source = dataset.get("source") or {}
-    if source.get("path") == bench.release.hub and not source.get("data_files"):
-        return True, f"read from the official hub dataset {bench.release.hub} (no fingerprint registered yet; recorded)"
-    return False, (f"its data is not the official release (read from {source.get('path') or 'local files'}"
-                   f"{' ' + str([f['path'] for f in source.get('data_files') or []]) if source.get('data_files') else ''}; "
-                   f"the official one is the hub dataset {bench.release.hub})")  # fmt: skip
+        who = "lmms-scene's registry" if known[fingerprint] == "registry" else "this leaderboard's --official list"
+        return True, f"its fingerprint is vouched for by {who}"
+    claim = (dataset.get("source") or {}).get("path")
+    claimed = f"; it says it read {claim!r}, which is not checked" if claim else ""
+    where = (f"neither lmms-scene's registry nor --official lists it" if known or bench.release.hub is None
+             else f"lmms-scene's registry has no fingerprint of {bench.release.hub} yet and --official does not list it")
+    return False, (f"its data (fingerprint {fingerprint}, {dataset.get('n_rows')} items) is not vouched for: {where}{claimed}. "
+                   f"If you know this is {bench.title}'s data, vouch for it with --official FILE, FILE holding "
+                   f"{official_hint(bench, fingerprint)}")  # fmt: skip
 
 
 # -- building -------------------------------------------------------------------------------
@@ -364,9 +478,19 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
 
 def verify(submission: Any, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE) -> list[str]:
     """Every reason ``submission`` cannot be ranked (empty: it can); see the module docstring."""
+    return check(submission, official=official, max_empty_rate=max_empty_rate)[0]
+
+
+def check(submission: Any, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE
+          ) -> tuple[list[str], dict[str, dict[str, Any]]]:  # fmt: skip
+    """(problems, findings): :func:`verify`'s reasons, and per benchmark what the check
+    found itself (``vouched_by``, ``fingerprint``, ``rederived``: what was recomputed from
+    the outputs and what could not be), which the leaderboard shows instead of anything
+    the file says about itself."""
     errors = validate(submission)
     if errors:
-        return errors
+        return errors, {}
+    findings: dict[str, dict[str, Any]] = {}
     if not tested_harness(submission["versions"]["lmms_eval"]):
         errors.append(f"$.versions.lmms_eval: {submission['versions']['lmms_eval']!r} is not a tested lmms-eval release "
                       f"({','.join(TESTED_HARNESS)})")  # fmt: skip
@@ -377,12 +501,17 @@ def verify(submission: Any, *, official: Mapping[str, Sequence[str]] | None = No
         except KeyError:
             errors.append(f"{where}: {name!r} is not an lmms-scene benchmark ({', '.join(benchmarks.names())})")
             continue
-        errors += _verify_entry(bench, entry, where, official, max_empty_rate)
-    return errors
+        found: dict[str, Any] = {}
+        try:
+            errors += _verify_entry(bench, entry, where, official, max_empty_rate, found)
+        except Exception as exc:  # noqa: BLE001 - one hostile file costs its row, never the board
+            errors.append(f"{where}: cannot be checked ({type(exc).__name__}: {str(exc)[:200]})")
+        findings[name] = found
+    return errors, findings
 
 
 def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping[str, Sequence[str]] | None,
-                  max_empty_rate: float) -> list[str]:  # fmt: skip
+                  max_empty_rate: float, found: dict[str, Any]) -> list[str]:  # fmt: skip
     errors: list[str] = []
     mod = bench.results()
     specs = {m.name: m for m in bench.headline}
@@ -406,11 +535,15 @@ def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping
                 errors.append(f"{where}.metrics.{key}: {m['value']!r} lies outside its own interval {ci!r}")
     if entry["headline"] not in entry["metrics"]:
         errors.append(f"{where}: its headline {entry['headline']!r} has no value")
+    if bench.ranking_metric.name not in entry["metrics"]:
+        errors.append(f"{where}: the metric {bench.title} is ranked by, {bench.ranking_metric.name!r}, has no value")
     # the rows: intact, and the numbers and the data follow from them
     payloads = entry["rows"]
     for task, payload in payloads.items():
         if list(payload.get("fields") or []) != list(mod.VERIFY_FIELDS):
             errors.append(f"{where}.rows.{task}.fields: expected {list(mod.VERIFY_FIELDS)}")
+        elif any(len(v) != len(mod.VERIFY_FIELDS) for v in payload["values"]):
+            errors.append(f"{where}.rows.{task}.values: every row needs {len(mod.VERIFY_FIELDS)} values")
         elif entry["rows_sha256"].get(task) != rows_sha256(payload):
             errors.append(f"{where}.rows.{task}: its sha256 is not {entry['rows_sha256'].get(task)!r}: the rows were changed")
     if errors:
@@ -420,6 +553,31 @@ def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping
     head_rows = [r for rows in rows_by_task.values() for r in rows] if pooled else rows_by_task.get(entry["task"], [])
     if not head_rows:
         return [f"{where}: no rows for its headline task {entry['task']!r}: unverifiable"]
+    # the data the rows are, not the data the file says it is: vouched for by the registry
+    # or the operator, every row once, every view of every item, gold as the item's
+    try:
+        identity = mod.identity(head_rows)
+    except Exception as exc:  # noqa: BLE001 - a forged row must not crash the leaderboard
+        return [f"{where}.rows: no data fingerprint can be computed from them ({type(exc).__name__}: {exc})"]
+    found["fingerprint"] = identity["fingerprint"]
+    found["n_items"] = identity["n_rows"]
+    found["claimed_source"] = (entry["dataset"].get("source") or {}).get("path")
+    is_official, why = _official(bench, entry["task"], {**entry["dataset"], "fingerprint": identity["fingerprint"],
+                                                         "n_rows": identity["n_rows"]}, official)  # fmt: skip
+    found["vouched_by"] = vouched(bench, official).get(identity["fingerprint"]) if is_official else None
+    if not is_official:
+        found["official_hint"] = official_hint(bench, identity["fingerprint"])
+        errors.append(f"{where}.dataset: not the benchmark: {why}")
+    units = [(entry["task"], head_rows)] if pooled else list(rows_by_task.items())
+    rederived: list[str] = []
+    for task, rows in units:
+        prov = entry["provenance"].get(task) or next(iter(entry["provenance"].values()), None)
+        problems, notes, _ = check_rows(bench, task, rows, prov if isinstance(prov, Mapping) else None, f"{where}.rows.{task}")
+        errors += problems
+        rederived += [n for n in notes if n not in rederived]
+    found["rederived"] = rederived
+    if errors:
+        return errors
     try:
         again = mod.recompute(head_rows)
     except Exception as exc:  # noqa: BLE001 - a forged row must not crash the leaderboard
@@ -436,10 +594,6 @@ def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping
     if entry["dataset"]["fingerprint"] != again["dataset"]["fingerprint"]:
         errors.append(f"{where}.dataset.fingerprint: {entry['dataset']['fingerprint']!r} is not the fingerprint of its rows "
                       f"({again['dataset']['fingerprint']!r})")  # fmt: skip
-    # the data the rows are, not the data the file says it is
-    is_official, why = _official(bench, entry["task"], {**entry["dataset"], "fingerprint": again["dataset"]["fingerprint"]}, official)
-    if not is_official:
-        errors.append(f"{where}.dataset: not the benchmark: {why}")
     for task, rows in rows_by_task.items():
         counts = mod.row_failures(rows)
         for key, n in counts.items():
@@ -461,23 +615,132 @@ def write(submission: Mapping[str, Any], out: str | Path) -> Path:
     return out
 
 
+def _read_bytes(path: Path) -> bytes:
+    """A regular file's bytes, read without following a link and never blocking: a symbolic
+    link, a FIFO, a device or a folder is refused by its name and never opened; more than
+    :data:`MAX_FILE_BYTES` is refused. Raises ``ValueError`` saying which."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise ValueError("a symbolic link (only regular files inside the folder are read; links are never followed)")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+                else "a folder" if stat.S_ISDIR(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a special file")  # fmt: skip
+        raise ValueError(f"{kind}, not a regular file (never opened)")
+    if st.st_size > MAX_FILE_BYTES:
+        raise ValueError(f"{st.st_size} bytes, more than the {MAX_FILE_BYTES} a submission may have")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        again = os.fstat(fd)
+        if not stat.S_ISREG(again.st_mode) or (again.st_dev, again.st_ino) != (st.st_dev, st.st_ino):
+            raise ValueError("changed while it was being read (not the regular file it was)")
+        chunks, total = [], 0
+        while total <= MAX_FILE_BYTES:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > MAX_FILE_BYTES:
+            raise ValueError(f"more than the {MAX_FILE_BYTES} bytes a submission may have")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_DIGITS:
+        raise ValueError(f"a number with {len(text.lstrip('-'))} digits (at most {MAX_DIGITS})")
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    digits = sum(ch.isdigit() for ch in text)
+    if digits > MAX_DIGITS:
+        raise ValueError(f"a number with {digits} digits (at most {MAX_DIGITS})")
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is not a finite number")
+    return value
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key[:80]!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _walk(data: Any) -> str | None:
+    """Why the parsed document cannot be read (None: it can): nested deeper than
+    :data:`MAX_DEPTH`, or a string with a lone surrogate or a NUL."""
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels"
+        if isinstance(node, dict):
+            stack.extend((k, depth + 1) for k in node)
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+        elif isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"a string with a lone surrogate ({node[:40]!r})"
+    return None
+
+
+def load_file(path: str | Path) -> tuple[Any, list[str]]:
+    """A submission file parsed with every limit the leaderboard needs (see :func:`_read_bytes`;
+    numbers finite and of at most :data:`MAX_DIGITS` digits, no duplicate keys, nested at
+    most :data:`MAX_DEPTH` deep, valid UTF-8 without lone surrogates), or None and why not."""
+    try:
+        raw = _read_bytes(Path(path))
+    except ValueError as exc:
+        return None, [f"refused: {exc}"]
+    except OSError as exc:
+        return None, [f"cannot be read ({exc.strerror or exc})"]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [f"not UTF-8 (byte {exc.start})"]
+    try:
+        data = json.loads(text, parse_constant=_no_constants, parse_int=_parse_int, parse_float=_parse_float,
+                          object_pairs_hook=_pairs)  # fmt: skip
+    except json.JSONDecodeError as exc:
+        return None, [f"not JSON (line {exc.lineno}: {exc.msg})"]
+    except RecursionError:
+        return None, [f"not JSON this leaderboard reads (nested deeper than {MAX_DEPTH} levels)"]
+    except ValueError as exc:
+        return None, [f"not JSON ({exc})"]
+    why = _walk(data)
+    if why:
+        return None, [f"not JSON this leaderboard reads ({why})"]
+    return data, []
+
+
 def read(path: str | Path, *, official: Mapping[str, Sequence[str]] | None = None,
          max_empty_rate: float = MAX_EMPTY_RATE) -> tuple[dict[str, Any] | None, list[str]]:  # fmt: skip
     """A submission file and every reason it cannot be ranked (the JSON is None when it
     cannot be parsed). ``NaN`` and ``Infinity`` are not JSON and are refused as such."""
-    path = Path(path)
+    data, problems, _ = read_checked(path, official=official, max_empty_rate=max_empty_rate)
+    return data, problems
 
-    def no_constants(name: str) -> Any:
-        raise ValueError(f"{name} is not a JSON number")
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constants)
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [f"cannot be read ({exc})"]
-    except json.JSONDecodeError as exc:
-        return None, [f"not JSON (line {exc.lineno}: {exc.msg})"]
-    except ValueError as exc:
-        return None, [f"not JSON ({exc})"]
+def read_checked(path: str | Path, *, official: Mapping[str, Sequence[str]] | None = None,
+                 max_empty_rate: float = MAX_EMPTY_RATE) -> tuple[Any, list[str], dict[str, dict[str, Any]]]:  # fmt: skip
+    """:func:`read` with :func:`check`'s findings."""
+    data, problems = load_file(path)
+    if problems:
+        return None, problems, {}
     if isinstance(data, dict) and data.get("format") == FORMAT and data.get("schema_version") != SCHEMA_VERSION:
-        return data, [f"schema_version {data.get('schema_version')!r}: this lmms-scene reads version {SCHEMA_VERSION}"]
-    return data, verify(data, official=official, max_empty_rate=max_empty_rate)
+        return data, [f"schema_version {str(data.get('schema_version'))[:40]!r}: this lmms-scene reads version {SCHEMA_VERSION}"], {}
+    problems, findings = check(data, official=official, max_empty_rate=max_empty_rate)
+    return data, problems, findings

@@ -187,6 +187,11 @@ def md_cell(text: str) -> str:
     return md_inline(text).replace("|", "\\|")
 
 
+def row_label(row: Mapping[str, Any], fields: Sequence[str]) -> str:
+    """A row named by its id fields, for a refusal: ``row image_id='12', condition='high'``."""
+    return "row " + ", ".join(f"{f}={str(row.get(f))[:80]!r}" for f in fields)
+
+
 def csv_cell(text: str) -> str:
     """A CSV cell a spreadsheet will not run: a leading ``= + - @`` (or tab / CR) gets a
     quote in front (the OWASP advice), except for numbers such as ``-0.5``."""

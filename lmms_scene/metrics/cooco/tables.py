@@ -11,24 +11,43 @@ own rows with the very function the task used (:func:`lmms_scene.metrics.cooco.s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from lmms_scene.data.cooco.schema import NAMING_CONDITIONS
+from lmms_scene.data.cooco.views import NOISE_AREAS, NOISE_LEVELS
+from lmms_scene.metrics import clip as clip_metrics
 from lmms_scene.metrics.cooco import scoring
 from lmms_scene.metrics import rows as rows_lib
-from lmms_scene.report.tables import Plot, Run, Table, Value, View, unscored_note, value_of
+from lmms_scene.report.tables import Plot, Run, Table, Value, View, row_label, unscored_note, value_of
 from lmms_scene.results import short_fingerprint, stored_report
 
 REPORT_KEY = scoring.BREAKDOWN_KEY
 ID_FIELDS = scoring.ID_FIELDS
 DATA_FIELDS = scoring.DATA_FIELDS
 #: the row fields the headline cell needs (scoring.CELL_METRICS reads these)
+#: what identifies an item of the dataset, and its gold fields (the data fingerprint's)
+ITEM_FIELDS = scoring.ITEM_FIELDS
 VERIFY_FIELDS: tuple[str, ...] = (
     *ID_FIELDS, *DATA_FIELDS, "refclipscore", "clip_score", "reference_similarity", "accuracy",
     "levenshtein_accuracy", "text_similarity", "output_scene_similarity", "context_captured", "empty", "scored",
     # the reading and what its selection needs (scoring.reading_rows)
     "reading", "dropped", "hard_chars", "gold_chars",
+    "output",
 )  # fmt: skip
+#: what identifies one row of a run (an item under one noise setting): each exactly once
+ROW_ID_FIELDS: tuple[str, ...] = ID_FIELDS
+#: the fields that name a row's view of its item (the noise settings a task scores)
+VIEW_FIELDS: tuple[str, ...] = ("noise_area", "noise_level")
+#: every row field's type (:func:`lmms_scene.report.submission.row_type_problem`): a closed
+#: set; a bool is not a score, a string is not a number, ``scored`` is true or false
+ROW_TYPES: dict[str, Any] = {
+    "image_id": "str", "condition": scoring.CONDITIONS, "noise_area": "str", "noise_level": "num",
+    "scene": "str", "target": "str", "gold": "str", "refclipscore": "num?", "clip_score": "num?",
+    "reference_similarity": "num?", "accuracy": "01?", "levenshtein_accuracy": "01?", "text_similarity": "num?",
+    "output_scene_similarity": "num?", "context_captured": "bool?", "empty": "bool?", "scored": "bool", "output": "str",
+    "reading": scoring.READINGS, "dropped": "str?", "hard_chars": "num?", "gold_chars": "num?",
+}  # fmt: skip
 METRICS = (
     ("refclipscore_median", "median RefCLIPScore"),
     ("refclipscore", "RefCLIPScore"),
@@ -83,8 +102,93 @@ def recompute(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """What makes a run unrankable, counted from its rows (a submission's rows, so the
-    leaderboard does not take the counts on trust)."""
-    return {"n_unscored": sum(1 for r in rows if r.get("scored") is False), "n_empty": sum(1 for r in rows if r.get("empty") is True)}
+    leaderboard does not take the counts on trust). Anything but ``scored: true`` is a
+    failure (the row types refuse ``null`` before this)."""
+    return {"n_unscored": sum(1 for r in rows if r.get("scored") is not True), "n_empty": sum(1 for r in rows if r.get("empty") is True)}
+
+
+def expected_views(task: str, rows: Sequence[Mapping[str, Any]]) -> set[tuple[Any, ...]]:
+    """The noise settings every item of ``task`` has a row for: no noise for ``cooco``, the
+    paper's areas x levels for a noise task (``cooco_noise``, or a task built from it)."""
+    if task == "cooco_noise" or task.startswith("cooco_noise_"):
+        return {(a, float(lv)) for a in NOISE_AREAS for lv in NOISE_LEVELS}
+    return {(scoring.NO_NOISE_AREA, 0.0)}
+
+
+def checkpoint_at_hand(name: Any) -> bool:
+    """Whether the CLIP checkpoint ``name`` is on this machine (a local folder with its
+    config, or in the Hugging Face cache): a leaderboard never downloads one."""
+    if not isinstance(name, str) or not name or name.startswith("not computed"):
+        return False
+    try:
+        if Path(name).is_dir():
+            return (Path(name) / "config.json").is_file()
+    except (OSError, ValueError):
+        return False
+    try:
+        from huggingface_hub import try_to_load_from_cache  # deferred: huggingface_hub is heavy to import
+
+        return isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except Exception:  # noqa: BLE001 - not a repo name, no cache: not at hand
+        return False
+
+
+def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None = None) -> tuple[list[str], list[str]]:
+    """(problems, notes): each scored row's scores recomputed from its output and gold with
+    the task's own functions; a problem names the row, the field, the stated and the
+    recomputed value. Levenshtein accuracy and the empty flag need no weights. The CLIP
+    text scores (accuracy, text and reference similarity) are recomputed when the checkpoint
+    the provenance names is on this machine; RefCLIPScore is checked to be the harmonic mean
+    of its parts; CLIP-S needs the images, which a submission does not carry (a note says so)."""
+    problems: list[str] = []
+    clip_model = (provenance or {}).get("clip_model") or (provenance or {}).get("checkpoint")
+    at_hand = checkpoint_at_hand(clip_model)
+    notes = ["CLIP-S (image-text cosine, a part of RefCLIPScore) not re-derived: it needs the images"]
+    if not at_hand:
+        notes.append(f"CLIP accuracy and text similarity not re-derived: the checkpoint {clip_model!r} is not on this machine")
+    todo = []
+    for r in rows:
+        if r.get("scored") is not True:
+            continue
+        where = row_label(r, ID_FIELDS)
+        if (r.get("reading") or scoring.CLEANED) != scoring.CLEANED:
+            problems.append(f"{where}: scored in the {r.get('reading')!r} reading (for comparing with the paper's figures); "
+                            f"the board ranks the {scoring.CLEANED!r} reading (docs/cooco.md)")  # fmt: skip
+            continue
+        # the scorer's own texts of this answer (its gold name: parenthetical stripped)
+        texts = scoring._texts({"gold": str(r.get("gold") or ""), "scene": str(r.get("scene") or ""),
+                                "target": str(r.get("target") or "")}, r.get("output") or "", scoring.CLEANED)  # fmt: skip
+        pred, empty = texts["prediction"], texts["empty"]
+        lev = 0.0 if empty else scoring.levenshtein_similarity(*texts["lev"])
+        want = {"empty": empty, "levenshtein_accuracy": float(lev >= scoring.LEVENSHTEIN_THRESHOLD)}
+        if empty:
+            want.update(refclipscore=0.0, accuracy=0.0)
+        for key, value in want.items():
+            if r.get(key) != value:
+                problems.append(f"{where}: {key} is {r.get(key)!r} but its output gives {value!r}")
+        c, ref, rc = r.get("clip_score"), r.get("reference_similarity"), r.get("refclipscore")
+        if not empty and rc is not None:
+            if c is None or ref is None or not 0 <= c <= 2.5:
+                problems.append(f"{where}: refclipscore {rc!r} without its parts (clip_score {c!r}, reference_similarity {ref!r})")
+            else:
+                r_pos = max(ref, 0.0)
+                hm = 0.0 if c <= 0 or r_pos <= 0 else 2 * c * r_pos / (c + r_pos)
+                if abs(hm - rc) > 1e-6:
+                    problems.append(f"{where}: refclipscore {rc!r} is not the harmonic mean of its parts ({hm!r})")
+        if not empty and at_hand:
+            todo.append((where, r, texts))
+    if todo:
+        sims = clip_metrics.text_similarity([t["long"] for _, _, t in todo], [t["gold_long"] for _, _, t in todo],
+                                            model=str(clip_model))  # fmt: skip
+        for (where, r, _), sim in zip(todo, sims):
+            for key in ("text_similarity", "reference_similarity"):
+                if not isinstance(r.get(key), (int, float)) or abs(r[key] - sim) > 1e-4:
+                    problems.append(f"{where}: {key} is {r.get(key)!r} but its output gives {sim!r}")
+            if abs(sim - scoring.ACCURACY_THRESHOLD) > 1e-4 and r.get("accuracy") != float(sim >= scoring.ACCURACY_THRESHOLD):
+                problems.append(f"{where}: accuracy is {r.get('accuracy')!r} but its output gives {float(sim >= scoring.ACCURACY_THRESHOLD)!r}")
+        notes.append(f"CLIP accuracy and text similarity re-derived with {clip_model}")
+    notes.insert(0, "Levenshtein accuracy re-derived from the outputs")
+    return problems, notes
 
 
 # -- tables and figures -----------------------------------------------------------------------

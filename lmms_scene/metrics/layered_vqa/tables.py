@@ -28,14 +28,25 @@ from lmms_scene.report.tables import (
     unscored_note,
     value_of,
 )
-from lmms_scene.data.layered_vqa.delivery import SCHEDULES
+from lmms_scene.data.layered_vqa.delivery import SCHEDULES, SELECTION
+from lmms_scene.report.tables import row_label
 from lmms_scene.results import short_fingerprint, stored_report
 
 REPORT_KEY = "layered_vqa_report"
 COLUMNS = ("text", "visual", "layered")
 HEADLINE = tuple(f"retained_{c}" for c in COLUMNS)
+#: what identifies an item of the dataset, and its gold fields (the data fingerprint's)
+ITEM_FIELDS = aggregation.ITEM_FIELDS
+DATA_FIELDS = aggregation.DATA_FIELDS
 VERIFY_FIELDS: tuple[str, ...] = ("scene_id", "question_id", "schedule", "repeat", "correct", "empty", "cannot_tell",
-                                  *aggregation.DATA_FIELDS)  # fmt: skip
+                                  *aggregation.DATA_FIELDS, "output", "depth")  # fmt: skip
+ROW_ID_FIELDS: tuple[str, ...] = ("scene_id", "question_id", "schedule", "repeat")
+VIEW_FIELDS: tuple[str, ...] = ("schedule", "repeat")
+ROW_TYPES: dict[str, Any] = {
+    "scene_id": "str", "question_id": "str", "schedule": tuple(SCHEDULES), "repeat": "int", "correct": "bool?",
+    "empty": "bool?", "cannot_tell": "bool?", "question": "str", "answer": "str", "question_type": "str", "output": "str",
+    "depth": "int",
+}  # fmt: skip
 N_NOTE = "n = questions (x schedules); intervals resample scenes"
 #: the headline compares schedules, so it is computed from every task's rows of a run together
 POOLED = True
@@ -100,8 +111,49 @@ def verification_rows(result: Any) -> list[dict[str, Any]]:
 
 
 def recompute(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The headline cell and the data identity from every schedule's rows of a run."""
-    return {"cell": aggregation.headline_cell(rows), "dataset": identity(rows)}
+    """The headline cell and the data identity from every schedule's rows of a run, with
+    the accuracy under ``full`` beside the pooled accuracy (the leaderboard shows both)."""
+    cell = dict(aggregation.headline_cell(rows))
+    unique = rows_lib.dedupe(aggregation.expand_repeats(rows), ROW_ID_FIELDS, same=()).rows
+    full = rows_lib.cell([r for r in unique if r.get("schedule") == "full"], {"accuracy": aggregation.ACCURACY["accuracy"]},
+                         aggregation.CLUSTER)  # fmt: skip
+    if full.get("accuracy") is not None:
+        cell["accuracy_full"] = full["accuracy"]
+        cell["ci95"] = {**(cell.get("ci95") or {}), "accuracy_full": (full.get("ci95") or {}).get("accuracy")}
+    return {"cell": cell, "dataset": identity(rows)}
+
+
+def expected_views(task: str, rows: Sequence[Mapping[str, Any]]) -> set[tuple[Any, ...]]:
+    """Every item under every one of the paper's 16 delivery schedules, each repeat."""
+    repeats = {r.get("repeat") for r in rows} or {0}
+    return {(s, k) for s in SCHEDULES for k in repeats}
+
+
+def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None = None) -> tuple[list[str], list[str]]:
+    """(problems, notes): every graded row's verdict recomputed from its final reply and
+    gold with the task's rule grader (the evidence-selection line read first, as the task
+    does); a problem names the row, the field, the stated and the recomputed value."""
+    lemma_names, synonyms = scoring.default_lemma_names()
+    problems: list[str] = []
+    for r in rows:
+        where = row_label(r, ROW_ID_FIELDS)
+        final = str(r.get("output") or "")
+        if r.get("correct") is None:
+            continue
+        if r.get("empty") is not (not final.strip()):
+            problems.append(f"{where}: empty is {r.get('empty')!r} but its output gives {not final.strip()!r}")
+        answer_text = final
+        try:
+            if r.get("schedule") in SELECTION:
+                _, answer_text = scoring.parse_selection(final, int(r.get("depth") or 0))
+            g = scoring.grade(answer_text, r.get("answer"), r.get("question_type"), r.get("question"), lemma_names)
+        except Exception as exc:  # noqa: BLE001 - a hostile output must cost its row, not the board
+            problems.append(f"{where}: its output cannot be graded again ({type(exc).__name__}: {exc})")
+            continue
+        for key, value in (("correct", g.correct), ("cannot_tell", g.cannot_tell)):
+            if r.get(key) is not value:
+                problems.append(f"{where}: {key} is {r.get(key)!r} but its output gives {value!r}")
+    return problems, [f"graded again from the outputs by the rule grader (synonyms: {synonyms})"]
 
 
 def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:

@@ -15,14 +15,33 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene.metrics import rows as rows_lib
+from lmms_scene.report.tables import row_label
 from lmms_scene.metrics.cesg import report as snus_report
+from lmms_scene.metrics.cesg import score as cesg_score_lib
 from lmms_scene.metrics.cesg.score import DEFAULT_WEIGHTS, KEYS
 from lmms_scene.report.tables import Run, Table, Value, View, unscored_note
 from lmms_scene.metrics.cesg.score import corpus_scores as convention
 from lmms_scene.results import short_fingerprint, stored_report
 
 REPORT_KEY = "snus_report"
-VERIFY_FIELDS: tuple[str, ...] = ("image_id", "references", *KEYS, "status")
+#: what identifies an item of the dataset, and its gold fields (the data fingerprint's)
+ITEM_FIELDS = snus_report.ID_FIELDS
+DATA_FIELDS = snus_report.DATA_FIELDS
+VERIFY_FIELDS: tuple[str, ...] = ("image_id", "references", *KEYS, "status", "output")
+ROW_ID_FIELDS: tuple[str, ...] = snus_report.ID_FIELDS
+VIEW_FIELDS: tuple[str, ...] = ()
+#: a row's status: one of the scorer's outcomes, or a failure ("unscored", or the task's
+#: "not scored here: ..." when process_results could not score it); nothing else
+STATUSES: tuple[str, ...] = (cesg_score_lib.SCORED, cesg_score_lib.EMPTY_PREDICTION, cesg_score_lib.NO_ABSENT_PREDICTION,
+                             cesg_score_lib.NO_ABSENT_REFERENCE, "unscored")  # fmt: skip
+FAILED_PREFIX = "not scored here: "
+
+
+def _status(value: Any) -> bool:
+    return value in STATUSES or (isinstance(value, str) and value.startswith(FAILED_PREFIX))
+
+
+ROW_TYPES: dict[str, Any] = {"image_id": "str", "references": "str[]", **{k: "num?" for k in KEYS}, "status": _status, "output": "str"}
 AC_LABEL = "AC (references, negation stripped)"
 CONVENTION = (
     "CESG in the paper's convention: P_t is the mean over rows whose prediction states a type-t element, "
@@ -80,7 +99,8 @@ def verification_rows(result: Any) -> list[dict[str, Any]]:
     out = []
     for r in result.rows(REPORT_KEY):
         scores = r.get("scores") if isinstance(r.get("scores"), Mapping) else {}
-        out.append({"image_id": r.get("image_id"), "references": r.get("references"), **{k: scores.get(k) for k in (*KEYS, "status")}})
+        out.append({"image_id": r.get("image_id"), "references": r.get("references"), **{k: scores.get(k) for k in (*KEYS, "status")},
+                    "output": r.get("output")})  # fmt: skip
     return out
 
 
@@ -100,9 +120,42 @@ def corpus_scores(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """What makes a run unrankable, counted from its rows."""
-    return {"n_empty": sum(1 for r in rows if r.get("status") == "empty_prediction"),
-            "n_unscored": sum(1 for r in rows if r.get("status") == "unscored" or str(r.get("status") or "").startswith("not scored"))}
+    """What makes a run unrankable, counted from its rows: any status that is not one of
+    the scorer's outcomes is a failure (the row types refuse unknown ones before this)."""
+    outcomes = set(STATUSES) - {"unscored"}
+    return {"n_empty": sum(1 for r in rows if r.get("status") == cesg_score_lib.EMPTY_PREDICTION),
+            "n_unscored": sum(1 for r in rows if r.get("status") not in outcomes)}
+
+
+def expected_views(task: str, rows: Sequence[Mapping[str, Any]]) -> set[tuple[Any, ...]]:
+    """One row per image."""
+    return {()}
+
+
+def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None = None) -> tuple[list[str], list[str]]:
+    """(problems, notes): every scored row's status, P/R/F1 and CESG recomputed from its
+    output and references with CESG's offline pipeline (the task's own function and
+    options); a problem names the row, the field, the stated and the recomputed value."""
+    options = snus_report.cesg_options()
+    problems: list[str] = []
+    for r in rows:
+        if r.get("status") not in STATUSES or r.get("status") == "unscored":
+            continue
+        where = row_label(r, ROW_ID_FIELDS)
+        try:
+            again = cesg_score_lib.cesg_score(str(r.get("output") or ""), list(r.get("references") or []), **options)
+        except Exception as exc:  # noqa: BLE001 - a hostile output must cost its row, not the board
+            problems.append(f"{where}: its output cannot be scored again ({type(exc).__name__}: {exc})")
+            continue
+        if again.get("status") != r.get("status"):
+            problems.append(f"{where}: status is {r.get('status')!r} but its output gives {again.get('status')!r}")
+            continue
+        for k in KEYS:
+            a, b = r.get(k), again.get(k)
+            if (a is None) != (b is None) or (a is not None and abs(float(a) - float(b)) > 1e-4):
+                problems.append(f"{where}: {k} is {a!r} but its output gives {b!r}")
+    return problems, ["CESG re-derived from the outputs with the offline pipeline (parser, coreference and similarity of "
+                      "this lmms-scene)"]  # fmt: skip
 
 
 # -- Table 2 ----------------------------------------------------------------------------------
