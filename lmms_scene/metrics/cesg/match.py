@@ -215,10 +215,19 @@ def _overlap(q1: tuple[str, ...], q2: tuple[str, ...]) -> bool:
 
 
 def compatible(p: Node, g: Node, ref: dict[str, set[tuple[str, ...]]] | None = None) -> bool:
-    """Whether predicted node ``p`` may be reference node ``g`` (see the module docstring)."""
+    """Whether predicted node ``p`` may be reference node ``g`` (see the module docstring).
+    Not when ``p`` is named as another reference entity is and ``g`` is not ("the helper"
+    when the reference has a helper and a welder), nor when its qualifier picks out another
+    entity of ``g``'s name or, for people, another person ("the worker at the table" when
+    the reference has the operator at the saw and a worker at the table)."""
+    ref = ref or {}
+    if p.name != g.name and p.name in ref and not same_kind(p.name, g.name):
+        return False
     if not p.qualifier or not g.qualifier or _overlap(p.qualifier, g.qualifier):
         return True
-    others = [q for q in (ref or {}).get(g.name, ()) if q and q != g.qualifier]
+    person = is_person(g.name)
+    others = [q for name, qs in ref.items() if name == g.name or (person and is_person(name)) for q in qs
+              if q and (name, q) != (g.name, g.qualifier)]  # fmt: skip
     return not any(_overlap(p.qualifier, q) for q in others)
 
 
