@@ -133,9 +133,10 @@ def _word_synonyms(a: str, b: str, pos: str | None) -> bool:
         return True
     if pos == "n":
         # one names the other's kind one WordNet step up ("helmet" for "hard hat",
-        # "railing" for "guardrail"), or the head alone ("mask" for "dust mask"); ours
+        # "railing" for "guardrail"), or the prediction (a) names the reference's head
+        # alone ("mask" for "dust mask"; not "yellow vest" for "vest"); ours
         ha, hb = ca.split(), cb.split()
-        if (len(ha) == 1 and len(hb) > 1 and hb[-1] == ha[0]) or (len(hb) == 1 and len(ha) > 1 and ha[-1] == hb[0]):
+        if len(ha) == 1 and len(hb) > 1 and hb[-1] == ha[0]:  # the prediction (a) names the head only
             return True
         return _direct_kind(ca, cb) or _direct_kind(cb, ca)
     return False
@@ -176,22 +177,16 @@ def is_person(name: str) -> bool:
     return cache.memo("cesg.is_person", head, lambda: lexname(head) == "noun.person")
 
 
-def _person_entities(ref: dict[str, set[tuple[str, ...]]] | None) -> int:
-    return sum(len(qs) for name, qs in (ref or {}).items() if is_person(name))
-
-
 def same_entity(p: Node, g: Node, ref: dict[str, set[tuple[str, ...]]] | None = None) -> bool:
     """Whether predicted dependent ``p`` names reference dependent ``g``: of one kind
-    (:func:`same_kind`) and compatible; or two person nouns for one person (ours: "the man
-    on the scaffold" is "the worker on the scaffold"): both placed at the same spot, or the
-    reference has one person only and ``p`` names no other place."""
+    (:func:`same_kind`) and compatible; or two person nouns placed at the same spot (ours:
+    "the man on the scaffold" is "the worker on the scaffold"; an unplaced "welder" is not
+    "the worker": a more specific name is a different claim)."""
     if same_kind(p.name, g.name):
         return compatible(p, g, ref)
     if not (is_person(p.name) and is_person(g.name)):
         return False
-    if p.qualifier and g.qualifier:
-        return _overlap(p.qualifier, g.qualifier) and compatible(p, g, ref)
-    return _person_entities(ref) == 1 and not p.qualifier
+    return bool(p.qualifier and g.qualifier) and _overlap(p.qualifier, g.qualifier) and compatible(p, g, ref)
 
 
 def referents(g: CESG) -> dict[str, set[tuple[str, ...]]]:
