@@ -10,6 +10,7 @@ import pytest
 
 from lmms_scene import cache
 from lmms_scene.metrics.cesg import score_corpus
+from lmms_scene.metrics.cesg import construct, score
 from lmms_scene.metrics.cesg.construct import BATCH_TEXTS, fork_workers
 
 
@@ -35,14 +36,23 @@ def _corpus(n: int) -> list[tuple[str, str, list[str]]]:
     return rows
 
 
-def test_two_processes_score_exactly_as_one():
+def test_two_processes_score_exactly_as_one(monkeypatch):
     pairs = _corpus(300)
     assert len({p for _, p, _ in pairs}) > 2 * BATCH_TEXTS  # the build is shared among processes
     cache.memo_namespace("cesg.build").clear()
     one = score_corpus(pairs, workers=1)
+    forked, real = [], construct.fork_map
+
+    def spy(fn, shares):
+        forked.append((fn.__name__, len(shares)))
+        return real(fn, shares)
+
+    monkeypatch.setattr(construct, "fork_map", spy)
+    monkeypatch.setattr(score, "fork_map", spy)
     cache.memo_namespace("cesg.build").clear()
     two = score_corpus(pairs, workers=2)
-    assert [r["id"] for r in two["rows"]] == [r["id"] for r in pairs]
+    assert forked == [("_build_share", 2), ("_match_share", 2)]  # both phases ran in two processes
+    assert [r["id"] for r in two["rows"]] == [p[0] for p in pairs]
     assert two["rows"] == one["rows"]
     assert two["means"] == one["means"] and two["row_counts"] == one["row_counts"]
     assert any(r["status"] == "scored" for r in one["rows"])
