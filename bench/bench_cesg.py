@@ -1,6 +1,6 @@
 """Throughput of CESG (offline default pipeline, one torch thread), against the
-implementation at the branch point of issue 14 (``--previous``, default b3cf153) in the
-same run, on the same pairs.
+implementation at a previous commit (``--previous``, default f6cd88e: before issue 28) in
+the same run, on the same pairs. Prints the load average before and after.
 
 Pairs: SNUS-style negative captions generated here (3-4 sentences, about 30 words), each
 reference met by ``--per-ref`` different predictions (as a run over several models
@@ -8,14 +8,16 @@ meets it), every prediction text unique (no memo hits on whole predictions; sent
 do repeat, as in real model outputs).
 
 Figures (pairs/s): ``corpus_cold`` is ``score_corpus`` (what the task, ``lmms-scene cesg``
-and the evaluate module use) with nothing parsed or embedded yet (models loaded);
+and the evaluate module use) with nothing parsed or embedded yet (models loaded), with its
+default ``workers="auto"`` (graphs built and rows matched in as many processes as there
+are CPUs, up to 4; ``corpus_cold_one_process`` is the same with ``workers=1``);
 ``corpus_references_cached`` a second model's run (references built); ``single_cold``
 and ``single_references_cached`` the same through one ``cesg_score`` call per pair.
 The previous implementation runs in a subprocess from ``git archive`` of that commit
 (same machine, same pairs, same measuring code, one after the other); the ratio is the
 figure to read, the absolute numbers move with the machine's load.
 
-Usage: python bench/bench_cesg.py [--pairs 400 --per-ref 4 --previous b3cf153 | --no-previous]
+Usage: python bench/bench_cesg.py [--pairs 400 --per-ref 4 --previous f6cd88e | --no-previous]
 Prints one JSON object. Goal: corpus_cold >= 300 pairs/s on the 2-core development
 machine. Never asserted in tests.
 """
@@ -96,6 +98,11 @@ out["corpus_cold"] = timed(lambda: score_corpus([(i, p, r) for i, p, r in pairs]
 second = [(i, p + " The floor is not dry.", r) for i, p, r in pairs]  # a second model: references built
 out["corpus_references_cached"] = timed(lambda: score_corpus(second))
 cold()
+try:  # today's one-process path (older commits have no workers option)
+    out["corpus_cold_one_process"] = timed(lambda: score_corpus([(i, p, r) for i, p, r in pairs], workers=1))
+except TypeError:
+    pass
+cold()
 out["single_cold"] = timed(lambda: [cesg_score(p, r) for _, p, r in pairs])
 third = [(i, p + " The cable is not insulated.", r) for i, p, r in pairs]
 out["single_references_cached"] = timed(lambda: [cesg_score(p, r) for _, p, r in third])
@@ -135,9 +142,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=400)
     ap.add_argument("--per-ref", type=int, default=4)
-    ap.add_argument("--previous", default="b3cf153", help="commit of the implementation to compare with")
+    ap.add_argument("--previous", default="f6cd88e", help="commit of the implementation to compare with")
     ap.add_argument("--no-previous", action="store_true")
     args = ap.parse_args()
+    load_before = list(os.getloadavg())
     pairs = make_pairs(args.pairs, args.per_ref)
     words = sum(len(p.split()) for _, p, _ in pairs) / len(pairs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,6 +161,7 @@ def main() -> None:
         out[f"previous_{args.previous}_pairs_per_s"] = {k: round(v, 1) if isinstance(v, float) and k != "corpus_CESG" else v for k, v in previous.items()}
         out["speedup"] = {k: round(ours[k] / previous[k], 2) for k in ours if k not in ("corpus_CESG", "package") and previous.get(k)}
     out["goal_corpus_cold_pairs_per_s"] = 300
+    out["load_average_before_after"] = [load_before, list(os.getloadavg())]
     print(json.dumps(out, indent=1))
 
 

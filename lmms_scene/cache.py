@@ -148,6 +148,17 @@ def clear(keep: Callable[[Hashable], bool] | None = None) -> None:
             warnings.warn(f"lmms-scene: closing the cached {key!r} failed: {type(err).__name__}: {err}", stacklevel=2)
 
 
+def _reset_locks_after_fork() -> None:
+    """Fresh locks in a forked child (used by the parallel CESG build): a lock another
+    thread held at the fork would never be released there."""
+    global _guard
+    _guard = threading.Lock()
+    for key in list(_locks):
+        _locks[key] = threading.Lock()
+    for lru in _memos.values():
+        lru._lock = threading.RLock()
+
+
 def loaded_keys() -> list[Hashable]:
     """The keys that currently hold a loaded object."""
     return list(_values)

@@ -685,6 +685,8 @@ SLOW = {
     "test_captioning.py",
     "test_cesg.py",
     "test_cesg_agreement.py",
+    "test_cesg_ranking.py",
+    "test_cesg_parallel.py",
     "test_cooco_baseline.py",
     "test_layered_vqa_metrics.py::test_grader_with_real_wordnet_if_installed",
     "test_layered_vqa_grader.py",

@@ -72,15 +72,16 @@ def test_synonym_verifier_goes_through_the_strict_parser():
     from lmms_scene.metrics.cesg.judges import SynonymVerifier
 
     spec = JudgeSpec(name="j", model="m", provider="dummy")
+    # a pair WordNet does not link (helmet ~ hard hat is now a direct WordNet kind), so the verifier is asked
     yes = SynonymVerifier(spec, client=FakeClient(["Yes."] * 10))
-    s = cesg_score("There is no helmet.", "There is no hard hat.", encoder=None, verifier=yes)
+    s = cesg_score("There is no visor.", "There is no face shield.", encoder=None, verifier=yes)
     assert s["F1_o"] == 1.0 and yes.replies[0]["status"] == "yes"
     loose = SynonymVerifier(spec, client=FakeClient(["Not correct."] * 10))  # lmms-eval would read this as yes
-    s = cesg_score("There is no helmet.", "There is no hard hat.", encoder=None, verifier=loose)
+    s = cesg_score("There is no visor.", "There is no face shield.", encoder=None, verifier=loose)
     assert s["F1_o"] == 0.0
     failing = SynonymVerifier(spec, client=FakeClient([TimeoutError("slow")] * 10))
-    s = cesg_score("There is no helmet.", "There is no hard hat.", encoder=None, verifier=failing)
-    assert s["F1_o"] == 0.0 and s["judge_failures"] == ["helmet ~ hard hat"]
+    s = cesg_score("There is no visor.", "There is no face shield.", encoder=None, verifier=failing)
+    assert s["F1_o"] == 0.0 and s["judge_failures"] == ["visor ~ face shield"]
     assert failing.replies[0]["status"] == "timeout"
 
 

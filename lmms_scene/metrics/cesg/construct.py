@@ -14,6 +14,9 @@ predictions meet it.
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -26,6 +29,14 @@ from lmms_scene.metrics.cesg.coref import _QUICK, antecedents, FastCoref, render
 from lmms_scene.metrics.cesg.negation import PROVENANCE as NEG, strip_negation
 from lmms_scene.metrics.cesg.parse import DiscoSGParser, FactualT5Parser, RuleParser
 from lmms_scene.nlp.sentences import PROVENANCE as SPLIT, split_sentences
+
+
+#: texts per construction batch (the parallel path shares these batches among processes)
+BATCH_TEXTS = 128
+#: below this many texts to build (or rows to match), "auto" stays in one process
+PARALLEL_MIN = 200
+#: the pipeline a forked child builds with (set by the parent just before forking)
+_FORKED: Any = None
 
 
 def compare(negative: SceneGraph, affirmative: SceneGraph) -> CESG:
@@ -238,18 +249,95 @@ class Pipeline:
         """The scene-level CESG of ``text`` (memoised per pipeline and text)."""
         return self.build_many([text])[0]
 
-    def build_many(self, texts: Sequence[str], batch_size: int = 256) -> list[CESG]:
-        """The CESGs of ``texts``, building the ones not memoised yet in batches."""
+    def build_many(self, texts: Sequence[str], batch_size: int = BATCH_TEXTS, workers: int | str = 1) -> list[CESG]:
+        """The CESGs of ``texts``, building the ones not memoised yet in batches of
+        ``batch_size`` texts. ``workers`` > 1 (or ``"auto"``): the batches are shared among
+        that many processes (this one and forked children, see :func:`fork_map`), each
+        batch built exactly as the single-process path builds it, so the graphs are the
+        same; only the default offline pipeline is built this way (the model-based
+        components stay in this process)."""
         for i, text in enumerate(texts):
             if not isinstance(text, str):
                 raise TypeError(f"text[{i}]: expected a string, got {type(text).__name__}: {text!r}")
         memo = cache.memo_namespace("cesg.build")
         todo = list(dict.fromkeys(t for t in texts if (self.key, t) not in memo))
-        for start in range(0, len(todo), batch_size):
-            chunk = todo[start : start + batch_size]
-            for text, c in zip(chunk, self.construct_many(chunk)):
-                memo.put((self.key, text), c.cesg)
+        batches = [todo[start : start + batch_size] for start in range(0, len(todo), batch_size)]
+        n = fork_workers(workers, len(todo)) if self.forkable else 1
+        if n > 1 and len(batches) > 1:
+            global _FORKED
+            _FORKED = self
+            try:
+                shares = [batches[i::n] for i in range(min(n, len(batches)))]
+                for share, graphs in zip(shares, fork_map(_build_share, shares)):
+                    for chunk, built in zip(share, graphs):
+                        for text, g in zip(chunk, built):
+                            memo.put((self.key, text), g)
+            finally:
+                _FORKED = None
+        else:
+            for chunk in batches:
+                for text, c in zip(chunk, self.construct_many(chunk)):
+                    memo.put((self.key, text), c.cesg)
         return [memo.get_or_compute((self.key, t), lambda t=t: self.construct(t).cesg) for t in texts]
+
+    @property
+    def forkable(self) -> bool:
+        """Whether the build may run in forked processes: the rule components only (spaCy and
+        WordNet, no torch model)."""
+        return type(self.coref) is RuleCoref and type(self.parser) is RuleParser
+
+
+def fork_workers(workers: int | str, n_items: int) -> int:
+    """How many processes to use: ``workers`` as given (an int), or for ``"auto"`` the CPUs
+    this process may use (at most 4) when there are at least :data:`PARALLEL_MIN` items, fork
+    is available and no other non-daemon thread is running (a thread could hold a lock at
+    the moment of the fork); else 1."""
+    if isinstance(workers, bool) or not (isinstance(workers, int) or workers == "auto"):
+        raise ValueError(f"workers: expected a positive number of processes or 'auto', got {workers!r}")
+    if workers != "auto":
+        if workers < 1:
+            raise ValueError(f"workers: expected a positive number of processes or 'auto', got {workers!r}")
+        return workers if "fork" in multiprocessing.get_all_start_methods() else 1
+    if n_items < PARALLEL_MIN or "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    if threading.current_thread() is not threading.main_thread() or any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+        return 1
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, 4))
+
+
+def _after_fork() -> None:
+    """In a forked child: its own WordNet file handles (the parent's are shared file
+    offsets) and fresh locks (one held in the parent at the fork would never be released)."""
+    from lmms_scene.nlp import wordnet as wn_module  # deferred: only a forked child needs it
+
+    wn_module._lock = threading.Lock()
+    reader = cache._values.get(("nlp", "wordnet"))
+    if reader is not None:
+        reader._data_file_map = {}
+    cache._reset_locks_after_fork()
+
+
+def fork_map(fn: Callable[[Any], Any], shares: Sequence[Any]) -> list[Any]:
+    """``[fn(share) for share in shares]``: the first share in this process, each other in a
+    forked child (at the same time); results in order. ``fn`` is a module-level function
+    (its result travels back pickled)."""
+    if len(shares) <= 1:
+        return [fn(s) for s in shares]
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(len(shares) - 1, initializer=_after_fork) as pool:
+        pending = [pool.apply_async(fn, (s,)) for s in shares[1:]]
+        first = fn(shares[0])
+        rest = [p.get() for p in pending]
+    return [first, *rest]
+
+
+def _build_share(share: list[list[str]]) -> list[list[CESG]]:
+    pipe = _FORKED
+    return [[c.cesg for c in pipe.construct_many(chunk)] for chunk in share]
 
 
 def default_pipeline() -> Pipeline:

@@ -48,7 +48,7 @@ import numpy as np
 
 from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, Relation
 from lmms_scene import cache
-from lmms_scene.nlp.wordnet import hypernym_closure, synonyms, synsets
+from lmms_scene.nlp.wordnet import hypernym_closure, lexname, synonyms, synsets
 
 TYPES = ("o", "a", "r")
 #: CESG = 0.5 F1_o + 0.25 F1_a + 0.25 F1_r (paper, Implementation Details)
@@ -56,6 +56,14 @@ DEFAULT_WEIGHTS = (0.5, 0.25, 0.25)
 #: interactive-matching threshold lambda (the paper does not publish its value; ours for
 #: MiniLM on verbalised elements, recorded with every score)
 DEFAULT_LAMBDA = 0.6
+#: what a dependent the reference does not mention costs (ours): a predicted relation that
+#: only adds a dependent to a claim the prediction already makes counts as that claim plus
+#: this fraction of an unmatched element of its type (see :func:`fold_extra_dependents`)
+EXTRA_DEPENDENT_COST = 0.25
+#: predicates that say a subject has an (absent) object with it: for an absent object
+#: "has no helmet (on)", "is not wearing a helmet", "is not using a helmet", "is without
+#: a helmet" state one thing (ours; the parser keeps the verb as written)
+POSSESSION_PREDICATES = frozenset({"have", "wear", "use", "carry", "don", "have on", "put on", "with", "equip with", "bring", "hold"})
 
 
 def elements(g: CESG) -> dict[str, list[Any]]:
@@ -121,7 +129,23 @@ def _word_synonyms(a: str, b: str, pos: str | None) -> bool:
     if len(wa) == len(wb) > 1 and all(x == y or synonyms(x, y) for x, y in zip(wa, wb)):
         return True
     ca, cb = _core(a), _core(b)
-    return (ca, cb) != (a, b) and (ca == cb or synonyms(ca, cb, pos))
+    if (ca, cb) != (a, b) and (ca == cb or synonyms(ca, cb, pos)):
+        return True
+    if pos == "n":
+        # one names the other's kind one WordNet step up ("helmet" for "hard hat",
+        # "railing" for "guardrail"), or the prediction (a) names the reference's head
+        # alone ("mask" for "dust mask"; not "yellow vest" for "vest"); ours
+        ha, hb = ca.split(), cb.split()
+        if len(ha) == 1 and len(hb) > 1 and hb[-1] == ha[0]:  # the prediction (a) names the head only
+            return True
+        return _direct_kind(ca, cb) or _direct_kind(cb, ca)
+    return False
+
+
+def _direct_kind(general: str, specific: str) -> bool:
+    """``general`` is a direct WordNet hypernym of one of ``specific``'s first two noun senses."""
+    targets = {s for s in synsets(general, "n")[:2] if s.name().split(".")[0] not in _TOO_GENERAL}
+    return bool(targets) and any(targets & set(s.hypernyms()) for s in synsets(specific, "n")[:2])
 
 
 def _kind_of(a: str, b: str) -> bool:
@@ -147,6 +171,24 @@ def same_kind(pred: str, ref: str) -> bool:
     return word_synonyms(pred, ref, "n") or _kind_of(pred, ref)
 
 
+def is_person(name: str) -> bool:
+    """A WordNet ``noun.person`` noun ("man", "worker", "welder"; "person" for "no one")."""
+    head = name.split()[-1] if name.split() else name
+    return cache.memo("cesg.is_person", head, lambda: lexname(head) == "noun.person")
+
+
+def same_entity(p: Node, g: Node, ref: dict[str, set[tuple[str, ...]]] | None = None) -> bool:
+    """Whether predicted dependent ``p`` names reference dependent ``g``: of one kind
+    (:func:`same_kind`) and compatible; or two person nouns placed at the same spot (ours:
+    "the man on the scaffold" is "the worker on the scaffold"; an unplaced "welder" is not
+    "the worker": a more specific name is a different claim)."""
+    if same_kind(p.name, g.name):
+        return compatible(p, g, ref)
+    if not (is_person(p.name) and is_person(g.name)):
+        return False
+    return bool(p.qualifier and g.qualifier) and _overlap(p.qualifier, g.qualifier) and compatible(p, g, ref)
+
+
 def referents(g: CESG) -> dict[str, set[tuple[str, ...]]]:
     """Every qualifier under which the graph mentions each name (who is told apart)."""
     out: dict[str, set[tuple[str, ...]]] = {}
@@ -168,10 +210,19 @@ def _overlap(q1: tuple[str, ...], q2: tuple[str, ...]) -> bool:
 
 
 def compatible(p: Node, g: Node, ref: dict[str, set[tuple[str, ...]]] | None = None) -> bool:
-    """Whether predicted node ``p`` may be reference node ``g`` (see the module docstring)."""
+    """Whether predicted node ``p`` may be reference node ``g`` (see the module docstring).
+    Not when ``p`` is named as another reference entity is and ``g`` is not ("the helper"
+    when the reference has a helper and a welder), nor when its qualifier picks out another
+    entity of ``g``'s name or, for people, another person ("the worker at the table" when
+    the reference has the operator at the saw and a worker at the table)."""
+    ref = ref or {}
+    if p.name != g.name and p.name in ref and not same_kind(p.name, g.name):
+        return False
     if not p.qualifier or not g.qualifier or _overlap(p.qualifier, g.qualifier):
         return True
-    others = [q for q in (ref or {}).get(g.name, ()) if q and q != g.qualifier]
+    person = is_person(g.name)
+    others = [q for name, qs in ref.items() if name == g.name or (person and is_person(name)) for q in qs
+              if q and (name, q) != (g.name, g.qualifier)]  # fmt: skip
     return not any(_overlap(p.qualifier, q) for q in others)
 
 
@@ -180,14 +231,23 @@ def anchored(x: Any, y: Any, ref: dict[str, set[tuple[str, ...]]] | None) -> boo
     return all(compatible(a, b, ref) for a, b in zip(_deps(x), _deps(y)))
 
 
+def _predicate_synonyms(x: Any, y: Any) -> bool:
+    """Relation predicates as one claim: WordNet synonyms, or both predicates of
+    possession with an absent object ("has no helmet" ~ "is not wearing a hard hat")."""
+    if word_synonyms(x.predicate, y.predicate):
+        return True
+    return (isinstance(x, Relation) and x.object.absent and y.object.absent
+            and x.predicate in POSSESSION_PREDICATES and y.predicate in POSSESSION_PREDICATES)  # fmt: skip
+
+
 def synonym(x: Any, y: Any, verifier: Callable[[str, str], bool | None] | None = None, ref: dict | None = None) -> bool:
     if type(x) is not type(y):
         return False
     dx, dy = _deps(x), _deps(y)
     # F_dep: dependents of equal marker, of one kind (equal, synonyms, hypernym), the same entity
-    if any(a.absent != b.absent or not same_kind(a.name, b.name) or not compatible(a, b, ref) for a, b in zip(dx, dy)):
+    if any(a.absent != b.absent or not same_entity(a, b, ref) for a, b in zip(dx, dy)):
         return False
-    if word_synonyms(_word(x), _word(y), _pos(x)):
+    if _predicate_synonyms(x, y) if isinstance(x, Relation) else word_synonyms(_word(x), _word(y), _pos(x)):
         return True
     return bool(verifier is not None and verifier(verbalise(x), verbalise(y)) is True)
 
@@ -205,10 +265,14 @@ class TypeCounts:
     extra_p: int = 0
     soft_p: float = 0.0
     soft_g: float = 0.0
+    #: predicted relations folded into this type's claims (a dependent the reference does not mention)
+    extra_dependents: int = 0
 
     def prf(self) -> tuple[float | None, float | None, float | None]:
-        """(P, R, F1) of one row: None where a side has no element (see the module docstring)."""
-        p = min((self.hard_p + self.synonym_p + self.interactive_p + self.extra_p + self.soft_p) / self.n_pred, 1.0) if self.n_pred else None
+        """(P, R, F1) of one row: None where a side has no element (see the module docstring).
+        Each extra dependent adds :data:`EXTRA_DEPENDENT_COST` of an element to |I_p^t|."""
+        denominator = self.n_pred + EXTRA_DEPENDENT_COST * self.extra_dependents
+        p = min((self.hard_p + self.synonym_p + self.interactive_p + self.extra_p + self.soft_p) / denominator, 1.0) if self.n_pred else None
         r = min((self.hard_g + self.synonym_g + self.interactive_g + self.soft_g) / self.n_gt, 1.0) if self.n_gt else None
         return p, r, f1(p, r)
 
@@ -243,10 +307,48 @@ class Options:
     judge_failures: list[str] = field(default_factory=list)
 
 
+def fold_extra_dependents(P: dict[str, list[Any]], G: dict[str, list[Any]], ref: dict | None = None) -> tuple[dict[str, list[Any]], dict[str, int]]:
+    """A predicted negated relation that only adds a dependent to a claim the prediction
+    already makes, where the reference states that claim without the dependent, is that
+    claim with an extra dependent (ours): "the cylinders are not chained to the wall"
+    (attribute *chain* and relation *chain to wall*) against "the cylinders are not
+    chained"; "the worker is not wearing a hard hat" against "there is no hard hat". It
+    leaves the relations and costs :data:`EXTRA_DEPENDENT_COST` of an element of the
+    claim's type, instead of an unmatched relation (which, with no relation in the
+    reference, would zero the row's whole relation type).
+
+    Folded: (a) a relation whose subject and verb are a predicted negated attribute's node
+    and attribute, when no reference relation has a compatible subject and that predicate;
+    (b) a relation whose object is a predicted absent object, when the reference has that
+    object absent and no relation with it. Returns the remaining elements and the number
+    folded per type."""
+    out = {t: list(P[t]) for t in TYPES}
+    folded = {t: 0 for t in TYPES}
+    if not P["r"]:
+        return out, folded
+    keep = []
+    for r in P["r"]:
+        verb = r.predicate.split()[0]
+        if any(a.node == r.subject and a.attribute == verb for a in P["a"]) and not any(
+            _predicate_synonyms(r, y) and same_entity(r.subject, y.subject, ref) for y in G["r"]
+        ):
+            folded["a"] += 1
+            continue
+        if r.object.absent and any(o.name == r.object.name for o in P["o"]):
+            in_ref = [o for o in G["o"] if word_synonyms(r.object.name, o.name, "n")]
+            if in_ref and not any(word_synonyms(r.object.name, y.object.name, "n") or word_synonyms(r.object.name, y.subject.name, "n") for y in G["r"]):
+                folded["o"] += 1
+                continue
+        keep.append(r)
+    out["r"] = keep
+    return out, folded
+
+
 def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
     P, G = elements(pred), elements(gt)
     ref = referents(gt)
-    counts = {t: TypeCounts(len(P[t]), len(G[t])) for t in TYPES}
+    P, folded = fold_extra_dependents(P, G, ref)
+    counts = {t: TypeCounts(len(P[t]), len(G[t]), extra_dependents=folded[t]) for t in TYPES}
     left_p = {t: list(range(len(P[t]))) for t in TYPES}
     left_g = {t: list(range(len(G[t]))) for t in TYPES}
 

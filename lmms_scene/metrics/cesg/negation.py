@@ -198,6 +198,60 @@ def _np(item: str) -> str:
     return f"{first} {rest}".strip()
 
 
+#: prepositions that end the naming part of an entity head ("Man on the left")
+_HEAD_PREPS = frozenset("on in at near by beside behind under above below next inside outside from with without wearing holding standing working".split())
+#: how a per-entity verdict starts: "no hard hat", "not wearing a harness", "lacks gloves"
+_ENTITY_NEG = re.compile(r"^(?:no|not|isn't|is\s+not|doesn't|does\s+not|lacks|lacking|without|missing|has\s+no|wears\s+no|never)\b", re.IGNORECASE)
+
+
+def _entity(head: str) -> str | None:
+    """A list head that names a person ("Man on the left", "Worker 1 (on the ladder)",
+    "**Left worker**") as a noun phrase with its article ("the man on the left"), else
+    None. The head noun (the last word before a preposition or a number) must be a
+    WordNet ``noun.person`` noun."""
+    h = re.sub(r"\(([^()]{1,60})\)", r" \1 ", head).strip(" *_")
+    h = re.sub(r"\s+", " ", h)
+    words = h.split()
+    if not 1 <= len(words) <= 8 or _NEGATIVE_HEADER.search(h):
+        return None
+    if words[0].lower() in ("the", "a", "an"):
+        words = words[1:]
+    naming: list[str] = []
+    for w in words:
+        if w.lower() in _HEAD_PREPS or w.isdigit() or w.startswith("#"):
+            break
+        naming.append(w)
+    if not naming or not naming[-1].isalpha():
+        return None
+    noun = morphy(naming[-1].lower(), "n") or naming[-1].lower()
+    if lexname(noun) != "noun.person":
+        return None
+    rest = [w for w in words[len(naming):] if not (w.isdigit() or w.startswith("#"))]
+    return " ".join(["the", *(w.lower() if not w.isupper() else w for w in naming), *rest])
+
+
+def _entity_sentences(entity: str, rest: str) -> list[str]:
+    """Per-entity verdicts as sentences the parser reads with their subject ("the man on
+    the left" + "no hard hat, no vest" -> "The man on the left has no hard hat. The man on
+    the left has no vest."), so the list keeps its relations."""
+    rest = re.sub(r"[.!;]+$", "", rest.strip())
+    low = rest[0].lower() + rest[1:]
+    parts = [p.strip() for p in re.split(r"\s*[,;]\s*(?=no\b|not\b|without\b|missing\b|lacks\b)", low, flags=re.IGNORECASE) if p.strip()]
+    out = []
+    for part in parts:
+        if re.match(r"^(no|never)\b", part, re.IGNORECASE):
+            out.append(_sentence(f"{entity} has {part}"))
+        elif re.match(r"^(not|without|missing)\b", part, re.IGNORECASE):
+            out.append(_sentence(f"{entity} is {part}"))
+        else:  # "isn't wearing", "does not have", "lacks gloves", "has no"
+            out.append(_sentence(f"{entity} {part}"))
+    return out
+
+
+#: a sentence boundary inside one line ("The worker is sanding. Missing: mask, ladder.")
+_IN_LINE_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z*])")
+
+
 def normalise_lists(text: str) -> str:
     """``text`` with list-style lines turned into sentences (see the module docstring);
     prose passes through unchanged (HTML tags and control characters become spaces).
@@ -215,41 +269,53 @@ def normalise_lists(text: str) -> str:
     if "\n" not in t and ":" not in t and "\u2014" not in t and " - " not in t and "\u2013" not in t and not _BULLET.match(t):
         return t
     out: list[str] = []
-    context: str | None = None  # None, "absent" (a negative header) or "prefix:<header>"
+    context: str | None = None  # None, "absent" (a negative header), "prefix:<header>" or "entity:<the man ...>"
     for raw in t.splitlines():
         bulleted = bool(_BULLET.match(raw))
         line = _MARKUP.sub("", _BULLET.sub("", raw, count=1)).strip()
         if not line:
             context = None if not raw.strip() else context
             continue
-        m = _ITEM_SEP.match(line)
-        if m and (":" in line or bulleted or _verdict(m.group("rest")) is not None):
-            head, rest = m.group("head").strip(), m.group("rest").strip()
-            if not rest:  # a header
-                words = head.lower().split()
-                if len(words) >= 3 and (words[-1] in _OPEN_ENDINGS or words[-1].endswith("ing")) and words[-1] not in ("missing", "lacking"):
-                    context = "prefix:" + head
-                elif _NEGATIVE_HEADER.search(head):
-                    context = "absent"
-                else:
-                    context = None
-                continue
-            verdict = _verdict(rest)
-            if verdict == "absent":
-                out.append(f"There is no {_np(head)}.")
-            elif verdict == "present":
-                out.append(f"There is a {_np(head)}.")
-            elif verdict is not None:  # "Ladder: not secured"
-                out.append(f"The {_np(head)} is {verdict}.")
-            elif _NEGATIVE_HEADER.search(head) and all(_is_bare(i) for i in _items(rest)):
-                out.extend(f"There is no {_np(i)}." for i in _items(rest))  # "PPE missing: hard hat, gloves"
-            else:
-                out.append(_sentence(rest if len(head.split()) <= 3 else line))  # "Note: the worker ..."
-            continue
-        if context and context.startswith("prefix:") and (bulleted or _is_bare(line)):
-            out.append(_sentence(f"{context[7:]} {line[0].lower() + line[1:]}"))
-        elif context == "absent" and _is_bare(line):
-            out.append(f"There is no {_np(re.sub(r'[.!;]+$', '', line))}.")
-        else:
-            out.append(_sentence(line))
+        # a line may hold prose and then a list line ("... the wall. Missing: mask, ladder.")
+        chunks = _IN_LINE_SENTENCE.split(line) if ":" in line or " - " in line else [line]
+        for n, chunk in enumerate(chunks):
+            context = _line(chunk.strip(), bulleted and n == 0, context, out)
     return " ".join(s for s in out if s)
+
+
+def _line(line: str, bulleted: bool, context: str | None, out: list[str]) -> str | None:
+    """Append the sentences of one list line to ``out``; return the context for the next."""
+    m = _ITEM_SEP.match(line)
+    if m and (":" in line or bulleted or _verdict(m.group("rest")) is not None or _entity(m.group("head")) is not None):
+        head, rest = m.group("head").strip(), m.group("rest").strip()
+        entity = _entity(head)
+        if not rest:  # a header
+            words = head.lower().split()
+            if len(words) >= 3 and (words[-1] in _OPEN_ENDINGS or words[-1].endswith("ing")) and words[-1] not in ("missing", "lacking"):
+                return "prefix:" + head
+            if entity is not None:
+                return "entity:" + entity  # "Man on the left:" then "- no hard hat"
+            return "absent" if _NEGATIVE_HEADER.search(head) else None
+        verdict = _verdict(rest)
+        if verdict == "absent":
+            out.append(f"There is no {_np(head)}.")
+        elif verdict == "present":
+            out.append(f"There is a {_np(head)}.")
+        elif verdict is not None:  # "Ladder: not secured"
+            out.append(f"The {_np(head)} is {verdict}.")
+        elif entity is not None and _ENTITY_NEG.match(rest):
+            out.extend(_entity_sentences(entity, rest))  # "1. Man on the left: no hard hat"
+        elif _NEGATIVE_HEADER.search(head) and all(_is_bare(i) for i in _items(rest)):
+            out.extend(f"There is no {_np(i)}." for i in _items(rest))  # "PPE missing: hard hat, gloves"
+        else:
+            out.append(_sentence(rest if len(head.split()) <= 3 else line))  # "Note: the worker ..."
+        return context
+    if context and context.startswith("prefix:") and (bulleted or _is_bare(line)):
+        out.append(_sentence(f"{context[7:]} {line[0].lower() + line[1:]}"))
+    elif context and context.startswith("entity:") and _ENTITY_NEG.match(line):
+        out.extend(_entity_sentences(context[7:], line))
+    elif context == "absent" and _is_bare(line):
+        out.append(f"There is no {_np(re.sub(r'[.!;]+$', '', line))}.")
+    else:
+        out.append(_sentence(line))
+    return context

@@ -9,7 +9,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from lmms_scene import provenance as _provenance
-from lmms_scene.metrics.cesg.construct import Construction, Pipeline, combine, pipeline as _pipeline
+from lmms_scene.metrics.cesg import construct as _construct
+from lmms_scene.metrics.cesg.construct import Construction, Pipeline, combine, fork_map, fork_workers, pipeline as _pipeline
 from lmms_scene.metrics.cesg.graph import CESG
 from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA, DEFAULT_WEIGHTS, TYPES, Options, elements, f1, match, scores, weighted
 from lmms_scene.validation import texts
@@ -213,30 +214,68 @@ def configuration(**options: Any) -> dict[str, Any]:
     return _resolve(dict(options))[2]
 
 
+#: (pipeline, options) a forked child matches rows with (set by the parent before forking)
+_FORKED_MATCH: Any = None
+
+
+def _match_share(share: list[tuple[Any, str, list[str]]]) -> list[dict[str, Any]]:
+    pipe, opts = _FORKED_MATCH
+    return [{"id": row_id, **_score(pipe, opts, prediction, refs)} for row_id, prediction, refs in share]
+
+
+def phrases_of(graphs: Sequence[CESG]) -> list[str]:
+    """Every verbalised element of ``graphs``, sorted (what the similarity stages embed)."""
+    return sorted({verbalise(e) for g in graphs for items in elements(g).values() for e in items})
+
+
 def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any) -> dict[str, Any]:
     """Score ``(id, prediction, references)`` triples: per-row scores, the corpus scores in
     the paper's convention (:func:`corpus_scores`, under ``means``) with the number of rows
     behind each mean (``row_counts``), counts of excluded references, empty predictions
-    and parse failures, and the provenance."""
+    and parse failures, and the provenance.
 
-    pipe, opts, prov = _resolve(dict(options))
+    ``workers``: processes to use (default ``"auto"``: the available CPUs, up to 4, for a
+    corpus of at least :data:`~lmms_scene.metrics.cesg.construct.PARALLEL_MIN` pairs when the
+    offline pipeline is used and no other thread runs; ``1``: this process only). The
+    graphs are built and the rows matched in forked processes; the phrases are embedded
+    here in one call, so every score equals the single-process one."""
+    options = dict(options)
+    workers = options.pop("workers", "auto")
+    pipe, opts, prov = _resolve(options)
     # build every graph first, in batches (coref and parser batched across texts)
+    n_build = fork_workers(workers, len(pairs))
     try:
-        graphs = pipe.build_many([t for _, p, refs in pairs for t in (p, *texts(refs, "references")) if isinstance(t, str)])
+        graphs = pipe.build_many([t for _, p, refs in pairs for t in (p, *texts(refs, "references")) if isinstance(t, str)], workers=n_build)
     except TypeError:
         graphs = []  # a malformed row: the loop below names it
+    phrases = phrases_of(graphs) if graphs else []
     if opts.encoder is not None and (opts.interactive or opts.soft) and graphs:
         # every phrase the similarity stages may need, embedded in one batched call (one
         # call per pair would run the encoder on a few phrases at a time)
 
-        phrases = sorted({verbalise(e) for g in graphs for items in elements(g).values() for e in items})
         opts.encoder.encode(phrases[:100_000])
     rows = []
-
-    for i, (row_id, prediction, refs) in enumerate(progress(pairs, "CESG", unit="pair")):
+    checked = []
+    for i, (row_id, prediction, refs) in enumerate(pairs):
         if not isinstance(prediction, str):
             raise TypeError(f"row {i} (id {row_id!r}): prediction: expected a string, got {type(prediction).__name__}: {prediction!r}")
-        rows.append({"id": row_id, **_score(pipe, opts, prediction, texts(refs, f"row {i} (id {row_id!r}): references", allow_empty=False))})
+        checked.append((row_id, prediction, texts(refs, f"row {i} (id {row_id!r}): references", allow_empty=False)))
+    # matching in forked processes needs every phrase embedded here first (a child runs no
+    # model) and no judge (each judge call is a request this process keeps count of)
+    n_match = n_build if (pipe.forkable and opts.verifier is None and opts.extra_judge is None and graphs and len(checked) >= 2 * n_build
+                          and (opts.encoder is None or len(phrases) < _construct.cache.MEMO_SIZE // 2)) else 1  # fmt: skip
+    if n_match > 1:
+        global _FORKED_MATCH
+        _FORKED_MATCH = (pipe, opts)
+        try:
+            step = -(-len(checked) // n_match)
+            for part in fork_map(_match_share, [checked[k : k + step] for k in range(0, len(checked), step)]):
+                rows.extend(part)
+        finally:
+            _FORKED_MATCH = None
+    else:
+        for row_id, prediction, refs in progress(checked, "CESG", unit="pair"):
+            rows.append({"id": row_id, **_score(pipe, opts, prediction, refs)})
     corpus = corpus_scores(rows, opts.weights)
     return {
         "rows": rows,
