@@ -124,6 +124,11 @@ def _pngs(page: str) -> list[Image.Image]:
     return [Image.open(io.BytesIO(base64.b64decode(m))) for m in re.findall(r'src="data:image/png;base64,([^"]+)"', page)]
 
 
+def visible(page: str) -> str:
+    """The page's text as a reader sees it (tags dropped; a value's interval is in its own span)."""
+    return re.sub(r"<[^>]+>", "", page)
+
+
 def test_report_shows_every_figure_and_table_with_the_intervals_the_results_hold(two_models, tmp_path):
     scores = pfram_scores(tmp_path / "pfram_A.json", "/ckpt/modelA")
     info = build_report(two_models, tmp_path / "out" / "report.html", pfram=[scores])
@@ -138,11 +143,13 @@ def test_report_shows_every_figure_and_table_with_the_intervals_the_results_hold
     for im in images:
         assert im.format == "PNG" and im.width > 200 and im.height > 150
         assert len(im.convert("RGB").getcolors(1 << 22)) > 20  # drawn, not blank
-    # the numbers as the results hold them: mean [interval] (n)
-    assert "0.520 [0.490, 0.540] (n=20)" in page  # modelA, high, no noise, RefCLIPScore
-    assert "0.620 [0.590, 0.640] (n=20)" in page  # modelB, same cell
-    assert "0.470 [0.450, 0.500]" in page  # Pfram llm.4 with its bootstrap interval
-    assert "80.00 [70.0, 90.0]" in page  # retained accuracy, text column, in percent as the paper prints it
+    # the numbers as the results hold them: mean [interval] (n) (the interval on a second line)
+    text = visible(page)
+    assert "0.520 [0.490, 0.540] (n=20)" in text  # modelA, high, no noise, RefCLIPScore
+    assert "0.620 [0.590, 0.640] (n=20)" in text  # modelB, same cell
+    assert '0.520 <span class="ci">[0.490, 0.540] (n=20)</span>' in page
+    assert "0.470 [0.450, 0.500]" in text  # Pfram llm.4 with its bootstrap interval
+    assert "80.00 [70.0, 90.0]" in text  # retained accuracy, text column, in percent as the paper prints it
     for title in ("COOCO Figure 3: RefCLIPScore at noise level 0", "COOCO Figure 4: RefCLIPScore by relatedness x noise area x level (modelB;",
                   "Layered-VQA Table 1", "Layered-VQA Table 2: evidence handed over (modelA)", "Layered-VQA: grounding",
                   "Layered-VQA Table 3: accuracy per question type", "output-scene similarity and context-capture rate",
@@ -159,7 +166,7 @@ def test_report_shows_every_figure_and_table_with_the_intervals_the_results_hold
     assert "grader rule (lmms_scene.metrics.vqa.grade, synonyms wordnet)" in page
     # headline first: Table 1 opens with the retained columns, kept in view
     t1 = page[page.index("Layered-VQA Table 1"):]
-    assert re.search(r'<th class="key headline"[^>]*>model</th><th class="key headline"[^>]*>retained text</th>', t1)
+    assert re.search(r'<th class="key headline[^"]*"[^>]*>model</th><th class="key headline[^"]*"[^>]*>retained text</th>', t1)
     assert "over scene_id, 1000 resamples, seed 0" in page
     assert "gold G_obj (shared object labels)" in page
     # self-contained: no resource from anywhere else
@@ -219,8 +226,9 @@ def test_bad_input_is_listed_with_the_reason_and_the_rest_is_reported(tmp_path):
     assert any("model modelB has no cooco_noise_sample results (modelA do)" in w for p, w in info.skipped)
     # what is valid is reported: the newer run of modelA (offset 0.3), modelB's cooco_sample
     page = info.out.read_text()
-    assert "0.820 [0.790, 0.840] (n=20)" in page and "0.520 [0.490, 0.540]" not in page
-    assert "0.620 [0.590, 0.640] (n=20)" in page
+    text = visible(page)
+    assert "0.820 [0.790, 0.840] (n=20)" in text and "0.520 [0.490, 0.540]" not in text
+    assert "0.620 [0.590, 0.640] (n=20)" in text
     assert info.models == ["modelA", "modelB"]
     skipped_html = page[page.index('<section id="skipped"'):]
     for path, why in info.skipped:

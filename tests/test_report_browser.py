@@ -154,28 +154,47 @@ window.addEventListener('load', () => {
 </script>"""
 
 
-@needs_chromium
-def test_every_headline_cell_is_in_view_at_1280_px(tiny_clip, tmp_path):
-    """Headline columns first and never scrolled out of view: at a 1280 px window every
-    key cell (the label and the headline metrics of every table, SNUS's CESG and
-    Layered-VQA's retained columns included) lies inside the viewport; numbers are
-    right-aligned and no table text is under 10 px."""
-    import html as html_lib
-
+@pytest.fixture(scope="module")
+def three_benchmarks(tiny_clip, tmp_path_factory):
+    """The report of two models' COOCO, SNUS and Layered-VQA sample results (scored by the
+    tasks' own row functions: every table and figure a real run shows, per-model detail
+    tables included)."""
     from results_kit import cooco_items, layered_items, snus_items, write_run
 
     from lmms_scene.report.html import build_report
 
-    run = tmp_path / "run"
-    write_run(run, {"cooco_sample": ("cooco", cooco_items(str(tiny_clip))), "snus_sample": ("snus", snus_items()),
-                    "layered_vqa_sample": ("layered_vqa", layered_items())})  # fmt: skip
-    info = build_report([run], tmp_path / "out" / "report.html")
-    probe = tmp_path / "probe.html"
-    probe.write_text(info.out.read_text().replace("</body>", VIEWPORT_PROBE + "</body>"))
-    rendered = chromium(probe, tmp_path / "chrome", "--dump-dom", "--window-size=1280,1000", "--virtual-time-budget=3000").stdout
+    root = tmp_path_factory.mktemp("three")
+    runs = []
+    for k, name in enumerate(("Qwen2.5-VL-3B-Instruct", "llava-onevision-qwen2-7b-ov")):
+        tasks = {"cooco_sample": ("cooco", cooco_items(str(tiny_clip), shift=k)), "snus_sample": ("snus", snus_items(shift=k)),
+                 "layered_vqa_sample": ("layered_vqa", layered_items(shift=k))}  # fmt: skip
+        if k == 0:  # COOCO's Figure 4 (one model's: the figures are per model)
+            tasks["cooco_noise_sample"] = ("cooco", cooco_items(str(tiny_clip), noise=True))
+        write_run(root / name, tasks, model_args=f"pretrained=/ckpt/{name},device=cpu")
+        runs.append(root / name)
+    return build_report(runs, root / "out" / "report.html")
+
+
+def probe(info, tmp_path: Path, width: int, script: str) -> dict:
+    """Render the report with ``script`` (which sets ``data-probe`` on the body) at ``width``."""
+    import html as html_lib
+
+    page = tmp_path / f"probe{width}.html"
+    page.write_text(info.out.read_text().replace("</body>", script + "</body>"))
+    rendered = chromium(page, tmp_path / f"chrome{width}", "--dump-dom", f"--window-size={width},1000",
+                        "--virtual-time-budget=3000").stdout  # fmt: skip
     found = re.search(r'data-probe="([^"]+)"', rendered)
     assert found, rendered[:500]
-    data = json.loads(html_lib.unescape(found.group(1)))
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+@needs_chromium
+def test_every_headline_cell_is_in_view_at_1280_px(three_benchmarks, tmp_path):
+    """Headline columns first and never scrolled out of view: at a 1280 px window every
+    key cell (the label and the headline metrics of every table, SNUS's CESG and
+    Layered-VQA's retained columns included) lies inside the viewport; numbers are
+    right-aligned and no table text is under 10 px."""
+    data = probe(three_benchmarks, tmp_path, 1280, VIEWPORT_PROBE)
     assert data["width"] == 1280
     headline = [c for c in data["cells"] if c["width"] > 0]
     texts = " ".join(c["text"] for c in headline)
@@ -184,3 +203,127 @@ def test_every_headline_cell_is_in_view_at_1280_px(tiny_clip, tmp_path):
     assert not outside, outside[:5]
     assert data["nums"] and set(data["nums"]) == {"right"}
     assert data["minFont"] >= 10
+
+
+#: per table: its headline cells' edges with the table scrolled to the start, and every
+#: column's and the kept-in-view (sticky) cells' edges scrolled to the end; the page's
+#: own width; every figure's drawn and natural width; the smallest table text
+NARROW_PROBE = """<script>
+window.addEventListener('load', () => {
+  const tables = [...document.querySelectorAll('.scroll')].map(box => {
+    const b = box.getBoundingClientRect();
+    const rows = [...box.querySelectorAll('tr')];
+    const edges = sel => [...box.querySelectorAll(sel)].map(c => {
+      const r = c.getBoundingClientRect();
+      return [r.left - b.left, r.right - b.left, c.textContent.slice(0, 30)];
+    });
+    box.scrollLeft = 0;
+    const start = edges('tr:first-child > .headline');
+    box.scrollLeft = box.scrollWidth;
+    const kept = edges('tr:first-child > .stick');
+    const widths = [...rows[0].children].map(c => c.getBoundingClientRect().width);
+    const end = edges('tr:first-child > :last-child');
+    return {title: box.parentElement.querySelector('figcaption').textContent.slice(0, 60), box: b.width,
+            scrolls: box.scrollWidth > box.clientWidth, start, kept, widths, end, keptN: kept.length};
+  });
+  const figures = [...document.querySelectorAll('img.plot')].map(i => {
+    const r = i.getBoundingClientRect();
+    return {alt: i.alt.slice(0, 60), width: i.clientWidth, natural: i.naturalWidth, right: r.right};  // clientWidth: no border
+  });
+  const sizes = [...document.querySelectorAll('td, th, td .ci')].map(c => parseFloat(getComputedStyle(c).fontSize));
+  document.body.setAttribute('data-probe', JSON.stringify({tables, figures, width: window.innerWidth,
+    page: document.documentElement.scrollWidth, minFont: Math.min(...sizes)}));
+});
+</script>"""
+
+
+@needs_chromium
+def test_at_800_px_every_table_scrolls_inside_itself_with_its_headline_in_view(three_benchmarks, tmp_path):
+    """At an 800 px window: the page itself never scrolls sideways (a wide table scrolls
+    inside its own box); scrolled to the start, every table shows its label and headline
+    columns whole; scrolled to the end, its row label is still in view beside the last
+    column, and every column fits in the room the kept columns leave (so each can be read
+    whole at some scroll position); every figure is drawn at its own size (never scaled
+    down, text and all) inside the window; no table text is under 10 px."""
+    data = probe(three_benchmarks, tmp_path, 800, NARROW_PROBE)
+    assert data["width"] == 800
+    assert data["page"] <= 800, f"the page scrolls sideways: {data['page']} px"
+    tables = data["tables"]
+    assert len(tables) == three_benchmarks.n_tables
+    assert any(t["scrolls"] for t in tables)  # the check below does see tables that scroll
+    for t in tables:
+        box = t["box"]
+        assert box <= 800
+        hidden = [(round(lo), round(hi), text) for lo, hi, text in t["start"] if lo < -0.5 or hi > box + 0.5]
+        assert not hidden, (t["title"], box, hidden)
+        assert t["keptN"] >= 1, t["title"]  # the row label at least stays
+        kept_right = max(hi for _, hi, _ in t["kept"])
+        assert all(-0.5 <= lo and hi <= box + 0.5 for lo, hi, _ in t["kept"]), (t["title"], t["kept"])
+        lo, hi, _ = t["end"][0]
+        assert lo >= kept_right - 0.5 and hi <= box + 0.5, (t["title"], t["end"], kept_right, box)
+        free = box - kept_right
+        too_wide = [w for w in t["widths"][t["keptN"]:] if w > free + 0.5]
+        assert not too_wide, (t["title"], free, too_wide)
+    assert len(data["figures"]) == three_benchmarks.n_plots
+    for f in data["figures"]:
+        assert abs(f["width"] - f["natural"]) <= 0.5 and f["right"] <= 800, f
+    assert data["minFont"] >= 10
+
+
+#: how each paper numbers what the report shows, in the paper's order: tables by number,
+#: then figures by number (Layered-VQA's captions: Tables 1-8 and Figures 6-9, Figure 7
+#: being aptitude against unreliability, the repeated-sampling table; COOCO: Figures 3
+#: and 4; SNUS: Table 2)
+PAPER_ORDER = {
+    "cooco": ["Figure 3", "Figure 4"],
+    "snus": ["Table 2"],
+    "layered_vqa": [*(f"Table {i}" for i in range(1, 9)), *(f"Figure {i}" for i in range(6, 10))],
+}
+
+
+def paper_labels(view) -> list[tuple[int, str]]:
+    """(rank in PAPER_ORDER, title) of each of a view's tables that names a paper table or figure."""
+    out = []
+    for t in view.tables:
+        found = re.match(r"[\w-]+ (Table \d+|Figure \d+)\b", t.title)
+        if found:
+            assert found.group(1) in PAPER_ORDER[view.benchmark], t.title
+            out.append((PAPER_ORDER[view.benchmark].index(found.group(1)), t.title))
+    return out
+
+
+def test_tables_come_in_the_papers_order(three_benchmarks):
+    """Within each model's tables (Layered-VQA's per-model detail) and each metric's
+    (COOCO's Figure 3 then its Figure 4 per model), the paper's tables and figures come in
+    the paper's order; SNUS opens with Table 2."""
+    views = {v.benchmark: v for v in three_benchmarks.views}
+    assert set(views) == {"cooco", "snus", "layered_vqa"}
+    vqa = paper_labels(views["layered_vqa"])
+    for model in ("Qwen2.5-VL-3B-Instruct", "llava-onevision-qwen2-7b-ov"):
+        mine = [rank for rank, title in vqa if f"({model})" in title or title.endswith(f"{model})")]
+        assert len(mine) >= 9, vqa  # Tables 2-8 and Figures 6, 8, 9 per model
+        assert mine == sorted(mine), [title for _, title in vqa if model in title]
+    assert vqa[0][0] == 0  # Table 1 first, all models in it
+    cooco = paper_labels(views["cooco"])
+    metrics = [re.match(r"COOCO Figure 3: (.+?) at noise level 0", title).group(1) for rank, title in cooco if rank == 0]
+    assert len(metrics) == 3, cooco
+    for m in metrics:
+        ranks = [rank for rank, title in cooco if re.match(rf"COOCO Figure \d: {re.escape(m)} (at|by)", title)]
+        assert ranks[0] == 0 and ranks == sorted(ranks) and len(ranks) == 2, (m, cooco)  # Figure 3, then Figure 4
+    assert views["snus"].tables[0].title.startswith("SNUS Table 2")
+
+
+def test_a_repeated_sampling_run_shows_figure_7_between_figures_6_and_8():
+    """The repeated-sampling table is the paper's Figure 7 and comes between Figures 6 and 8."""
+    from lmms_scene.metrics.layered_vqa.tables import _detail_tables
+    from lmms_scene.report.tables import View
+
+    cell = {"accuracy": 0.5, "n": 4}
+    rep = {"attempts": {"by_attempt": {"1": {"words": 5.0, "accuracy": 0.5, "n": 4}}, "baseline": cell},
+           "reliability": {"full": {"aptitude": 0.9, "unreliability": 0.2, "average": 0.6, "repeats": 4}},
+           "loss_concentration": {"concat-v": {"questions": 4, "total_loss": 1.0, "share_of_questions_for_half": 0.25,
+                                               "share_of_questions_for_80": 0.5}}}  # fmt: skip
+    view = View("layered_vqa", "Layered-VQA")
+    _detail_tables(view, rep, "m", "m", ["full"])
+    assert [title.split(":")[0] for _, title in paper_labels(view)] == [
+        "Layered-VQA Figure 6", "Layered-VQA Figure 7", "Layered-VQA Figure 8 (left)"]

@@ -229,29 +229,68 @@ def blind_prior_source(bench: benchmarks.Benchmark) -> str | None:
 # -- writing ----------------------------------------------------------------------------------
 
 
-def _key_styles(table: Table) -> list[str]:
-    """Inline styles that keep a table's key columns (the label and the headline) in view
-    while the rest scrolls: each is sticky at the summed width of the ones before it, with
-    a width fixed from its longest text (in ``ch``: digits are tabular, one ``ch`` each)."""
-    styles, left = [], 0.0
+#: the widest a row label column gets (in ``ch``); a longer label wraps inside it
+LABEL_CH = 22.0
+#: key columns whose right edge lies within this many ``ch`` stay in view at any window
+#: width (800 px holds ~100 ch of table text: the rest of the table keeps room to scroll)
+STICKY_CH = 44.0
+#: the ones within this many ``ch`` stay in view in a window of at least WIDE_PX
+STICKY_WIDE_CH = 96.0
+WIDE_PX = 1100
+#: the interval and n under a mean are set smaller (``.ci`` in the page's CSS)
+CI_SCALE = 0.85
+
+
+def _parts(c: Any) -> tuple[str, str]:
+    """A cell as (first line, second line): a value's mean, then its interval and n."""
+    text = cell_text(c)
+    if isinstance(c, Value) and " " in text:
+        mean, rest = text.split(" ", 1)
+        return mean, rest
+    return text, ""
+
+
+def _width(table: Table, i: int) -> float:
+    """Column ``i``'s width in ``ch``: its longest header word (headers wrap) or cell line
+    (a value's second line is set smaller); a row label is capped at LABEL_CH and wraps."""
+    words = str(table.header[i]).split() or [""]
+    lines = [len(w) for w in words]
+    for row in table.rows:
+        if i < len(row):
+            first, second = _parts(row[i])
+            lines += [len(first), CI_SCALE * len(second)]
+    width = max(lines) * 1.05 + 2.0
+    return min(width, LABEL_CH) if i == 0 else width
+
+
+def _key_styles(table: Table) -> list[tuple[str, str]]:
+    """(classes, inline style) of a table's key columns (the label and the headline), which
+    come first: each gets a fixed width, and is sticky at the summed width of the ones
+    before it while the rest of the table scrolls, as far as the window leaves room to
+    scroll: within STICKY_CH at any width (``stick``), within STICKY_WIDE_CH from WIDE_PX up
+    (``stick-wide``); a key column beyond that scrolls with the table, first in line."""
+    out, left = [], 0.0
     for i in range(min(table.key_columns, len(table.header))):
-        texts = [str(table.header[i]), *(cell_text(row[i]) for row in table.rows if i < len(row))]
-        width = max(len(t) for t in texts) * 1.05 + 2.0
-        styles.append(f"left:{left:.1f}ch;min-width:{width:.1f}ch;max-width:{width:.1f}ch")
+        width = _width(table, i)
+        tier = "stick" if left + width <= STICKY_CH or i == 0 else "stick-wide" if left + width <= STICKY_WIDE_CH else ""
+        out.append((" ".join(["key", "headline", *([tier] if tier else [])]),
+                    f"left:{left:.1f}ch;min-width:{width:.1f}ch;max-width:{width:.1f}ch"))  # fmt: skip
         left += width
-    return styles
+    return out
 
 
 def _cell_context(table: Table) -> list[list[dict[str, str]]]:
-    styles = _key_styles(table)
+    keys = _key_styles(table)
     rows = []
     for row in table.rows:
         cells = []
         for i, c in enumerate(row):
             classes = ["num"] if isinstance(c, (Value, int, float)) and not isinstance(c, bool) else []
-            if i < len(styles):
-                classes += ["key", "headline"]
-            cells.append({"text": cell_text(c), "classes": " ".join(classes), "style": styles[i] if i < len(styles) else ""})
+            if i < len(keys):
+                classes.append(keys[i][0])
+            first, second = _parts(c)
+            cells.append({"text": first, "ci": second, "classes": " ".join(classes),
+                          "style": keys[i][1] if i < len(keys) else ""})  # fmt: skip
         rows.append(cells)
     return rows
 
@@ -260,7 +299,7 @@ def page(views_: Sequence[View], mixture: Sequence[str], skipped: Sequence[tuple
     """The report page (``templates/report/page.html.jinja``, escaped by the environment)."""
     sections = []
     for v in views_:
-        tables = [{"title": t.title, "slug": t.slug, "header": t.header, "key_styles": _key_styles(t),
+        tables = [{"title": t.title, "slug": t.slug, "header": t.header, "key_cols": _key_styles(t),
                    "display": _cell_context(t), "provenance": t.provenance} for t in v.tables]  # fmt: skip
         figures = [{"title": p.title, "data": base64.b64encode(p.png()).decode("ascii")} for p in v.plots]
         sections.append({"benchmark": v.benchmark, "title": v.title, "notes": v.notes, "tables": tables, "figures": figures,

@@ -50,23 +50,55 @@ def _errors(values: Sequence[Value | None]) -> tuple[list[float], list[list[floa
     return means, [[max(x, 0.0) for x in lo], [max(x, 0.0) for x in hi]]
 
 
+#: the widest figure, in inches: at the 80 dpi it is saved at, 9.2 in is 736 px, so it shows
+#: unscaled (its text at full size) in the report's column at an 800 px window
+MAX_WIDTH = 9.2
+
+
+def _legend_below(fig, ax, n: int) -> None:
+    """The legend under the figure, in rows of up to three entries: it never covers the
+    data and never widens the figure (a legend at the right did, and the page scaled the
+    whole figure down, text and all)."""
+    handles, labels = ax.get_legend_handles_labels()
+    # an entry is its swatch (~0.5 in) and its text (~0.09 in a character at 10 pt)
+    per_entry = 0.5 + 0.09 * max((len(x) for x in labels), default=1)
+    ncol = max(1, min(3, n, int(fig.get_figwidth() // per_entry)))
+    fig.legend(handles, labels, loc="outside lower center", ncol=ncol, frameon=False)
+
+
 def grouped_bars(groups: Sequence[str], series: Series, title: str, ylabel: str) -> bytes:
-    """One bar per series in each group, with 95% interval error bars."""
+    """One bar per series in each group, with 95% interval error bars. Groups side by side
+    while they fit in MAX_WIDTH; more (Layered-VQA's 16 schedules for several models) are
+    drawn as horizontal bars, one group under the other, so the figure grows in height and
+    its labels stay full size and horizontal."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(groups) * max(1, len(series)) ** 0.5 + 2), 3.4))
-    width = 0.8 / max(1, len(series))
+    n = max(1, len(series))
+    wide = max(5.0, 0.6 * len(groups) * n**0.5 + 1.2)
+    horizontal = wide > MAX_WIDTH
+    size = (MAX_WIDTH * 0.8, max(2.6, 0.2 * len(groups) * n**0.7 + 1.6)) if horizontal else (wide, 3.4)
+    fig, ax = plt.subplots(figsize=size, layout="constrained")
+    width = 0.8 / n
     for i, (name, values) in enumerate(series.items()):
         means, err = _errors(values)
-        xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
-        ax.bar(xs, means, width, yerr=err, capsize=3, label=name)
-    ax.set_xticks(range(len(groups)))
-    ax.set_xticklabels(groups, rotation=30 if len(groups) > 6 else 0, ha="right" if len(groups) > 6 else "center")
+        xs = [g + (i - (n - 1) / 2) * width for g in range(len(groups))]
+        if horizontal:
+            ax.barh(xs, means, width, xerr=err, capsize=2, label=name)
+        else:
+            ax.bar(xs, means, width, yerr=err, capsize=3, label=name)
+    if horizontal:
+        ax.set_yticks(range(len(groups)))
+        ax.set_yticklabels(groups)
+        ax.invert_yaxis()  # the first group on top, as the tables list them
+        ax.set_xlabel(ylabel)
+        ax.grid(axis="x", alpha=0.3)
+    else:
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups, rotation=30 if len(groups) > 6 else 0, ha="right" if len(groups) > 6 else "center")
+        ax.set_ylabel(ylabel)
+        ax.grid(axis="y", alpha=0.3)
     ax.set_title(title)
-    ax.set_ylabel(ylabel)
-    ax.grid(axis="y", alpha=0.3)
     if len(series) > 1 or any(series):
-        # outside the data, right of the axes
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+        _legend_below(fig, ax, len(series))
     return _png(fig)
 
 
@@ -108,7 +140,7 @@ def level_lines(panels: Mapping[str, Mapping[str, Sequence[tuple[float, Value | 
 def layer_curves(curves: Mapping[str, tuple[Sequence[str], Sequence[Value | None]]], title: str) -> bytes:
     """Score per layer, one line per curve, the 95% interval shaded when present."""
     plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
     for name, (layers, values) in curves.items():
         xs = list(range(len(layers)))
         means, err = _errors(values)
@@ -123,5 +155,5 @@ def layer_curves(curves: Mapping[str, tuple[Sequence[str], Sequence[Value | None
     ax.set_ylabel("Pfram")
     ax.set_xlabel("layer")
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
+    _legend_below(fig, ax, len(curves))
     return _png(fig)

@@ -331,6 +331,12 @@ def _detail_tables(out: View, rep: Mapping[str, Any], where: str, m: str, scheds
                    f"vqa-attempt-bins-{slug}")  # fmt: skip
         if t:
             add(t)
+    bl = rep.get("by_length") or {}
+    if bl:
+        add(Table(f"Layered-VQA Table 5: accuracy by evidence length and delivery ({where})", ["delivery", *scoring.LENGTH_BINS],
+                  [[d, *(value_of(cells.get(b), "accuracy") for b in scoring.LENGTH_BINS)] for d, cells in bl.items()],
+                  slug=f"vqa-length-{slug}"))  # fmt: skip
+    if isinstance(g, Mapping):  # Table 6 after Table 5, as the paper numbers them
         fam = g.get("by_family") or {}
         t = _cells(f"Layered-VQA Table 6: ungrounded share by family; accuracy as scored vs grounded only ({where})",
                    ["", "visual", "alignment", "order", "question", "accuracy as scored", "grounded only"],
@@ -339,11 +345,6 @@ def _detail_tables(out: View, rep: Mapping[str, Any], where: str, m: str, scheds
                    f"vqa-family-{slug}")  # fmt: skip
         if t:
             add(t)
-    bl = rep.get("by_length") or {}
-    if bl:
-        add(Table(f"Layered-VQA Table 5: accuracy by evidence length and delivery ({where})", ["delivery", *scoring.LENGTH_BINS],
-                  [[d, *(value_of(cells.get(b), "accuracy") for b in scoring.LENGTH_BINS)] for d, cells in bl.items()],
-                  slug=f"vqa-length-{slug}"))  # fmt: skip
     depth = rep.get("by_depth") or {}
     if depth:
         add(Table(f"Layered-VQA Table 7: loss by scene depth (layers) ({where})",
@@ -356,12 +357,6 @@ def _detail_tables(out: View, rep: Mapping[str, Any], where: str, m: str, scheds
                   ["condition", "relational", "single-object", "extra loss"],
                   [[c, e.get("relational"), e.get("single_object"), Value(e["extra_loss"], e.get("ci95")) if e.get("extra_loss") is not None else None]
                    for c, e in rel.items()], slug=f"vqa-relational-{slug}"))  # fmt: skip
-    relia = rep.get("reliability") or {}
-    if relia:
-        add(Table(f"Layered-VQA: repeated sampling (Laban et al.): aptitude P90, unreliability P90 - P10 ({where})",
-                  ["schedule", "aptitude", "unreliability", "average", "repeats"],
-                  [[s, value_of(c, "aptitude"), value_of(c, "unreliability"), value_of(c, "average"), c.get("repeats")]
-                   for s, c in relia.items()], slug=f"vqa-reliability-{slug}"))  # fmt: skip
     att = rep.get("attempts") or {}
     if att.get("by_attempt"):
         base = value_of(att.get("baseline"), "accuracy")
@@ -369,6 +364,12 @@ def _detail_tables(out: View, rep: Mapping[str, Any], where: str, m: str, scheds
                   f"{base.text() if base else '-'}; {where})", ["attempt", "words", "accuracy", "n"],
                   [[k, value_of(c, "words"), value_of(c, "accuracy"), c.get("n")] for k, c in att["by_attempt"].items()],
                   slug=f"vqa-attempts-{slug}"))  # fmt: skip
+    relia = rep.get("reliability") or {}
+    if relia:
+        add(Table(f"Layered-VQA Figure 7: repeated sampling (Laban et al.): aptitude P90, unreliability P90 - P10 ({where})",
+                  ["schedule", "aptitude", "unreliability", "average", "repeats"],
+                  [[s, value_of(c, "aptitude"), value_of(c, "unreliability"), value_of(c, "average"), c.get("repeats")]
+                   for s, c in relia.items()], slug=f"vqa-reliability-{slug}"))  # fmt: skip
     conc = rep.get("loss_concentration") or {}
     if conc:
         add(Table(f"Layered-VQA Figure 8 (left): how concentrated the loss against full is ({where})",
