@@ -59,6 +59,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
 
     J.ACTIVE.journal = None
     handlers = None
+    started = time.time()
     try:
         with cli as cli_evaluate:
             handlers = J.catch_signals()
@@ -90,7 +91,88 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
             print(f"lmms-scene eval: the {done} generations made before the failure are in {journal.path}; "
                   f"score them with: lmms-scene rescore {journal.path} --output_path OUT", file=sys.stderr)  # fmt: skip
         return 1
-    return 0
+    return _files_written(argv, started)
+
+
+def _files_written(argv: list[str], started: float) -> int:
+    """After the harness: the run is finished only when its files are. The results JSON
+    and every samples file are read back (:func:`missing_files`); a shortfall (a full disk,
+    a permission, a killed writer: the harness only logs a warning) is one line naming
+    what is missing, where the outputs are and the command that scores them; exit 1."""
+    out = _output_path_of(argv)
+    if not out or "--help" in argv or "-h" in argv or settings.process_group()[0] != 0:
+        return 0
+    journal = J.ACTIVE.journal
+    planned = J.planned_docs(journal.path) if journal is not None else None
+    problems = missing_files(Path(out), started, planned, log_samples="--log_samples" in argv)
+    if not problems:
+        return 0
+    where = "; the model's outputs are not journaled (LMMS_SCENE_JOURNAL is off): rerun the evaluation"
+    if journal is not None:
+        done = journal.done
+        target = Path(out) / "rescored"
+        where = (f"; the {done} outputs are in {journal.path}: score them with "
+                 f"lmms-scene rescore {journal.path} --output_path {target}")  # fmt: skip
+    print(f"lmms-scene eval: the run is not finished, its files are incomplete: {'; '.join(problems)}{where}", file=sys.stderr)
+    return 1
+
+
+def missing_files(output_path: Path, started: float, planned: dict[str, int] | None, log_samples: bool) -> list[str]:
+    """What a finished run should have written under ``output_path`` since ``started`` and
+    did not: the results JSON (present, complete JSON) and, with ``log_samples``, one
+    samples file per task, each line JSON, as many rows as documents planned (``planned``:
+    task -> documents, from the journal's plan; else the results JSON's ``n-samples``)."""
+    output_path = Path(output_path)
+    fresh = lambda p: J.FOLDER not in p.parts and p.stat().st_mtime >= started - 1  # noqa: E731
+    results = sorted((p for p in output_path.rglob("*_results.json") if fresh(p)), key=lambda p: p.stat().st_mtime)
+    problems: list[str] = []
+    data = None
+    if not results:
+        problems.append(f"no results JSON was written under {output_path}")
+    else:
+        try:
+            data = json.loads(results[-1].read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or "results" not in data:
+                problems.append(f"{results[-1]} holds no results")
+                data = None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            size = results[-1].stat().st_size
+            problems.append(f"{results[-1]} is cut short or unreadable ({size} bytes: {getattr(exc, 'msg', exc)})")
+    if not log_samples:
+        return problems
+    expected = dict(planned or {})
+    if not expected and data is not None:
+        expected = {t: int((n or {}).get("effective", 0)) for t, n in (data.get("n-samples") or {}).items()}
+    if not expected:
+        return problems
+    stem = results[-1].name.removesuffix("_results.json") if results else None
+    for task, docs in sorted(expected.items()):
+        found = sorted((p for p in output_path.rglob(f"*_samples_{task}.jsonl") if fresh(p)), key=lambda p: p.stat().st_mtime)
+        if stem is not None:
+            found = [p for p in found if p.name.startswith(stem + "_samples_")] or found
+        if not found:
+            problems.append(f"no samples file for {task} ({docs} documents)")
+            continue
+        rows, bad = 0, None
+        try:
+            with found[-1].open(encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        json.loads(line)
+                    except json.JSONDecodeError:
+                        bad = number
+                        break
+                    rows += 1
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{found[-1]} cannot be read ({exc})")
+            continue
+        if bad is not None:
+            problems.append(f"{found[-1]} line {bad} is cut short ({rows} of {docs} rows before it)")
+        elif rows != docs:
+            problems.append(f"{found[-1]} holds {rows} of {docs} rows")
+    return problems
 
 
 def _interrupted(stop: BaseException) -> int:
