@@ -44,7 +44,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
         if not keep_journal:
             raise ValueError("--resume serves an interrupted run's journal and needs the journal on (LMMS_SCENE_JOURNAL is off)")
         resume = J.read(J.journal_files(resume_from))
-        for problem in resume.problems:
+        for problem in [*resume.problems, *J.unverified_notes(resume)]:
             print(f"lmms-scene eval: --resume: {problem}", file=sys.stderr)
         print(f"lmms-scene eval: resuming {', '.join(map(str, resume.files))} ({resume.status()}): "
               f"{sum(len(v) for v in resume.outputs.values())} outputs served from it, the rest generated", file=sys.stderr)  # fmt: skip
@@ -496,7 +496,7 @@ def _rescore_journal(files: list[Path], output_path: Path, extra: list[str]) -> 
     from lmms_scene.models.from_samples import RunOptions  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
 
     run = J.read(files)
-    for problem in run.problems:
+    for problem in [*run.problems, *J.unverified_notes(run)]:
         print(f"lmms-scene rescore: {problem}", file=sys.stderr)
     h = run.header
     if not run.tasks:

@@ -510,6 +510,16 @@ def _is(value: Any, kind: type | tuple, minimum: int | None = None) -> bool:
     return isinstance(value, kind) and (minimum is None or value >= minimum)
 
 
+#: what each checked field holds, for the error
+_EXPECTED = {"argv": "expected a list of strings", "rank": "expected an integer >= 0", "world_size": "expected an integer >= 1",
+             "tasks": "expected the tasks as given, or the plan's tasks: name -> request types, document ids, requests per document, repeats",
+             "offset": "expected an integer >= 0", "repeats": "expected an integer >= 1", "limit": "expected a number >= 0",
+             "task": "expected a task name", "doc_id": "expected an integer >= 0", "idx": "expected an integer >= 0",
+             "copy": "expected an integer >= 0", "request_type": f"expected one of {GENERATION_TYPES}",
+             "arguments": "expected the request's arguments, a list", "output": "expected a text, a list of texts, or null",
+             "status": "expected finished, interrupted or failed", "requests_done": "expected an integer >= 0"}  # fmt: skip
+
+
 def _a(kind: str) -> str:
     return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
 
@@ -549,7 +559,8 @@ def _check_record(record: Any) -> str | None:
                 continue
             return f"{_a(kind)} line without its field {name!r}"
         if not ok(record[name]):
-            return f"{_a(kind)} line whose field {name!r} is {type(record[name]).__name__} {str(record[name])[:60]!r}"
+            shown = json.dumps(record[name], default=str)
+            return f"{_a(kind)} line whose field {name!r} is {shown[:60]}{'...' if len(shown) > 60 else ''} ({_EXPECTED.get(name, 'not what lmms-scene writes')})"
     return None
 
 
@@ -672,6 +683,12 @@ def read(files: list[Path]) -> JournalRun:
             raise JournalRefused(f"{', '.join(map(str, files))}: an output for task {task!r} doc {doc_id} request {idx} "
                                  f"that the plan does not hold; refused")  # fmt: skip
     return JournalRun(list(files), first, tasks, outputs, ends, problems, requests, unverified)
+
+
+def unverified_notes(run: JournalRun) -> list[str]:
+    """One notice per file read without checksums (a journal from before they existed)."""
+    return [f"{f}: written before journal lines carried checksums (journal_version 1): read as it is, "
+            "its lines cannot be checked for edits" for f in run.unverified]  # fmt: skip
 
 
 def planned_docs(path: str | Path) -> dict[str, int] | None:
