@@ -36,8 +36,10 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
     if not harness.install():
         argv = [*argv, "--include_path", str(tasks_path())]
     config = settings.current()
+    for note in check_settings(config, argv):  # a bad setting stops here, before the model loads
+        print(f"lmms-scene eval: {note}", file=sys.stderr)
     keep_journal = config.journal if journal is None else journal
-    chunk = config.journal_chunk_size  # a bad LMMS_SCENE_JOURNAL_CHUNK stops here, before the model loads
+    chunk = config.journal_chunk_size
     argv, resume_from = _pop_resume(argv)
     resume = None
     if resume_from is not None:
@@ -173,6 +175,31 @@ def missing_files(output_path: Path, started: float, planned: dict[str, int] | N
         elif rows != docs:
             problems.append(f"{found[-1]} holds {rows} of {docs} rows")
     return problems
+
+
+def check_settings(config: settings.Settings, argv: list[str]) -> list[str]:
+    """Every setting with its rule (:meth:`lmms_scene.settings.Settings.check`), the judges
+    of ``LMMS_SCENE_CESG`` (:func:`lmms_scene.judges.parse_judges`: one judge, an http(s)
+    URL with a host) and a ``device=`` in ``--model_args`` checked against the devices
+    torch sees; a bad value is a ``ValueError`` naming it. Returns notes (what was adjusted)."""
+    from lmms_scene.judges import parse_judges
+
+    notes = config.check()
+    for key, value in settings.cesg_fields(config.cesg).items():
+        if key in ("extra", "verifier"):
+            try:
+                found = parse_judges(value)
+            except (ValueError, TypeError) as exc:
+                raise settings.SettingError(f"{settings.CESG_ENV} {key}: {exc}") from None
+            if len(found) != 1:
+                raise settings.SettingError(f"{settings.CESG_ENV} {key}={value!r}: expected one judge, got {len(found)}")
+    for i, arg in enumerate(argv):
+        value = argv[i + 1] if arg == "--model_args" and i + 1 < len(argv) else arg.split("=", 1)[1] if arg.startswith("--model_args=") else None
+        for part in (value or "").split(","):
+            key, sep, device = part.partition("=")
+            if sep and key.strip() == "device":
+                settings.check_device(device, "--model_args device")
+    return notes
 
 
 def _interrupted(stop: BaseException) -> int:

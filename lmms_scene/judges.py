@@ -94,10 +94,50 @@ class JudgeSpec:
             raise ValueError(f"JudgeSpec.max_tokens: expected a positive integer, got {self.max_tokens!r}")
         if not (isinstance(self.num_retries, int) and self.num_retries >= 1):
             raise ValueError(f"JudgeSpec.num_retries: expected an integer >= 1, got {self.num_retries!r}")
+        if _CONTROL.search(self.name) or _CONTROL.search(self.model):
+            raise ValueError(f"JudgeSpec: {self.name!r} / {self.model!r}: a judge's name and model hold no control characters")
+        if self.base_url is not None:
+            check_url(self.base_url)
 
     def describe(self) -> dict[str, Any]:
         """The judge as recorded in results (no secrets: the spec holds none)."""
         return {"name": self.name, "model": self.model, "provider": self.provider, "base_url": self.base_url}
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\]")
+
+
+def check_url(url: str) -> str:
+    """A judge's endpoint: ``http`` or ``https``, a host name or address, an optional port,
+    no user name or password (``user@host`` hides the real host), no whitespace or control
+    characters, no second URL (two judges run together). Returns it; an error names it.
+
+    >>> check_url("http://localhost:8000/v1")
+    'http://localhost:8000/v1'
+    """
+    from urllib.parse import urlsplit
+
+    def bad(rule: str) -> ValueError:
+        return ValueError(f"judge URL {url!r}: {rule}")
+
+    if not isinstance(url, str) or _CONTROL.search(url) or any(c.isspace() for c in url):
+        raise bad("holds whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise bad(f"not a URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise bad("expected an http:// or https:// URL")
+    if "@" in parts.netloc:
+        raise bad("holds a user name or password before '@' (give credentials through the provider's environment, e.g. OPENAI_API_KEY)")
+    host = parts.hostname or ""
+    if not host or not _HOST.fullmatch(parts.netloc.rsplit(":", 1)[0] if port is not None else parts.netloc):
+        raise bad("expected a host name or address after http(s)://")
+    if "," in url or "://" in url.split("://", 1)[1]:
+        raise bad("holds a second URL or a ','; judges are separated by ';'")
+    return url
 
 
 def parse_judges(spec: str) -> list[JudgeSpec]:
@@ -124,10 +164,15 @@ def parse_judges(spec: str) -> list[JudgeSpec]:
         model = model.strip()
         if not model:
             raise ValueError(f"judges entry {i} ({raw!r}): no model name")
+        if provider != "hf" and "," in target:
+            raise ValueError(f"judges entry {i} ({raw!r}): holds a ','; judges are separated by ';' (name=model@url; name=model@url)")
         if provider == "hf":  # a path, which may hold "@": no URL part
             model, url = target.strip(), ""
         default_name = Path(model.rstrip("/")).name.removesuffix(".gguf") if provider == "hf" else model
-        judges.append(JudgeSpec(name=(name.strip() or default_name), model=model, provider=provider, base_url=url.strip() or None))
+        try:
+            judges.append(JudgeSpec(name=(name.strip() or default_name), model=model, provider=provider, base_url=url.strip() or None))
+        except ValueError as exc:
+            raise ValueError(f"judges entry {i} ({raw!r}): {exc}") from None
     names = [j.name for j in judges]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,87 @@ def test_write_atomic_leaves_the_old_file_on_a_full_disk(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="results.json: could not be written"):
         files.write_atomic(target, '{"new": 2}')
     assert target.read_text() == '{"old": 1}' and sorted(p.name for p in tmp_path.iterdir()) == ["results.json"]
+
+
+# -- settings at the door ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"LMMS_SCENE_CESG": "weights=nan,0.25,0.25"}, "LMMS_SCENE_CESG weights='nan,0.25,0.25': expected three finite numbers >= 0"),
+    ({"LMMS_SCENE_CESG": "weights=inf,0.25,0.25"}, "LMMS_SCENE_CESG weights='inf,0.25,0.25': expected three finite numbers"),
+    ({"LMMS_SCENE_CESG": "weights=-0.5,1,0.5"}, "weights='-0.5,1,0.5': expected three finite numbers >= 0"),
+    ({"LMMS_SCENE_CESG": "lambda=1.5"}, "LMMS_SCENE_CESG lambda='1.5': expected a number in [0, 1]"),
+    ({"LMMS_SCENE_CESG": "lambda=nan"}, "LMMS_SCENE_CESG lambda='nan': expected a number in [0, 1]"),
+    ({"LMMS_SCENE_CESG": "synonyms=maybe"}, "LMMS_SCENE_CESG synonyms='maybe': expected on or off"),
+    ({"LMMS_SCENE_CESG": "lambda=0.5;lambda=0.7"}, "lambda is given twice"),
+    ({"LMMS_SCENE_CESG": "weight=1,0,0"}, "LMMS_SCENE_CESG='weight=1,0,0': expected key=value pairs separated by ';'"),
+    ({"LMMS_SCENE_CESG": "device=cuda:99"}, "LMMS_SCENE_CESG device='cuda:99': this machine's torch sees"),
+    ({"LMMS_SCENE_DEVICE": "cuda:99"}, "LMMS_SCENE_DEVICE='cuda:99': this machine's torch sees"),
+    ({"LMMS_SCENE_DEVICE": "gpu0"}, "LMMS_SCENE_DEVICE='gpu0': expected cpu, cuda, cuda:N or mps"),
+    ({"LMMS_SCENE_COOCO_CLEAN": "yes"}, "LMMS_SCENE_COOCO_CLEAN='yes': expected skip or include"),
+    ({"LMMS_SCENE_NO_PROGRESS": "please"}, "LMMS_SCENE_NO_PROGRESS='please': expected on or off"),
+    ({"LMMS_SCENE_JOURNAL": "of"}, "LMMS_SCENE_JOURNAL='of': expected on or off"),
+    ({"LMMS_SCENE_CLIP_MODEL": "openai/clip\nINFO forged"}, "LMMS_SCENE_CLIP_MODEL='openai/clip\\nINFO forged': expected a non-empty name"),
+    ({"LMMS_SCENE_CESG": "extra=a=m1@http://h1:8000/v1,b=m2@http://h2:8000/v1"}, "holds a ','; judges are separated by ';'"),
+    ({"LMMS_SCENE_CESG": "verifier=m@file:///etc/passwd"}, "judge URL 'file:///etc/passwd': expected an http:// or https:// URL"),
+    ({"LMMS_SCENE_CESG": "verifier=m@javascript:alert(1)"}, "judge URL 'javascript:alert(1)': expected an http:// or https:// URL"),
+    ({"LMMS_SCENE_CESG": "verifier=m@http://localhost:8000/v1\r\nX-Forged: 1"}, "without control characters"),
+    ({"LMMS_SCENE_CESG": "verifier=m@http://localhost:8000@evil.example/v1"}, "holds a user name or password before '@'"),
+])  # fmt: skip
+def test_a_bad_setting_stops_eval_before_the_model_loads_in_one_line(monkeypatch, capsys, tmp_path, env, message):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["eval", "--model", "echo", "--tasks", "snus_sample", "--output_path", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("lmms-scene eval: error: ") and message in err, err
+    assert "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+def test_a_bad_model_args_device_stops_eval_before_the_model_loads(capsys, tmp_path):
+    assert main(["eval", "--model", "echo", "--model_args", "device=cuda:99", "--tasks", "snus_sample", "--output_path", str(tmp_path)]) == 2
+    assert "--model_args device='cuda:99': this machine's torch sees" in capsys.readouterr().err
+
+
+def test_weights_that_do_not_sum_to_one_are_normalised_with_a_note(monkeypatch):
+    from lmms_scene import settings
+
+    monkeypatch.setenv("LMMS_SCENE_CESG", "weights=2,1,1")
+    (note,) = settings.current().check()
+    assert note == "LMMS_SCENE_CESG weights='2,1,1' sum to 4, not 1: normalised to 0.5,0.25,0.25"
+    from lmms_scene.metrics.cesg.score import parse_components
+
+    assert parse_components("weights=2,1,1;lambda=0.7") == {"weights": (0.5, 0.25, 0.25), "lambda_": 0.7}
+
+
+@pytest.mark.parametrize("weights", ["nan,0.25,0.25", "inf,0.25,0.25", "0,0,0", "1,2"])
+def test_cesg_command_refuses_weights_that_are_no_weights(tmp_path, capsys, weights):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"id": 1, "prediction": "There is no helmet.", "references": ["No helmet is worn."]}) + "\n")
+    assert main(["cesg", "--input", str(rows), f"--weights={weights}"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"lmms-scene cesg: error: --weights={weights!r}: expected three finite numbers >= 0 (w_o,w_a,w_r) with a positive sum\n"
+
+
+def test_the_scorer_itself_refuses_non_finite_weights():
+    from lmms_scene.metrics.cesg.score import _resolve
+
+    with pytest.raises(ValueError, match="weights: expected three non-negative"):
+        _resolve({"weights": (float("nan"), 0.25, 0.25), "pipeline": object(), "encoder": None})
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("a=m1@http://h1:8000/v1,b=m2@http://h2:8000/v1", "holds a ','; judges are separated by ';'"),
+    ("m@http://user:pw@host/v1", "holds a user name or password"),
+    ("m@http:///v1", "expected a host name or address"),
+    ("m@ftp://host/v1", "expected an http:// or https:// URL"),
+    ("m@http://host:99999/v1", "not a URL"),
+    ("m@http://ho st/v1", "holds whitespace or control characters"),
+    ("m\x1b[31m@http://host/v1", "hold no control characters"),
+])  # fmt: skip
+def test_judge_lists_split_unambiguously_and_urls_are_http_with_a_host(spec, message):
+    from lmms_scene.judges import parse_judges
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_judges(spec)
+    judges = parse_judges("a=m1@http://h1:8000/v1; b=m2@https://[::1]:8443/v1; dummy:d=x")
+    assert [(j.name, j.base_url) for j in judges] == [("a", "http://h1:8000/v1"), ("b", "https://[::1]:8443/v1"), ("d", None)]
