@@ -16,6 +16,7 @@ from lmms_scene import compat, harness
 from lmms_scene.registration import tasks_path
 from lmms_scene import benchmarks, journal as J, settings
 from lmms_scene.files import iter_jsonl
+from lmms_scene.judges import parse_judges
 from lmms_scene.metrics import clip
 from lmms_scene.report.html import build_report
 from lmms_scene.report.submission import build, Refused
@@ -182,8 +183,6 @@ def check_settings(config: settings.Settings, argv: list[str]) -> list[str]:
     of ``LMMS_SCENE_CESG`` (:func:`lmms_scene.judges.parse_judges`: one judge, an http(s)
     URL with a host) and a ``device=`` in ``--model_args`` checked against the devices
     torch sees; a bad value is a ``ValueError`` naming it. Returns notes (what was adjusted)."""
-    from lmms_scene.judges import parse_judges
-
     notes = config.check()
     for key, value in settings.cesg_fields(config.cesg).items():
         if key in ("extra", "verifier"):

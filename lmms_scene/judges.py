@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from lmms_scene import compat, settings
 from lmms_scene.cache import cached, load_pretrained, torch_device
@@ -116,8 +117,6 @@ def check_url(url: str) -> str:
     >>> check_url("http://localhost:8000/v1")
     'http://localhost:8000/v1'
     """
-    from urllib.parse import urlsplit
-
     def bad(rule: str) -> ValueError:
         return ValueError(f"judge URL {url!r}: {rule}")
 
