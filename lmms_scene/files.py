@@ -75,6 +75,11 @@ def _no_constants(name: str) -> float:
     raise _Refused(f"{name} is not a finite number", name)
 
 
+#: the hooks of :func:`loads` for a caller that runs ``json.loads`` itself (repeated keys,
+#: absurd numbers refused as ``ValueError``; without the line)
+STRICT_HOOKS: dict[str, Any] = {"object_pairs_hook": _unique, "parse_int": _int, "parse_float": _float}
+
+
 def _depth(value: Any) -> int:
     deepest, stack = 0, [(value, 1)]
     while stack:

@@ -49,6 +49,9 @@ ERROR = "error"
 UNPARSED = "unparsed"
 
 #: lmms-eval's judge providers, and ``hf``: a local transformers causal LM at a path (:class:`HFJudge`)
+#: a judge reply longer than this is read cut here (the reply says so): the one cap on a
+#: model's text, :data:`lmms_scene.metrics.outputs.MAX_OUTPUT_CHARS` (a test keeps them equal)
+MAX_REPLY_CHARS = 100_000
 PROVIDERS = ("openai", "azure", "async_openai", "async_azure", "bedrock", "local", "dummy", "hf")
 
 DEFAULT_PROMPT = (
@@ -194,6 +197,8 @@ class JudgeReply:
     failure: str | None = None
     error: str | None = None
     seconds: float = 0.0
+    #: set when the reply was longer than :data:`MAX_REPLY_CHARS` and read cut there
+    cut: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -337,7 +342,10 @@ def ask(spec: JudgeSpec, prompt: str, *, client: Any = None) -> JudgeReply:
     content = getattr(response, "content", None)
     if not isinstance(content, str):
         return JudgeReply(spec.name, None, None, ERROR, f"the reply has no text content: {content!r}", seconds)
-    return JudgeReply(spec.name, content, parse_verdict(content), None, None, seconds)
+    cut = None
+    if len(content) > MAX_REPLY_CHARS:
+        cut, content = f"read on its first {MAX_REPLY_CHARS} of {len(content)} characters", content[:MAX_REPLY_CHARS]
+    return JudgeReply(spec.name, content, parse_verdict(content), None, None, seconds, cut)
 
 
 def _client(spec: JudgeSpec) -> Any:

@@ -280,3 +280,89 @@ def test_judge_lists_split_unambiguously_and_urls_are_http_with_a_host(spec, mes
         parse_judges(spec)
     judges = parse_judges("a=m1@http://h1:8000/v1; b=m2@https://[::1]:8443/v1; dummy:d=x")
     assert [(j.name, j.base_url) for j in judges] == [("a", "http://h1:8000/v1"), ("b", "https://[::1]:8443/v1"), ("d", None)]
+
+
+# -- input limits ------------------------------------------------------------------------------------
+
+
+def test_one_cap_for_every_reader_of_a_model_text():
+    from lmms_scene import judges
+    from lmms_scene.metrics import outputs
+    from lmms_scene.metrics.layered_vqa import grader
+
+    assert judges.MAX_REPLY_CHARS == outputs.MAX_OUTPUT_CHARS == grader.MAX_OUTPUT_CHARS
+
+
+def test_layered_vqa_grade_reads_a_5mb_answer_cut_and_says_so(tmp_path, monkeypatch, capsys):
+    """The grader's time grows faster than the length (100,000 characters: about 1 s; the
+    issue's 5 MB answer had not finished after 250 s): it reads the first MAX_OUTPUT_CHARS.
+    The cap is lowered here so the test grades little text; the rule is the same."""
+    from lmms_scene.metrics.layered_vqa import grader
+
+    monkeypatch.setattr(grader, "MAX_OUTPUT_CHARS", 2_000)
+    answer = "Two circles. " + "The scene is calm and nothing else is there. " * 110_000  # about 5 MB
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps({"id": "q1", "gold": "Two.", "question_type": "counting", "answer": answer}) + "\n")
+    assert len(path.read_bytes()) > 4_900_000
+    assert main(["layered-vqa", "grade", "--input", str(path), "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["grades"]
+    assert row["answer_cut"] == f"graded on its first 2000 of {len(answer)} characters"
+    assert row["verdict"] == grader.grade(answer[:2000], "Two.", "counting").verdict == "correct"
+
+
+def test_a_judge_reply_over_the_cap_is_read_cut_and_the_reply_says_so(monkeypatch):
+    from lmms_scene import judges
+
+    class Client:
+        config = None
+
+        def evaluate(self, _request):
+            return type("R", (), {"success": True, "content": "No, it is wrong. " + "x" * 5_000_000})()
+
+    monkeypatch.setattr(judges, "MAX_REPLY_CHARS", 1_000)
+    reply = judges.ask(judges.JudgeSpec(name="j", model="m", provider="dummy"), "Is it right?", client=Client())
+    assert reply.cut == "read on its first 1000 of 5000017 characters" and len(reply.content) == 1_000
+    assert reply.verdict is False and reply.to_dict()["cut"] == reply.cut
+
+
+def test_cooco_metadata_refuses_a_400_digit_rel_score_and_repeated_keys(tmp_path):
+    from lmms_scene.data.cooco.builder import CoocoBuildError, read_metadata
+
+    (tmp_path / "m.json").write_text('[{"file_name": "a.jpg",\n  "rel_score": ' + "7" * 400 + "}]")
+    with pytest.raises(CoocoBuildError, match=r"m.json line 2: the integer 777777777777\.\.\. has 400 digits \(at most 20\)"):
+        read_metadata(tmp_path / "m.json")
+    (tmp_path / "m.jsonl").write_text('{"file_name": "a.jpg", "rel_score": 0.2}\n{"file_name": "b.jpg", "rel_score": 0.2, "rel_score": 0.9}\n')
+    with pytest.raises(CoocoBuildError, match="m.jsonl line 2: key 'rel_score' appears twice in one object"):
+        read_metadata(tmp_path / "m.jsonl")
+    (tmp_path / "k.json").write_text('{"a.jpg": {"scene": "office"},\n "a.jpg": {"scene": "street"}}')
+    with pytest.raises(CoocoBuildError, match="k.json line 2: key 'a.jpg' appears twice"):
+        read_metadata(tmp_path / "k.json")
+
+
+def test_snus_and_layered_vqa_metadata_refuse_repeated_keys(tmp_path):
+    from lmms_scene.data.snus.builder import read_metadata
+
+    (tmp_path / "s.json").write_text('[{"image_id": "1", "image": "a.jpg",\n  "caption": "No rail.",\n  "caption": "A rail."}]')
+    with pytest.raises(ValueError, match="s.json line 3: key 'caption' appears twice"):
+        read_metadata(tmp_path / "s.json")
+    (tmp_path / "s.jsonl").write_text('{"image_id": "1", "image_id": "2"}\n')
+    with pytest.raises(ValueError, match="s.jsonl line 1: key 'image_id' appears twice"):
+        read_metadata(tmp_path / "s.jsonl")
+    from lmms_scene.metrics.layered_vqa.grader import read_answers
+
+    (tmp_path / "a.jsonl").write_text('{"id": 1, "gold": "Two.", "question_type": "counting", "answer": "2", "answer": "3"}\n')
+    with pytest.raises(ValueError, match="a.jsonl line 1: key 'answer' appears twice"):
+        read_answers(tmp_path / "a.jsonl")
+
+
+def test_submissions_and_official_lists_refuse_repeated_keys(tmp_path, capsys):
+    from lmms_scene.report import submission
+
+    (tmp_path / "s.json").write_text('{"format": "x", "model": "a", "model": "b"}')
+    data, problems = submission.read(tmp_path / "s.json")
+    assert data is None and problems == ["not JSON (key 'model' appears twice in one object)"]
+    (tmp_path / "official.json").write_text('{"snus": ["f1"],\n "snus": ["forged"]}')
+    results = tmp_path / "run"
+    results.mkdir()
+    assert main(["submit", str(results), "--out", str(tmp_path / "sub.json"), "--official", str(tmp_path / "official.json")]) == 2
+    assert "official.json line 2: key 'snus' appears twice in one object" in capsys.readouterr().err

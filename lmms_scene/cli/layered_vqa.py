@@ -112,7 +112,8 @@ def _grade(args) -> int:
         return 0
     for row in out["grades"]:
         mark = "" if "label" not in row else ("  (label: agrees)" if row["agrees"] else f"  (label: {row['label']})")
-        print(f"{row['id']}\t{row['verdict']}\t{row['reason']}{mark}")
+        cut = f"  ({row['answer_cut']})" if "answer_cut" in row else ""
+        print(f"{row['id']}\t{row['verdict']}\t{row['reason']}{mark}{cut}")
     summ = out["summary"]
     counts = ", ".join(f"{v} {n}" for v, n in summ["verdicts"].items())
     print(f"{summ['n']} replies: {counts}; synonyms: {synonyms}")

@@ -41,6 +41,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from lmms_scene.files import STRICT_HOOKS
 from lmms_scene import benchmarks
 from lmms_scene.provenance import run_versions
 from lmms_scene.results import _resolve, data_files, file_sha256, load
@@ -469,7 +470,7 @@ def read(path: str | Path, *, official: Mapping[str, Sequence[str]] | None = Non
         raise ValueError(f"{name} is not a JSON number")
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constants)
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=no_constants, **STRICT_HOOKS)  # repeated keys, absurd numbers
     except (OSError, UnicodeDecodeError) as exc:
         return None, [f"cannot be read ({exc})"]
     except json.JSONDecodeError as exc:
