@@ -23,6 +23,10 @@ take :func:`current` once and pass its values down as arguments.
 ``LOCAL_RANK``                 of the work (:func:`process_group`)
 =============================  =============================================================
 
+:meth:`Settings.check` parses every one of them with its rule (``lmms-scene eval`` calls it
+before the harness loads anything): a bad value is a :class:`SettingError` naming the
+setting, the value and the rule.
+
 >>> with override(clip_model="none"):
 ...     current().clip_model
 'none'
