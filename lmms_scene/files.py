@@ -139,8 +139,9 @@ def loads(text: str, *, where: str, line: int | None = None, allow_nan: bool = T
         at = line if line is not None else _line_of(text, exc)
         raise error(f"{where}{f' line {at}' if at else ''}: {exc}") from None
     except json.JSONDecodeError as exc:
-        at = line if line is not None else exc.lineno
-        raise error(f"{where} line {at}: not JSON ({exc.msg} at column {exc.colno})") from None
+        if line is not None:  # one line of a JSON-lines file
+            raise error(f"{where} line {line}: not JSON ({exc.msg} at column {exc.colno})") from None
+        raise error(f"{where} line {exc.lineno} column {exc.colno}: not JSON ({exc.msg})") from None
     except RecursionError:
         raise error(f"{where}{f' line {line}' if line else ''}: nested deeper than {MAX_DEPTH} levels") from None
     if isinstance(value, (list, dict)) and _depth(value) > MAX_DEPTH:
