@@ -15,7 +15,7 @@ from pathlib import Path
 from lmms_scene import compat, harness
 from lmms_scene.registration import tasks_path
 from lmms_scene import benchmarks, journal as J, settings
-from lmms_scene.files import iter_jsonl
+from lmms_scene.files import iter_jsonl, write_atomic
 from lmms_scene.judges import parse_judges
 from lmms_scene.metrics import clip
 from lmms_scene.report.html import build_report
@@ -388,12 +388,12 @@ def _report_and_submission(run_dir: Path) -> Path:
         submission = build([run_dir])
     except Refused as refused:
         reasons = run_dir / "submission_refused.txt"
-        reasons.write_text("\n".join(refused.reasons) + "\n", encoding="utf-8")
+        write_atomic(reasons, "\n".join(refused.reasons) + "\n")
         _say(f"lmms-scene demo: no leaderboard submission, as expected for sample splits ({reasons}):")
         for reason in refused.reasons:
             print(textwrap.fill(reason, DEMO_WIDTH, initial_indent="  - ", subsequent_indent="    "))
         return info.out
-    target.write_text(json.dumps(submission, indent=2) + "\n", encoding="utf-8")
+    write_atomic(target, json.dumps(submission, indent=2) + "\n")
     _say(f"lmms-scene demo: submission: {target}")
     return info.out
 

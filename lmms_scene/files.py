@@ -201,6 +201,8 @@ def write_atomic(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding=encoding) as f:
+            # mkstemp makes the file private (0600): keep the mode the file had, else the usual 0644
+            os.fchmod(f.fileno(), path.stat().st_mode & 0o777 if path.exists() else 0o644)
             f.write(text)
             f.flush()
             os.fsync(f.fileno())

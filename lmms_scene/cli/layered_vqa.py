@@ -25,6 +25,7 @@ import json
 import sys
 from pathlib import Path
 
+from lmms_scene.files import write_atomic
 from lmms_scene import compositing, judges, results
 from lmms_scene.data.layered_vqa.builder import build_release, build_synthetic, evaluate_commands
 from lmms_scene.metrics.layered_vqa import aggregation, grader, judging, scoring
@@ -224,7 +225,7 @@ def _judge(args) -> int:
     print(judging.self_preference_table(matrix, cells))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"reports": reports, "self_preference": matrix, "self_cells": cells, "rows": judged_by_model},
+        write_atomic(args.out, json.dumps({"reports": reports, "self_preference": matrix, "self_cells": cells, "rows": judged_by_model},
                                        default=str, indent=1))  # fmt: skip
         print(f"wrote {args.out}", file=sys.stderr)
     return 0
