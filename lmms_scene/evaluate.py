@@ -110,7 +110,7 @@ def _files_written(argv: list[str], started: float) -> int:
     problems = missing_files(Path(out), started, planned, log_samples="--log_samples" in argv)
     if not problems:
         return 0
-    where = "; the model's outputs are not journaled (LMMS_SCENE_JOURNAL is off): rerun the evaluation"
+    where = "; no journal was kept (LMMS_SCENE_JOURNAL off, or a rescore): run it again once the files can be written"
     if journal is not None:
         done = journal.done
         target = Path(out) / "rescored"
