@@ -15,7 +15,8 @@ from pathlib import Path
 from lmms_scene import compat, harness, preflight
 from lmms_scene.registration import tasks_path
 from lmms_scene import benchmarks, journal as J, settings
-from lmms_scene.files import iter_jsonl
+from lmms_scene.files import iter_jsonl, write_atomic
+from lmms_scene.judges import parse_judges
 from lmms_scene.metrics import clip
 from lmms_scene.report.html import build_report
 from lmms_scene.report.submission import build, Refused
@@ -36,8 +37,10 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
     if not harness.install():
         argv = [*argv, "--include_path", str(tasks_path())]
     config = settings.current()
+    for note in check_settings(config, argv):  # a bad setting stops here, before the model loads
+        print(f"lmms-scene eval: {note}", file=sys.stderr)
     keep_journal = config.journal if journal is None else journal
-    chunk = config.journal_chunk_size  # a bad LMMS_SCENE_JOURNAL_CHUNK stops here, before the model loads
+    chunk = config.journal_chunk_size
     argv, resume_from = _pop_resume(argv)
     # every requested task's data and checkpoints, before the harness loads the model: all
     # problems at once, one line per task (the plain route runs the same check itself)
@@ -50,7 +53,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
         if not keep_journal:
             raise ValueError("--resume serves an interrupted run's journal and needs the journal on (LMMS_SCENE_JOURNAL is off)")
         resume = J.read(J.journal_files(resume_from))
-        for problem in resume.problems:
+        for problem in [*resume.problems, *J.unverified_notes(resume)]:
             print(f"lmms-scene eval: --resume: {problem}", file=sys.stderr)
         print(f"lmms-scene eval: resuming {', '.join(map(str, resume.files))} ({resume.status()}): "
               f"{sum(len(v) for v in resume.outputs.values())} outputs served from it, the rest generated", file=sys.stderr)  # fmt: skip
@@ -66,6 +69,7 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
     J.ACTIVE.journal = None
     handlers = None
     preflight.mark_done()  # checked above: the plain route's hook stays quiet in this run
+    started = time.time()
     try:
         with cli as cli_evaluate:
             handlers = J.catch_signals()
@@ -98,7 +102,111 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
             print(f"lmms-scene eval: the {done} generations made before the failure are in {journal.path}; "
                   f"score them with: lmms-scene rescore {journal.path} --output_path OUT", file=sys.stderr)  # fmt: skip
         return 1
-    return 0
+    return _files_written(argv, started)
+
+
+def _files_written(argv: list[str], started: float) -> int:
+    """After the harness: the run is finished only when its files are. The results JSON
+    and every samples file are read back (:func:`missing_files`); a shortfall (a full disk,
+    a permission, a killed writer: the harness only logs a warning) is one line naming
+    what is missing, where the outputs are and the command that scores them; exit 1."""
+    out = _output_path_of(argv)
+    if not out or "--help" in argv or "-h" in argv or settings.process_group()[0] != 0:
+        return 0
+    journal = J.ACTIVE.journal
+    planned = J.planned_docs(journal.path) if journal is not None else None
+    problems = missing_files(Path(out), started, planned, log_samples="--log_samples" in argv)
+    if not problems:
+        return 0
+    where = "; no journal was kept (LMMS_SCENE_JOURNAL off, or a rescore): run it again once the files can be written"
+    if journal is not None:
+        done = journal.done
+        target = Path(out) / "rescored"
+        where = (f"; the {done} outputs are in {journal.path}: score them with "
+                 f"lmms-scene rescore {journal.path} --output_path {target}")  # fmt: skip
+    print(f"lmms-scene eval: the run is not finished, its files are incomplete: {'; '.join(problems)}{where}", file=sys.stderr)
+    return 1
+
+
+def missing_files(output_path: Path, started: float, planned: dict[str, int] | None, log_samples: bool) -> list[str]:
+    """What a finished run should have written under ``output_path`` since ``started`` and
+    did not: the results JSON (present, complete JSON) and, with ``log_samples``, one
+    samples file per task, each line JSON, as many rows as documents planned (``planned``:
+    task -> documents, from the journal's plan; else the results JSON's ``n-samples``)."""
+    output_path = Path(output_path)
+    fresh = lambda p: J.FOLDER not in p.parts and p.stat().st_mtime >= started - 1  # noqa: E731
+    results = sorted((p for p in output_path.rglob("*_results.json") if fresh(p)), key=lambda p: p.stat().st_mtime)
+    problems: list[str] = []
+    data = None
+    if not results:
+        problems.append(f"no results JSON was written under {output_path}")
+    else:
+        try:
+            data = json.loads(results[-1].read_text(encoding="utf-8"))
+            if not isinstance(data, dict) or "results" not in data:
+                problems.append(f"{results[-1]} holds no results")
+                data = None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            size = results[-1].stat().st_size
+            problems.append(f"{results[-1]} is cut short or unreadable ({size} bytes: {getattr(exc, 'msg', exc)})")
+    if not log_samples:
+        return problems
+    expected = dict(planned or {})
+    if not expected and data is not None:
+        expected = {t: int((n or {}).get("effective", 0)) for t, n in (data.get("n-samples") or {}).items()}
+    if not expected:
+        return problems
+    stem = results[-1].name.removesuffix("_results.json") if results else None
+    for task, docs in sorted(expected.items()):
+        found = sorted((p for p in output_path.rglob(f"*_samples_{task}.jsonl") if fresh(p)), key=lambda p: p.stat().st_mtime)
+        if stem is not None:
+            found = [p for p in found if p.name.startswith(stem + "_samples_")] or found
+        if not found:
+            problems.append(f"no samples file for {task} ({docs} documents)")
+            continue
+        rows, bad = 0, None
+        try:
+            with found[-1].open(encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        json.loads(line)
+                    except json.JSONDecodeError:
+                        bad = number
+                        break
+                    rows += 1
+        except (OSError, UnicodeDecodeError) as exc:
+            problems.append(f"{found[-1]} cannot be read ({exc})")
+            continue
+        if bad is not None:
+            problems.append(f"{found[-1]} line {bad} is cut short ({rows} of {docs} rows before it)")
+        elif rows != docs:
+            problems.append(f"{found[-1]} holds {rows} of {docs} rows")
+    return problems
+
+
+def check_settings(config: settings.Settings, argv: list[str]) -> list[str]:
+    """Every setting with its rule (:meth:`lmms_scene.settings.Settings.check`), the judges
+    of ``LMMS_SCENE_CESG`` (:func:`lmms_scene.judges.parse_judges`: one judge, an http(s)
+    URL with a host) and a ``device=`` in ``--model_args`` checked against the devices
+    torch sees; a bad value is a ``ValueError`` naming it. Returns notes (what was adjusted)."""
+    notes = config.check()
+    for key, value in settings.cesg_fields(config.cesg).items():
+        if key in ("extra", "verifier"):
+            try:
+                found = parse_judges(value)
+            except (ValueError, TypeError) as exc:
+                raise settings.SettingError(f"{settings.CESG_ENV} {key}: {exc}") from None
+            if len(found) != 1:
+                raise settings.SettingError(f"{settings.CESG_ENV} {key}={value!r}: expected one judge, got {len(found)}")
+    for i, arg in enumerate(argv):
+        value = argv[i + 1] if arg == "--model_args" and i + 1 < len(argv) else arg.split("=", 1)[1] if arg.startswith("--model_args=") else None
+        for part in (value or "").split(","):
+            key, sep, device = part.partition("=")
+            if sep and key.strip() == "device":
+                settings.check_device(device, "--model_args device")
+    return notes
 
 
 def _interrupted(stop: BaseException) -> int:
@@ -318,12 +426,12 @@ def _report_and_submission(run_dir: Path) -> Path:
         submission = build([run_dir])
     except Refused as refused:
         reasons = run_dir / "submission_refused.txt"
-        reasons.write_text("\n".join(refused.reasons) + "\n", encoding="utf-8")
+        write_atomic(reasons, "\n".join(refused.reasons) + "\n")
         _say(f"lmms-scene demo: no leaderboard submission, as expected for sample splits ({reasons}):")
         for reason in refused.reasons:
             print(textwrap.fill(reason, DEMO_WIDTH, initial_indent="  - ", subsequent_indent="    "))
         return info.out
-    target.write_text(json.dumps(submission, indent=2) + "\n", encoding="utf-8")
+    write_atomic(target, json.dumps(submission, indent=2) + "\n")
     _say(f"lmms-scene demo: submission: {target}")
     return info.out
 
@@ -452,7 +560,7 @@ def _rescore_journal(files: list[Path], output_path: Path, extra: list[str]) -> 
     from lmms_scene.models.from_samples import RunOptions  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
 
     run = J.read(files)
-    for problem in run.problems:
+    for problem in [*run.problems, *J.unverified_notes(run)]:
         print(f"lmms-scene rescore: {problem}", file=sys.stderr)
     h = run.header
     if not run.tasks:

@@ -1,29 +1,174 @@
-"""Reading the line-based files lmms-scene meets (samples files, metadata, pairs), with
-errors that name the file and line.
+"""Reading the line-based and JSON files lmms-scene meets (samples files, metadata, pairs,
+journals, submissions), with errors that name the file and line, and writing our own
+files atomically.
+
+Every JSON value we read goes through :func:`loads`: a key repeated in one object (JSON
+lets the last one win silently), an integer of more than :data:`MAX_INT_DIGITS` digits, a
+number literal longer than :data:`MAX_NUMBER_CHARS` characters or one that overflows a
+float (``1e400``, a 400-digit score) and nesting deeper than :data:`MAX_DEPTH` levels are
+errors naming the file, the line and the key or number; ``NaN`` / ``Infinity`` too where
+the caller asks for finite numbers (``allow_nan=False``).
 
 >>> import tempfile, pathlib
 >>> path = pathlib.Path(tempfile.mkdtemp()) / "rows.jsonl"
 >>> _ = path.write_text('{"id": 1}\\n\\n{"id": 2}\\n')
 >>> [(n, row["id"]) for n, row in iter_jsonl(path)]
 [(1, 1), (3, 2)]
+>>> loads('{"a": 1, "a": 2}', where="m.json")
+Traceback (most recent call last):
+ValueError: m.json line 1: key 'a' appears twice in one object
 """
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+#: the most digits an integer we read may have (ids, counts, seeds fit; 10**20 is no score)
+MAX_INT_DIGITS = 20
+#: the longest number literal we read (a float's shortest repr has at most 24 characters)
+MAX_NUMBER_CHARS = 64
+#: the deepest nesting of lists and objects we read (ours are a few levels deep)
+MAX_DEPTH = 64
+
+
+class _Refused(ValueError):
+    """What :func:`loads` refuses inside the parser; ``key`` locates it in the text."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"key {key!r} appears twice in one object", key)
+        out[key] = value
+    return out
+
+
+def _int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise _Refused(f"the integer {text[:12]}... has {digits} digits (at most {MAX_INT_DIGITS})", text)
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > MAX_NUMBER_CHARS:
+        raise _Refused(f"the number {text[:12]}... is {len(text)} characters long (at most {MAX_NUMBER_CHARS})", text)
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"the number {text} is out of range (not a finite float)", text)
+    return value
+
+
+def _no_constants(name: str) -> float:
+    raise _Refused(f"{name} is not a finite number", name)
+
+
+#: the hooks of :func:`loads` for a caller that runs ``json.loads`` itself (repeated keys,
+#: absurd numbers refused as ``ValueError``; without the line)
+STRICT_HOOKS: dict[str, Any] = {"object_pairs_hook": _unique, "parse_int": _int, "parse_float": _float}
+
+
+def _depth(value: Any) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (list, dict)):
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                return deepest
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
+
+
+def _first_duplicate(text: str) -> tuple[str, int] | None:
+    """The first key (in text order) repeated in its object, and its line: a walk over the
+    text's strings and brackets (only when the parser found a repeat; it does not say where)."""
+    keys: list[set | None] = []
+    last = None
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token in "{[":
+            keys.append(set() if token == "{" else None)
+        elif token in "}]":
+            if keys:
+                keys.pop()
+        elif token == ":":
+            if keys and keys[-1] is not None and last is not None:
+                key = json.loads(last.group())
+                if key in keys[-1]:
+                    return key, text.count("\n", 0, last.start()) + 1
+                keys[-1].add(key)
+        last = match if token.startswith('"') else None
+    return None
+
+
+def _line_of(text: str, exc: _Refused) -> int | None:
+    """The line of what ``exc`` refused: a repeated key, or a number literal."""
+    if "twice" in str(exc):
+        found = _first_duplicate(text)
+        return found[1] if found else None
+    if exc.key:
+        at = text.find(exc.key)
+        return text.count("\n", 0, at) + 1 if at >= 0 else None
+    return None
+
+
+def loads(text: str, *, where: str, line: int | None = None, allow_nan: bool = True, error: type[Exception] = ValueError) -> Any:
+    """``text`` parsed as JSON, refusing what the module docstring lists. An error names
+    ``where`` (the file) and the line: ``line`` when the text is one line of a file, else
+    the line inside ``text``."""
+    try:
+        value = json.loads(text, object_pairs_hook=_unique, parse_int=_int, parse_float=_float,
+                           parse_constant=(lambda name: float(name)) if allow_nan else _no_constants)  # fmt: skip
+    except _Refused as exc:
+        at = line if line is not None else _line_of(text, exc)
+        raise error(f"{where}{f' line {at}' if at else ''}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        if line is not None:  # one line of a JSON-lines file
+            raise error(f"{where} line {line}: not JSON ({exc.msg} at column {exc.colno})") from None
+        raise error(f"{where} line {exc.lineno} column {exc.colno}: not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise error(f"{where}{f' line {line}' if line else ''}: nested deeper than {MAX_DEPTH} levels") from None
+    if isinstance(value, (list, dict)) and _depth(value) > MAX_DEPTH:
+        raise error(f"{where}{f' line {line}' if line else ''}: nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def read_json(path: str | Path, *, allow_nan: bool = True, error: type[Exception] = ValueError) -> Any:
+    """A JSON file parsed by :func:`loads` (UTF-8, a BOM allowed); errors name the file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise FileNotFoundError(f"{path}: cannot be read ({exc.strerror})") from None
+    return loads(text, where=str(path), allow_nan=allow_nan, error=error)
+
 
 def iter_jsonl(
-    path: str | Path, *, objects: bool = True, error: type[Exception] = ValueError
+    path: str | Path, *, objects: bool = True, error: type[Exception] = ValueError, allow_nan: bool = True
 ) -> Iterator[tuple[int, Any]]:
     """``(line number, value)`` for every non-blank line of a JSON-lines file.
 
-    A line that is not JSON, or (with ``objects``) not a JSON object, raises ``error``
-    naming the file and the line; a file that is not UTF-8 or cannot be read raises it
-    naming the file."""
+    A line that is not JSON (or that :func:`loads` refuses), or (with ``objects``) not a
+    JSON object, raises ``error`` naming the file and the line; a file that is not UTF-8
+    or cannot be read raises it naming the file."""
     path = Path(path)
     try:
         handle = path.open(encoding="utf-8")
@@ -35,10 +180,7 @@ def iter_jsonl(
             for number, line in enumerate(handle, 1):  # noqa: B007 - kept for the error below
                 if not line.strip():
                     continue
-                try:
-                    value = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise error(f"{path} line {number}: not JSON ({exc.msg} at column {exc.colno})") from None
+                value = loads(line, where=str(path), line=number, allow_nan=allow_nan, error=error)
                 if objects and not isinstance(value, dict):
                     raise error(f"{path} line {number}: expected a JSON object, got {type(value).__name__}")
                 yield number, value
@@ -46,6 +188,29 @@ def iter_jsonl(
             raise error(f"{path} line {number + 1}: not UTF-8 (byte 0x{exc.object[exc.start]:02x}); save the file as UTF-8") from None
 
 
-def read_jsonl(path: str | Path, *, objects: bool = True, error: type[Exception] = ValueError) -> list[Any]:
+def read_jsonl(path: str | Path, *, objects: bool = True, error: type[Exception] = ValueError, allow_nan: bool = True) -> list[Any]:
     """The values of a JSON-lines file (see :func:`iter_jsonl`)."""
-    return [value for _, value in iter_jsonl(path, objects=objects, error=error)]
+    return [value for _, value in iter_jsonl(path, objects=objects, error=error, allow_nan=allow_nan)]
+
+
+def write_atomic(path: str | Path, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` all or nothing: a temporary file in the same folder,
+    flushed and fsynced, then renamed over ``path``. A failed write (a full disk) leaves
+    ``path`` as it was and no temporary file, and raises ``OSError`` naming ``path``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding=encoding) as f:
+            # mkstemp makes the file private (0600): keep the mode the file had, else the usual 0644
+            os.fchmod(f.fileno(), path.stat().st_mode & 0o777 if path.exists() else 0o644)
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise OSError(exc.errno, f"{path}: could not be written ({exc.strerror or exc})") from None
+    return path

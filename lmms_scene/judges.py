@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from lmms_scene import compat, settings
 from lmms_scene.cache import cached, load_pretrained, torch_device
@@ -48,6 +49,9 @@ ERROR = "error"
 UNPARSED = "unparsed"
 
 #: lmms-eval's judge providers, and ``hf``: a local transformers causal LM at a path (:class:`HFJudge`)
+#: a judge reply longer than this is read cut here (the reply says so): the one cap on a
+#: model's text, :data:`lmms_scene.metrics.outputs.MAX_OUTPUT_CHARS` (a test keeps them equal)
+MAX_REPLY_CHARS = 100_000
 PROVIDERS = ("openai", "azure", "async_openai", "async_azure", "bedrock", "local", "dummy", "hf")
 
 DEFAULT_PROMPT = (
@@ -94,10 +98,48 @@ class JudgeSpec:
             raise ValueError(f"JudgeSpec.max_tokens: expected a positive integer, got {self.max_tokens!r}")
         if not (isinstance(self.num_retries, int) and self.num_retries >= 1):
             raise ValueError(f"JudgeSpec.num_retries: expected an integer >= 1, got {self.num_retries!r}")
+        if _CONTROL.search(self.name) or _CONTROL.search(self.model):
+            raise ValueError(f"JudgeSpec: {self.name!r} / {self.model!r}: a judge's name and model hold no control characters")
+        if self.base_url is not None:
+            check_url(self.base_url)
 
     def describe(self) -> dict[str, Any]:
         """The judge as recorded in results (no secrets: the spec holds none)."""
         return {"name": self.name, "model": self.model, "provider": self.provider, "base_url": self.base_url}
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\]")
+
+
+def check_url(url: str) -> str:
+    """A judge's endpoint: ``http`` or ``https``, a host name or address, an optional port,
+    no user name or password (``user@host`` hides the real host), no whitespace or control
+    characters, no second URL (two judges run together). Returns it; an error names it.
+
+    >>> check_url("http://localhost:8000/v1")
+    'http://localhost:8000/v1'
+    """
+    def bad(rule: str) -> ValueError:
+        return ValueError(f"judge URL {url!r}: {rule}")
+
+    if not isinstance(url, str) or _CONTROL.search(url) or any(c.isspace() for c in url):
+        raise bad("holds whitespace or control characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise bad(f"not a URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise bad("expected an http:// or https:// URL")
+    if "@" in parts.netloc:
+        raise bad("holds a user name or password before '@' (give credentials through the provider's environment, e.g. OPENAI_API_KEY)")
+    host = parts.hostname or ""
+    if not host or not _HOST.fullmatch(parts.netloc.rsplit(":", 1)[0] if port is not None else parts.netloc):
+        raise bad("expected a host name or address after http(s)://")
+    if "," in url or "://" in url.split("://", 1)[1]:
+        raise bad("holds a second URL or a ','; judges are separated by ';'")
+    return url
 
 
 def parse_judges(spec: str) -> list[JudgeSpec]:
@@ -124,10 +166,15 @@ def parse_judges(spec: str) -> list[JudgeSpec]:
         model = model.strip()
         if not model:
             raise ValueError(f"judges entry {i} ({raw!r}): no model name")
+        if provider != "hf" and "," in target:
+            raise ValueError(f"judges entry {i} ({raw!r}): holds a ','; judges are separated by ';' (name=model@url; name=model@url)")
         if provider == "hf":  # a path, which may hold "@": no URL part
             model, url = target.strip(), ""
         default_name = Path(model.rstrip("/")).name.removesuffix(".gguf") if provider == "hf" else model
-        judges.append(JudgeSpec(name=(name.strip() or default_name), model=model, provider=provider, base_url=url.strip() or None))
+        try:
+            judges.append(JudgeSpec(name=(name.strip() or default_name), model=model, provider=provider, base_url=url.strip() or None))
+        except ValueError as exc:
+            raise ValueError(f"judges entry {i} ({raw!r}): {exc}") from None
     names = [j.name for j in judges]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -150,6 +197,8 @@ class JudgeReply:
     failure: str | None = None
     error: str | None = None
     seconds: float = 0.0
+    #: set when the reply was longer than :data:`MAX_REPLY_CHARS` and read cut there
+    cut: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -296,7 +345,10 @@ def ask(spec: JudgeSpec, prompt: str, *, client: Any = None, rubric: str | None 
     content = getattr(response, "content", None)
     if not isinstance(content, str):
         return JudgeReply(spec.name, None, None, ERROR, f"the reply has no text content: {content!r}", seconds)
-    return JudgeReply(spec.name, content, parse_verdict(content, rubric), None, None, seconds)
+    cut = None
+    if len(content) > MAX_REPLY_CHARS:
+        cut, content = f"read on its first {MAX_REPLY_CHARS} of {len(content)} characters", content[:MAX_REPLY_CHARS]
+    return JudgeReply(spec.name, content, parse_verdict(content, rubric), None, None, seconds, cut)
 
 
 def _client(spec: JudgeSpec) -> Any:

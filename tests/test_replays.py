@@ -240,14 +240,27 @@ def test_a_signal_just_after_a_chunk_is_written_still_counts_that_chunk(tmp_path
     assert lines[-1]["requests_done"] == 2 == journal.done and lines[-1]["requests_total"] == 3
 
 
+def _header(**fields) -> dict:
+    return {"kind": "header", "journal_version": J.VERSION, "argv": ["x"], "tasks": "t", "limit": None, "offset": 0, "repeats": 1,
+            "rank": 0, "world_size": 1, **fields}  # fmt: skip
+
+
+def _plan(docs, repeats: int = 1) -> dict:
+    return {"kind": "plan", "tasks": {"t": {"request_types": ["generate_until"], "doc_ids": list(docs), "requests_per_doc": 1, "repeats": repeats}}}
+
+
+def _output(doc: int, copy: int, text: str) -> dict:
+    return {"kind": "output", "task": "t", "doc_id": doc, "idx": 0, "copy": copy, "request_type": "generate_until",
+            "arguments": ["prompt", {"max_new_tokens": 4}], "output": text}  # fmt: skip
+
+
 def test_a_journal_cut_by_a_kill_reads_back_with_the_cut_reported(tmp_path):
     folder = tmp_path / J.FOLDER
-    folder.mkdir()
-    lines = [{"kind": "header", "argv": ["x"], "tasks": "t", "limit": None, "offset": 0, "repeats": 2, "rank": 0, "world_size": 1},
-             {"kind": "plan", "tasks": {"t": {"request_types": ["generate_until"], "doc_ids": [0, 1, 2, 3, 4], "requests_per_doc": 1, "repeats": 2}}}]  # fmt: skip
+    lines = [_header(repeats=2), _plan(range(5), repeats=2)]
     for doc, copies in ((0, 2), (1, 2), (2, 1), (3, 2)):  # doc 2 lost its second repeat
-        lines += [{"kind": "output", "task": "t", "doc_id": doc, "idx": 0, "copy": c, "output": f"{doc}/{c}"} for c in range(copies)]
-    text = "".join(json.dumps(x) + "\n" for x in lines) + '{"kind": "output", "task": "t", "doc_'
+        lines += [_output(doc, c, f"{doc}/{c}") for c in range(copies)]
+    J.Journal(folder / "20260101T000000_1_rank0.jsonl").write(lines)
+    text = (folder / "20260101T000000_1_rank0.jsonl").read_text() + '{"kind": "output", "task": "t", "doc_'
     (folder / "20260101T000000_1_rank0.jsonl").write_text(text)
     run = J.read(J.journal_files(tmp_path))
     assert len(run.problems) == 1 and "cut off by the interruption" in run.problems[0]
@@ -255,7 +268,8 @@ def test_a_journal_cut_by_a_kill_reads_back_with_the_cut_reported(tmp_path):
     plan = J.replay_plan(run)
     assert plan.partial == {"t": (2, 5, 1)} and not plan.complete and not plan.none
     # a multi-process run needs every rank's file
-    (folder / "20260101T000000_1_rank0.jsonl").write_text(text.replace('"world_size": 1', '"world_size": 2'))
+    (folder / "20260101T000000_1_rank0.jsonl").unlink()
+    J.Journal(folder / "20260101T000000_1_rank0.jsonl").write([_header(repeats=2, world_size=2), *lines[1:]])
     with pytest.raises(ValueError, match="needs every rank's file; found ranks \\[0\\]"):
         J.read(J.journal_files(tmp_path))
 

@@ -25,6 +25,7 @@ import json
 import sys
 from pathlib import Path
 
+from lmms_scene.files import write_atomic
 from lmms_scene import compositing, judges, results
 from lmms_scene.data.layered_vqa.builder import build_release, build_synthetic, evaluate_commands
 from lmms_scene.metrics.layered_vqa import aggregation, grader, judging, scoring
@@ -112,7 +113,8 @@ def _grade(args) -> int:
         return 0
     for row in out["grades"]:
         mark = "" if "label" not in row else ("  (label: agrees)" if row["agrees"] else f"  (label: {row['label']})")
-        print(f"{row['id']}\t{row['verdict']}\t{row['reason']}{mark}")
+        cut = f"  ({row['answer_cut']})" if "answer_cut" in row else ""
+        print(f"{row['id']}\t{row['verdict']}\t{row['reason']}{mark}{cut}")
     summ = out["summary"]
     counts = ", ".join(f"{v} {n}" for v, n in summ["verdicts"].items())
     print(f"{summ['n']} replies: {counts}; synonyms: {synonyms}")
@@ -223,7 +225,7 @@ def _judge(args) -> int:
     print(judging.self_preference_table(matrix, cells))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"reports": reports, "self_preference": matrix, "self_cells": cells, "rows": judged_by_model},
+        write_atomic(args.out, json.dumps({"reports": reports, "self_preference": matrix, "self_cells": cells, "rows": judged_by_model},
                                        default=str, indent=1))  # fmt: skip
         print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lmms_scene.files import write_atomic
 from lmms_scene.analysis.pfram_scores import DEFAULT_POPE_TASKS
 from lmms_scene import settings
 from lmms_scene.analysis.pfram_scores import correlate, score_features, select_images
@@ -128,7 +129,7 @@ def _emit(out: dict[str, Any], output: Path | None) -> int:
     print(text)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text + "\n")
+        write_atomic(output, text + "\n")
     return 0
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lmms_scene import settings
 from lmms_scene.data import snus
 from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
 from lmms_scene.files import iter_jsonl
@@ -58,13 +59,13 @@ def _unique_ids(rows: list[dict[str, Any]], path: Path, field: str = "id") -> No
 
 
 def _options(args) -> dict[str, Any]:
-    opts: dict[str, Any] = {"coref": args.coref, "parser": args.parser, "lambda_": args.lambda_, "synonyms": not args.no_synonyms}
-    opts["encoder"] = None if args.encoder == "none" else args.encoder
+    lam = settings.parse_unit(args.lambda_, "--lambda")
+    opts: dict[str, Any] = {"coref": args.coref, "parser": args.parser, "lambda_": lam, "synonyms": not args.no_synonyms}
+    opts["encoder"] = None if args.encoder == "none" else settings.check_text(args.encoder, "--encoder")
     if args.weights:
-        try:
-            opts["weights"] = tuple(float(w) for w in args.weights.split(","))
-        except ValueError:
-            raise ValueError(f"--weights: expected three numbers w_o,w_a,w_r, got {args.weights!r}") from None
+        opts["weights"], note = settings.parse_weights(args.weights, "--weights")
+        if note:
+            print(f"lmms-scene cesg: {note}", file=sys.stderr)
     if getattr(args, "verifier", None):
         judges = parse_judges(args.verifier)
         if len(judges) != 1:
@@ -113,9 +114,10 @@ def register(sub) -> None:
 def _cesg(args) -> int:
     if args.lambda_ is None:
         args.lambda_ = DEFAULT_LAMBDA
+    options = _options(args)  # a bad option stops here, before the input is read or a model loads
     rows = _read_jsonl(args.input, ("id", "prediction", "references"))
     _unique_ids(rows, args.input)
-    result = score_corpus([(r["id"], r["prediction"], r["references"]) for r in rows], **_options(args))
+    result = score_corpus([(r["id"], r["prediction"], r["references"]) for r in rows], **options)
     if args.json:
         json.dump(finite_or_none(result), sys.stdout, indent=1, default=str, allow_nan=False)
         print()

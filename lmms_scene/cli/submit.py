@@ -19,10 +19,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from lmms_scene.files import read_json
 from lmms_scene.report import leaderboard, submission
 from lmms_scene.report.submission import MAX_EMPTY_RATE
 
@@ -52,7 +52,7 @@ def read_official(path: Path | None) -> dict[str, list[str]] | None:
     if path is None:
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path, allow_nan=False)  # repeated keys, absurd numbers refused, naming the line
     except (OSError, ValueError) as exc:
         raise ValueError(f"--official {path}: cannot be read as JSON ({exc})") from None
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, list) and all(isinstance(x, str) for x in v)

@@ -47,7 +47,7 @@ from lmms_scene.data.cooco.schema import (
 )
 from lmms_scene.data.local import DATA_FILE, TASKS_DIR  # noqa: F401  (re-exported: where write_local puts things)
 from lmms_scene.data import local, recheck, release
-from lmms_scene.files import iter_jsonl
+from lmms_scene.files import iter_jsonl, loads
 from lmms_scene.progress import progress
 
 #: Image files a folder build matches against the metadata (suffix, case-insensitive).
@@ -622,14 +622,11 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
     if suffix == ".csv":
         return _read_csv(path, text)
     if suffix == ".jsonl":
-        rows = [_object(value, f"{path} line {n}") for n, value in iter_jsonl(path, objects=False, error=CoocoBuildError)]
+        rows = [_object(value, f"{path} line {n}") for n, value in iter_jsonl(path, objects=False, error=CoocoBuildError, allow_nan=False)]
         if not rows:
             raise CoocoBuildError(f"{path}: empty (no JSON lines): nothing to build")
         return rows
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CoocoBuildError(f"{path} line {exc.lineno} column {exc.colno}: not JSON ({exc.msg})") from None
+    data = loads(text, where=str(path), allow_nan=False, error=CoocoBuildError)  # repeated keys, absurd numbers: refused
     if isinstance(data, dict):
         if "rows" in data and not isinstance(data["rows"], list):
             raise CoocoBuildError(

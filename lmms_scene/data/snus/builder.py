@@ -19,7 +19,7 @@ from lmms_scene.registration import tasks_path
 from lmms_scene.data.snus.card import card
 from lmms_scene.data.snus.schema import features, FIELDS, SPLITS
 from lmms_scene.data import recheck, release
-from lmms_scene.files import iter_jsonl
+from lmms_scene.files import iter_jsonl, loads
 
 # -- converting a release ---------------------------------------------------------------
 
@@ -38,10 +38,7 @@ def _records(value: Any, keys: Sequence[str], where: str) -> list[dict[str, str]
     if value is None or value == "":
         return []
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            raise ValueError(f"{where}: expected a JSON list of objects with {list(keys)}, got {value!r}") from None
+        value = loads(value, where=where, allow_nan=False)  # (a JSON text inside a CSV cell)
     out = []
     for i, item in enumerate(value if isinstance(value, list) else [value]):
         if isinstance(item, (list, tuple)) and len(item) == len(keys):
@@ -109,16 +106,13 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
     is not an object of fields is an error naming the file and the line (or item)."""
     path = Path(path)
     if path.suffix == ".jsonl":
-        return [value for _, value in iter_jsonl(path)]
+        return [value for _, value in iter_jsonl(path, allow_nan=False)]
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8") from None
     if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} line {exc.lineno}: not JSON ({exc.msg})") from None
+        data = loads(text, where=str(path), allow_nan=False)  # repeated keys, absurd numbers: refused
         if not isinstance(data, list):
             raise ValueError(f"{path}: expected a JSON list of records")
         for i, item in enumerate(data):

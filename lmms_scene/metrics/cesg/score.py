@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from lmms_scene import provenance as _provenance
+from lmms_scene import provenance as _provenance, settings
 from lmms_scene.metrics.cesg import construct as _construct
 from lmms_scene.metrics.cesg.construct import Construction, Pipeline, combine, fork_map, fork_workers, pipeline as _pipeline
 from lmms_scene.metrics.cesg.graph import CESG
@@ -39,10 +40,10 @@ def _resolve(options: dict[str, Any]) -> tuple[Pipeline, Options, dict[str, Any]
         raise TypeError(f"cesg_score: unknown options {unknown}; known: {sorted(_OPTIONS)}")
     pipe = options.get("pipeline") or _pipeline(options.get("coref", "rule"), options.get("parser", "rule"), options.get("device"))
     lam = float(options.get("lambda_", DEFAULT_LAMBDA))
-    if not 0.0 <= lam <= 1.0:
+    if not 0.0 <= lam <= 1.0:  # (NaN fails this too)
         raise ValueError(f"lambda_: expected a similarity threshold in [0, 1], got {lam!r}")
     weights = tuple(float(w) for w in options.get("weights", DEFAULT_WEIGHTS))
-    if len(weights) != 3 or any(w < 0 for w in weights) or sum(weights) <= 0:
+    if len(weights) != 3 or not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
         raise ValueError(f"weights: expected three non-negative (w_o, w_a, w_r) with a positive sum, got {options.get('weights')!r}")
     enc = options.get("encoder", "default")
     interactive, soft = bool(options.get("interactive", True)), bool(options.get("soft", True))
@@ -87,15 +88,9 @@ def parse_components(spec: str | None) -> dict[str, Any]:
             raise ValueError(f"CESG components: {part.strip()!r}: expected key=value with key one of {sorted(COMPONENT_KEYS)}")
         option = COMPONENT_KEYS[key]
         if key == "lambda":
-            try:
-                out[option] = float(value)
-            except ValueError:
-                raise ValueError(f"CESG components: lambda={value!r}: expected a number") from None
+            out[option] = settings.parse_unit(value, "CESG components: lambda")
         elif key == "weights":
-            try:
-                out[option] = tuple(float(w) for w in value.split(","))
-            except ValueError:
-                raise ValueError(f"CESG components: weights={value!r}: expected w_o,w_a,w_r") from None
+            out[option] = settings.parse_weights(value, "CESG components: weights")[0]
         elif key in ("synonyms", "interactive", "soft"):
             if value.lower() not in ("on", "off", "true", "false", "1", "0"):
                 raise ValueError(f"CESG components: {key}={value!r}: expected on or off")

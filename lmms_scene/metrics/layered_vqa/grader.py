@@ -58,6 +58,7 @@ from typing import Any
 
 from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
 from lmms_scene.files import iter_jsonl
+from lmms_scene.metrics.outputs import MAX_OUTPUT_CHARS
 
 CORRECT, WRONG, CANNOT_TELL = "correct", "wrong", "cannot_tell"
 VERDICTS = (CORRECT, WRONG, CANNOT_TELL)
@@ -684,6 +685,8 @@ def grade(
     """
     if not isinstance(prediction, str) or not prediction.strip():
         return Grade(WRONG, "empty", answer_kind(answer, question_type, question))
+    # the one cap on a model output (metrics/outputs.py); grading time grows faster than the length
+    prediction = prediction[:MAX_OUTPUT_CHARS]
     prediction = _SPECIAL_TOKENS.sub(" ", _after_transcript(prediction)).strip()
     kind = answer_kind(answer, question_type, question)
     toks = tokens(prediction)
@@ -1135,6 +1138,8 @@ def grade_answers(records: Sequence[dict[str, Any]], lemma_names: Callable[[str]
     for rec in records:
         g = grade(rec["answer"], rec["gold"], rec["question_type"], rec.get("question"), lemma_names)
         row = {"id": rec["id"], **g.to_dict()}
+        if len(rec["answer"]) > MAX_OUTPUT_CHARS:
+            row["answer_cut"] = f"graded on its first {MAX_OUTPUT_CHARS} of {len(rec['answer'])} characters"
         if rec.get("label") is not None:
             row["label"] = rec["label"]
             row["agrees"] = g.verdict == rec["label"]
