@@ -149,6 +149,8 @@ def lemma(word: str) -> str:
     from lmms_scene.nlp.wordnet import morphy  # deferred: WordNet loads on first use
 
     w = word.lower()
+    if w in ("one", "anyone", "someone", "nobody", "noone", "anybody", "somebody"):
+        return "person"  # the reader names indefinite people "person"
     return morphy(w, "n") or w
 
 

@@ -160,6 +160,8 @@ def _label(no: Any, tok: Any) -> bool:
     before = doc[no.i - 1] if no.i > 0 else None
     if before is not None and before.text in ("'", '"', "\u201c", "\u2018", "``"):
         return True
+    if tok.lemma_.lower() in _LABEL_NOUNS and any(c.dep_ == "compound" and c.i > no.i for c in tok.children):
+        return True  # "a no entry sign": "no" parsed on the sign
     return tok.dep_ in ("compound", "poss", "nmod", "amod") and tok.head.lemma_.lower() in _LABEL_NOUNS
 
 
@@ -298,7 +300,7 @@ def _denied(verb: Any) -> bool:
 def _subject_negates(subj: Any) -> bool:
     if subj.lower_ in _NEG_SUBJ_PRON:
         return True
-    if any(c.lower_ == "not" and c.dep_ in ("neg", "preconj", "advmod") and c.i < subj.i for c in subj.children):
+    if any(c.lower_ == "not" and c.dep_ in ("neg", "preconj", "advmod") and c.i < subj.i and not _not_only(c) for c in subj.children):
         return True  # "not one of the painters", "not a single worker"
     return any((c.dep_ in ("det", "preconj") and c.lower_ in _NEG_DET) for c in subj.children)
 
@@ -342,6 +344,8 @@ def _det_no(tok: Any) -> bool:
         k -= 1
     if k >= 0 and doc[k].lower_ == "sans":
         return True  # "two men sans shirts"
+    if k > 0 and (doc[k].lower_, doc[k - 1].lower_) in (("than", "rather"), ("of", "instead")):
+        return True  # "boots rather than sneakers", "a brush instead of a roller" (however it is parsed)
     prep = tok.head
     if tok.dep_ == "pobj" and prep.lower_ == "than" and (any(c.lower_ == "rather" for c in prep.children) or (prep.i > 0 and doc[prep.i - 1].lower_ == "rather")):
         return True  # "sneakers rather than steel-toe boots"
@@ -504,6 +508,7 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
             c.dep_ == "det" and c.lower_ == "no" and c.i < tok.i for c in tok.children
         ):
             b.node(tok, absent=True)  # "there is no talking", "no scoreboard" tagged an adverb
+    _negated_modifiers(b, doc)
     _lexical_negations(b, doc)
     # conjoined nouns share absence ("no helmet or gloves", "without a shield or gloves")
     for tok in doc:
@@ -608,6 +613,27 @@ def _verb(b: _Builder, verb: Any) -> None:
             b.attrs.append((s.i, lemma, True))
 
 
+def _negated_modifiers(b: _Builder, doc: Any) -> None:
+    """ "the elephant not in the water", "a bicycle not near the wall": a "not" the parser
+    hangs on the noun negates the modifier after it (a negated relation or attribute)."""
+    for t in doc:
+        if t.dep_ == "neg" and t.head.dep_ == "prep" and t.head.i > t.i and _nounish(t.head.head) and t.head.head.i < t.i:
+            head, nxt = t.head.head, t.head  # "the elephant not in the water" ("not" on the preposition)
+        elif t.dep_ == "neg" and t.head.i < t.i and _nounish(t.head) and t.i + 1 < len(doc):
+            head, nxt = t.head, doc[t.i + 1]
+        else:
+            continue
+        if nxt.lower_ in ("only", "just", "merely"):
+            continue
+        if nxt.dep_ == "prep" or nxt.pos_ == "ADP":
+            objs = [o for o in _pobjs(nxt) if o.lemma_.lower() not in _DEPICTIONS]
+            for o in objs:
+                b.node(o)
+                b.rels.append((b.node(head), nxt.lower_, o.i, True))
+        elif nxt.pos_ in ("ADJ", "VERB") and nxt.lemma_.lower() not in _EPISTEMIC_ADJ:
+            b.attrs.append((b.node(head), nxt.lemma_.lower(), True))
+
+
 def _ellipsis(b: _Builder, aux: Any) -> None:
     """ "one is wearing a hard hat and the other is not", "one wearing a shirt, one isn't":
     a bare negated auxiliary repeats the nearest earlier verb's objects for its own subject."""
@@ -621,10 +647,12 @@ def _ellipsis(b: _Builder, aux: Any) -> None:
     if aux.dep_ == "conj" and aux.head.pos_ == "VERB":
         ante = aux.head
     else:
-        ante = next((t for t in reversed(list(aux.doc[: aux.i])) if t.pos_ == "VERB" and any(c.dep_ == "dobj" for c in t.children)), None)
+        ante = next((t for t in reversed(list(aux.doc[: aux.i])) if t.pos_ == "VERB"), None)
     if ante is None:
         return
     objects = [e for c in ante.children if c.dep_ == "dobj" for e in _entities(c)]
+    if not objects and ante.dep_ == "amod":
+        objects = _entities(ante.head)  # "one wearing gloves, one isn't" ("wearing" parsed a modifier of gloves)
     if not objects:
         return
     s = b.node(subj) if _nounish(subj) else b.synthetic("person", absent=False)
