@@ -695,6 +695,7 @@ SLOW = {
     "test_java.py",
     "test_snus_components.py",
     "test_snus_fidelity.py",
+    "test_snus_reader_forms.py",
     "test_snus.py::test_cesg_command",
     "test_snus.py::test_every_sample_reference_has_absent_information",
     "test_snus.py::test_snus_ac_command_and_table2",

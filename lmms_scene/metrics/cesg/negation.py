@@ -26,7 +26,7 @@ from lmms_scene import cache
 from lmms_scene.nlp.wordnet import lexname, morphy
 
 PROVENANCE = {
-    "negation_stripping": "lmms-scene lexical rules (no/not/n't/never/nowhere/without/neither-nor/none/lack/missing/absent/un-X/X-less)",
+    "negation_stripping": "lmms-scene lexical rules (no/not/n't/never/nowhere/without/sans/devoid of/neither-nor/none/lack/missing/absent/un-X/X-less)",
     "list_normalisation": "lmms-scene rules (item: verdict lines, negative headers, bullets and numbering)",
 }
 
@@ -118,6 +118,8 @@ def strip_negation(text: str) -> str:
     t = _sub(r"\bnothing\b", "something", t)
     t = _sub(r"\bno\s+longer\b", "", t)
     t = _sub(r"\bwithout\b", "with", t)
+    t = _sub(r"\bsans\b", "with", t)
+    t = _sub(r"\b(devoid|bereft)\s+of\b", "full of", t)
     t = _sub(r"\b(lack|lacks|lacked|lacking)\b", lambda m: _LACK[m.group(1).lower()], t)
     # "X is missing/absent." -> "X is present."; "is missing a helmet" -> "has a helmet";
     # attributive "a missing guardrail" -> "a guardrail".

@@ -35,7 +35,7 @@ _QUANT_OF = {"none", "neither", "all", "both", "each", "either", "some", "any", 
 _LACK = {"lack", "miss"}
 #: verbs whose negation means the object is not there ("not wearing a helmet"); for other
 #: verbs only the relation is negated ("nobody is holding the ladder": the ladder is there)
-_POSSESSION = {"have", "wear", "carry", "use", "own", "bring", "don", "put", "contain", "include", "get", "keep"}
+_POSSESSION = {"have", "wear", "carry", "use", "own", "bring", "don", "put", "contain", "include", "get", "keep", "feature", "involve"}
 _ABSENT_ADJ = {"missing", "absent", "lacking", "unavailable", "gone"}
 #: predicates that only state existence: "no sign is visible" == "there is no sign"
 _EXIST = {"visible", "present", "available", "provide", "install", "see", "evident", "exist", "place", "there", "find", "detect", "notice", "spot", "observe", "identify", "locate", "apparent"}
@@ -53,7 +53,17 @@ _EPISTEMIC_ADJ = {"visible", "apparent", "evident", "obvious", "noticeable", "di
 #: abstract nouns after "no"/"without" that are idioms, not absent objects ("no doubt")
 _IDIOM_NOUNS = {"doubt", "question", "problem", "issue", "concern", "need", "way", "reason", "exception", "denying", "time",
                 "chance", "matter", "difference", "longer", "hesitation", "fail", "sign_of", "evidence", "indication", "trace"}  # fmt: skip
-#: "no evidence of X", "no sign of X": X is what is absent
+#: attitudes after "no"/"without" ("pays no attention", "without interest"): not absent objects
+_ATTITUDE_NOUNS = {"attention", "heed", "interest", "intention", "idea", "mind", "regard", "respect", "mercy", "effort", "attempt"}
+#: "the lack of lighting", "in the absence of a rail": the "of" object is absent
+_LACK_NOUNS = {"lack", "absence"}
+#: "devoid of customers", "bereft of leaves": the "of" object is absent
+_DEVOID = {"devoid", "bereft"}
+#: heads that make a quoted or named "no X" a label, not an absence ("a no parking sign")
+_LABEL_NOUNS = {"sign", "signage", "sticker", "label", "banner", "poster", "notice", "symbol", "zone", "placard", "plate", "board", "tape", "text", "writing", "message"}
+#: people and animals: "a missing person", "a poster of a missing woman" say lost, not absent
+_LOST_BEINGS = {"person", "people", "man", "woman", "child", "children", "kid", "girl", "boy", "dog", "cat", "pet", "teen", "teenager", "student", "hiker", "child"}
+#: "no X" said of X: "no sign of X", "no evidence of X": X is what is absent
 _EVIDENCE = {"evidence", "sign", "indication", "trace", "hint", "presence"}
 #: narrators and depictions: never scene nodes of a perception verb
 _PERCEIVERS = {"i", "we", "you", "one", "image", "picture", "photo", "photograph", "scene", "frame", "view", "camera", "it"}
@@ -123,7 +133,36 @@ def _is_idiom(tok: Any) -> bool:
     low = tok.lemma_.lower()
     if low == "place":
         return tok.head.dep_ == "prep" or tok.head.lower_ == "in"
-    return low in _IDIOM_NOUNS and not _is_evidence(tok)
+    if low == "good":  # "up to no good", "no good"
+        return any(c.lower_ == "no" for c in tok.children)
+    return (low in _IDIOM_NOUNS or low in _ATTITUDE_NOUNS) and not _is_evidence(tok)
+
+
+def _is_lack(tok: Any) -> bool:
+    """ "the lack / absence of X": the token stands for an absent X."""
+    return tok.lemma_.lower() in _LACK_NOUNS and any(c.dep_ == "prep" and c.lower_ == "of" for c in tok.children)
+
+
+def _nounish(tok: Any) -> bool:
+    """A noun, or a word the small model could not tag in a noun's place ("a fedora"/X)."""
+    return tok.pos_ in _NOUN or (tok.pos_ == "X" and tok.dep_ in ("dobj", "pobj", "attr", "nsubj", "nsubjpass", "conj", "appos"))
+
+
+def _lost_being(tok: Any) -> bool:
+    """ "a missing persons sign", "a missing young woman": lost people, not an absence."""
+    words = [tok, *[c for c in tok.children if c.dep_ == "compound"]]
+    return any(w.lemma_.lower().split()[-1] in _LOST_BEINGS or w.lower_.split()[-1] in _LOST_BEINGS for w in words if w.lemma_)
+
+
+def _label(no: Any, tok: Any) -> bool:
+    """ "a 'no parking' sign", "a no smoking sticker": "no X" names a label."""
+    doc = no.doc
+    before = doc[no.i - 1] if no.i > 0 else None
+    if before is not None and before.text in ("'", '"', "\u201c", "\u2018", "``"):
+        return True
+    if tok.lemma_.lower() in _LABEL_NOUNS and any(c.dep_ == "compound" and c.i > no.i for c in tok.children):
+        return True  # "a no entry sign": "no" parsed on the sign
+    return tok.dep_ in ("compound", "poss", "nmod", "amod") and tok.head.lemma_.lower() in _LABEL_NOUNS
 
 
 def _lemma(tok: Any) -> str:
@@ -193,15 +232,15 @@ def _entities(tok: Any) -> list[Any]:
     antecedent = _ANTECEDENTS.get().get(tok.i)
     if antecedent is not None:
         return _entities(antecedent)
-    if _is_quantifier(tok) or _is_evidence(tok):
+    if _is_quantifier(tok) or _is_evidence(tok) or _is_lack(tok):
         for prep in tok.children:
             if prep.dep_ == "prep" and prep.lower_ == "of":
                 for pobj in prep.children:
                     if pobj.dep_ == "pobj":
                         return _entities(pobj)
         return []
-    if tok.pos_ in _NOUN:
-        return [t for t in _conjuncts(tok) if (t.pos_ in _NOUN or t.lower_ in _PERSON_WORDS) and not _is_idiom(t)]
+    if _nounish(tok):
+        return [t for t in _conjuncts(tok) if (_nounish(t) or t.lower_ in _PERSON_WORDS) and not _is_idiom(t)]
     if tok.lower_ in _PERSON_WORDS and tok.pos_ == "PRON":
         return [tok]
     return []
@@ -261,7 +300,7 @@ def _denied(verb: Any) -> bool:
 def _subject_negates(subj: Any) -> bool:
     if subj.lower_ in _NEG_SUBJ_PRON:
         return True
-    if any(c.lower_ == "not" and c.dep_ in ("neg", "preconj", "advmod") and c.i < subj.i for c in subj.children):
+    if any(c.lower_ == "not" and c.dep_ in ("neg", "preconj", "advmod") and c.i < subj.i and not _not_only(c) for c in subj.children):
         return True  # "not one of the painters", "not a single worker"
     return any((c.dep_ in ("det", "preconj") and c.lower_ in _NEG_DET) for c in subj.children)
 
@@ -271,6 +310,8 @@ def _subjects(verb: Any, depth: int = 0) -> tuple[list[Any], bool]:
     subjs = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")]
     if not subjs:  # the small model sometimes hangs the subject on the auxiliary
         subjs = [g for c in verb.children if c.dep_ in ("aux", "auxpass") for g in c.children if g.dep_ in ("nsubj", "nsubjpass")]
+    if subjs and verb.dep_ == "relcl" and verb.head.pos_ in _NOUN and all(s.tag_ in ("WDT", "WP") or s.lower_ in ("who", "that", "which") for s in subjs):
+        return _entities(verb.head), False  # "the player who is not holding a bat"
     if subjs:
         ents = [e for s in subjs for e in _entities(s)]
         return ents, any(_subject_negates(s) for s in subjs)
@@ -288,9 +329,30 @@ def _pobjs(prep: Any) -> list[Any]:
 
 def _det_no(tok: Any) -> bool:
     """ "no X", "neither X nor Y", also "no sign of X" said of X."""
-    if any((c.lower_ == "no" and c.i < tok.i and c.dep_ in ("det", "intj", "dep", "neg", "advmod")) or (c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither") for c in tok.children):
-        return True  # "no X" (a fragment's "No" may be tagged an interjection)
+    for c in tok.children:
+        if c.lower_ == "no" and c.i < tok.i and c.dep_ in ("det", "intj", "dep", "neg", "advmod"):
+            return not _label(c, tok)  # "no X" (a fragment's "No" may be tagged an interjection)
+        if c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither":
+            return True
+        if c.dep_ == "neg" and c.lower_ == "not" and c.i < tok.i and not _not_only(c) and tok.dep_ not in ("nsubj", "nsubjpass", "ROOT"):
+            return True  # contrast: "an oven but not a bottle", "a cat, not a dog"
+    if tok.lower_ in ("nobody", "noone"):
+        return True  # "a wheelchair with nobody in it"
+    doc = tok.doc
+    k = tok.i - 1
+    while k >= 0 and doc[k].dep_ in ("det", "amod", "compound", "nummod") and doc[k].head.i == tok.i:
+        k -= 1
+    if k >= 0 and doc[k].lower_ == "sans":
+        return True  # "two men sans shirts"
+    if k > 0 and (doc[k].lower_, doc[k - 1].lower_) in (("than", "rather"), ("of", "instead")):
+        return True  # "boots rather than sneakers", "a brush instead of a roller" (however it is parsed)
     prep = tok.head
+    if tok.dep_ == "pobj" and prep.lower_ == "than" and (any(c.lower_ == "rather" for c in prep.children) or (prep.i > 0 and doc[prep.i - 1].lower_ == "rather")):
+        return True  # "sneakers rather than steel-toe boots"
+    if tok.dep_ == "pobj" and prep.lower_ == "of" and (prep.head.lower_ == "instead" or (prep.i > 0 and doc[prep.i - 1].lower_ == "instead")):
+        return True  # "instead of a helmet"
+    if tok.dep_ == "pobj" and prep.lower_ == "of" and prep.head is not prep and (_is_lack(prep.head) or prep.head.lemma_.lower() in _DEVOID):
+        return True  # "the lack of lighting", "devoid of customers"
     if tok.dep_ == "pobj" and prep.lower_ == "of" and prep.head is not prep:
         owner = prep.head
         return _is_evidence(owner) and any(c.dep_ == "det" and c.lower_ == "no" for c in owner.children)
@@ -413,9 +475,9 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
     b = _Builder()
     for tok in doc:
         if (
-            (tok.pos_ in _NOUN or (tok.pos_ == "PRON" and tok.lower_ in _PERSON_WORDS))
+            (_nounish(tok) or (tok.pos_ == "PRON" and tok.lower_ in _PERSON_WORDS))
             and tok.dep_ != "compound" and not _is_quantifier(tok) and not _is_evidence(tok) and not _is_idiom(tok)
-            and _lexical(tok) is None
+            and not _is_lack(tok) and tok.lower_ != "sans" and _lexical(tok) is None
         ):  # fmt: skip
             det_no = _det_no(tok)
             head = tok.head
@@ -423,13 +485,16 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
             # "no worker is without a helmet" is a double negation
             transitive_subject = tok.dep_ == "nsubj" and any(c.dep_ == "dobj" for c in head.children)
             double = tok.dep_ in ("nsubj", "nsubjpass") and any(c.dep_ == "prep" and c.lower_ == "without" for c in head.children)
-            missing_mod = any(c.dep_ == "amod" and c.lower_ in _ABSENT_ADJ for c in tok.children)
+            missing_mod = any(c.dep_ == "amod" and c.lower_ in _ABSENT_ADJ for c in tok.children) and not _lost_being(tok)
             perceiver = tok.dep_ == "nsubj" and tok.lower_ in _PERCEIVERS and head.lemma_.lower() in _PERCEIVE
             if perceiver:
                 continue
-            b.node(tok, absent=(det_no and not transitive_subject and not double) or missing_mod)
+            sans = tok.i > 0 and tok.doc[tok.i - 1].lower_ == "sans"  # "two men sans shirts" (the small model misparses "sans")
+            b.node(tok, absent=(det_no and not transitive_subject and not double) or missing_mod or sans)
             for c in tok.children:
-                if c.dep_ == "amod" and c.lower_ not in _ABSENT_ADJ and c.lemma_.lower() not in _EPISTEMIC_ADJ and _lexical(c) is None:
+                if c.dep_ == "amod" and any(g.dep_ == "cc" for g in c.children) and c.i < tok.i:
+                    b.node(c)  # a misparsed contrast: "an oven but not a bottle" ("oven" tagged a modifier)
+                elif c.dep_ == "amod" and c.lower_ not in _ABSENT_ADJ and c.lemma_.lower() not in _EPISTEMIC_ADJ and _lexical(c) is None:
                     for adj in _conjuncts(c):
                         if _lexical(adj) is None:
                             b.attrs.append((tok.i, adj.lemma_.lower(), False))
@@ -438,6 +503,12 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
             _prep_relations(b, [tok], tok, "", False)
         elif tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass") and _lexical(tok) is None:
             _verb(b, tok)
+            _ellipsis(b, tok)
+        if not _nounish(tok) and tok.pos_ in ("ADV", "ADJ", "VERB", "X") and not _is_idiom(tok) and any(
+            c.dep_ == "det" and c.lower_ == "no" and c.i < tok.i for c in tok.children
+        ):
+            b.node(tok, absent=True)  # "there is no talking", "no scoreboard" tagged an adverb
+    _negated_modifiers(b, doc)
     _lexical_negations(b, doc)
     # conjoined nouns share absence ("no helmet or gloves", "without a shield or gloves")
     for tok in doc:
@@ -522,7 +593,8 @@ def _verb(b: _Builder, verb: Any) -> None:
         _prep_relations(b, subjects, verb, lemma, neg)
         return
     predicate, rel_neg, objects_absent = lemma, neg, neg and lemma in _POSSESSION
-    if lemma in _LACK:  # "lacks a guardrail" == "does not have a guardrail"
+    failed = lemma == "miss" and verb.tag_ in ("VBD", "VBN") and not any(c.lower_ in ("is", "are", "'s", "'re") for c in verb.children)
+    if lemma in _LACK and not failed:  # "lacks a guardrail" == "does not have a guardrail"; "missed the ball" is a failed action
         predicate, rel_neg, objects_absent = "have", not neg, not neg
     objects = [e for c in verb.children if c.dep_ in ("dobj", "attr", "oprd") for e in _entities(c)]
     for o in objects:
@@ -530,7 +602,63 @@ def _verb(b: _Builder, verb: Any) -> None:
         b.node(o, absent=objects_absent or det_no)
         for s in subjects:
             b.rels.append((s.i, predicate, o.i, rel_neg or det_no))
+    actions = [c for c in verb.children if c.dep_ in ("xcomp", "dobj") and c.tag_ == "VBG"] if lemma in _POSSESSION else []
+    for a in actions:  # "the clip does not feature baking": a missing action
+        b.node(a, absent=neg)
     _prep_relations(b, subjects, verb, predicate, rel_neg)
+    if neg and not objects and not actions and verb.pos_ == "VERB" and lemma not in _LACK and not any(
+        c.dep_ in ("prep", "xcomp", "ccomp", "advcl", "dative", "prt", "acomp") for c in verb.children
+    ):
+        for s in subjects:  # "a giraffe that is not eating": a negated action
+            b.attrs.append((s.i, lemma, True))
+
+
+def _negated_modifiers(b: _Builder, doc: Any) -> None:
+    """ "the elephant not in the water", "a bicycle not near the wall": a "not" the parser
+    hangs on the noun negates the modifier after it (a negated relation or attribute)."""
+    for t in doc:
+        if t.dep_ == "neg" and t.head.dep_ == "prep" and t.head.i > t.i and _nounish(t.head.head) and t.head.head.i < t.i:
+            head, nxt = t.head.head, t.head  # "the elephant not in the water" ("not" on the preposition)
+        elif t.dep_ == "neg" and t.head.i < t.i and _nounish(t.head) and t.i + 1 < len(doc):
+            head, nxt = t.head, doc[t.i + 1]
+        else:
+            continue
+        if nxt.lower_ in ("only", "just", "merely"):
+            continue
+        if nxt.dep_ == "prep" or nxt.pos_ == "ADP":
+            objs = [o for o in _pobjs(nxt) if o.lemma_.lower() not in _DEPICTIONS]
+            for o in objs:
+                b.node(o)
+                b.rels.append((b.node(head), nxt.lower_, o.i, True))
+        elif nxt.pos_ in ("ADJ", "VERB") and nxt.lemma_.lower() not in _EPISTEMIC_ADJ:
+            b.attrs.append((b.node(head), nxt.lemma_.lower(), True))
+
+
+def _ellipsis(b: _Builder, aux: Any) -> None:
+    """ "one is wearing a hard hat and the other is not", "one wearing a shirt, one isn't":
+    a bare negated auxiliary repeats the nearest earlier verb's objects for its own subject."""
+    if aux.lemma_.lower() not in ("be", "do", "have") or not any(c.dep_ == "neg" for c in aux.children):
+        return
+    if any(c.dep_ in ("attr", "acomp", "dobj", "xcomp", "prep", "ccomp", "oprd", "advmod") for c in aux.children):
+        return
+    subj = next((c for c in aux.children if c.dep_ in ("nsubj", "nsubjpass")), None)
+    if subj is None:
+        return
+    if aux.dep_ == "conj" and aux.head.pos_ == "VERB":
+        ante = aux.head
+    else:
+        ante = next((t for t in reversed(list(aux.doc[: aux.i])) if t.pos_ == "VERB"), None)
+    if ante is None:
+        return
+    objects = [e for c in ante.children if c.dep_ == "dobj" for e in _entities(c)]
+    if not objects and ante.dep_ == "amod":
+        objects = _entities(ante.head)  # "one wearing gloves, one isn't" ("wearing" parsed a modifier of gloves)
+    if not objects:
+        return
+    s = b.node(subj) if _nounish(subj) else b.synthetic("person", absent=False)
+    for o in objects:
+        gone = b.synthetic(_name(o), absent=ante.lemma_.lower() in _POSSESSION)
+        b.rels.append((s, ante.lemma_.lower(), gone, True))
 
 
 def _perceive(b: _Builder, verb: Any, subjects: list[Any], neg: bool) -> None:

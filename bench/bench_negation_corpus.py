@@ -1,0 +1,226 @@
+"""How the SNUS negation reader (``lmms_scene.metrics.cesg.checks.read``, the reading
+``checks.labelled_agreement`` uses) agrees with labels that other people wrote, on text
+that other people wrote. Nothing of their text is stored in this repository: each source
+is read from a local ``fetch`` snapshot (a bare git directory) at its named commit, and
+the repository and commit are printed beside each figure.
+
+Sources (pass the snapshot directories on the command line):
+
+``--negref DIR``  parkquasar/NegationCLIP, ``NegRefCOCOg/NegRefCOCOg.json``: crowd-written
+    RefCOCOg referring expressions that the benchmark's authors selected because they
+    contain a negation ("a vase with no flowers in it"). Label: negative, every one.
+``--starsem DIR``  a repository holding the *SEM 2012 shared-task ConanDoyle-neg corpus
+    (CD-SCO, ``data/starsem-st-2012-data/cd-sco/corpus/*/*.txt``, e.g.
+    joey234/negation-focused-pretraining): Sherlock Holmes stories with negation cues,
+    scopes and events annotated. Label: negative when the sentence has a whole-word cue
+    (affixal cues such as "im-possible" are left out: SNUS reads only un-X participles and
+    X-less artifacts); named object: the noun a "no"/"without"/"nobody" cue negates
+    (the first noun of its annotated scope after the cue).
+``--sfu DIR``  the SFU Review corpus annotated for negation (Konstantinova et al. 2012,
+    ``data/SFU_Review_Corpus_Negation_Speculation``, same repository): product reviews.
+    Label: negative when a negation cue is annotated (speculation cues ignored).
+
+What SNUS calls an absence is narrower than what the two annotated corpora call a
+negation (they also mark "I do not know", "he never said", attitudes): their agreement is
+a lower bound that docs/snus.md reports beside the caption sources, not a target.
+
+Split: every sentence is assigned by a hash of (source, id) to ``dev`` (80 %) or
+``final`` (20 %). Develop on ``dev`` (``--show N`` prints misses); measure ``final``
+once, at the end.
+
+Usage: python bench/bench_negation_corpus.py --negref DIR --starsem DIR --sfu DIR
+       [--split dev|final|all] [--show N] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+@dataclass
+class Item:
+    source: str
+    id: str
+    text: str
+    negative: bool
+    objects: list[str] = field(default_factory=list)
+
+
+def git(gitdir: str, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", gitdir, *args], check=True, capture_output=True, text=True).stdout
+
+
+def head(gitdir: str) -> tuple[str, str]:
+    """(owner/name as the mirror folder names it, commit)."""
+    p = Path(gitdir).resolve()
+    name = next((q.name.replace("+", "/", 1) for q in [p, *p.parents] if "+" in q.name), p.name)
+    return name, git(gitdir, "rev-parse", "HEAD").strip()
+
+
+def split_of(source: str, ident: str) -> str:
+    h = int(hashlib.sha1(f"{source}\0{ident}".encode()).hexdigest(), 16)
+    return "final" if h % 5 == 0 else "dev"
+
+
+# -- readers -----------------------------------------------------------------------------
+
+def negref(gitdir: str, commit: str) -> Iterator[Item]:
+    rows = json.loads(git(gitdir, "show", f"{commit}:NegRefCOCOg/NegRefCOCOg.json"))
+    for n, row in enumerate(rows):
+        phrase = re.sub(r"\s+([,.;:!?'])", r"\1", row["phrase"]).replace(" - ", "-").replace(" ' s", "'s")
+        yield Item("NegRefCOCOg", f"{n}:{row['image']}", phrase, True)
+
+
+_DETOK = [(re.compile(r"\s+([,.;:!?%)\]])"), r"\1"), (re.compile(r"([(\[$])\s+"), r"\1"), (re.compile(r"\s+(n't|'s|'re|'ve|'ll|'d|'m)\b"), r"\1"),
+          (re.compile(r"``\s*|\s*''"), '"')]
+
+
+def detok(words: list[str]) -> str:
+    s = " ".join(words)
+    for pat, rep in _DETOK:
+        s = pat.sub(rep, s)
+    return s
+
+
+def starsem(gitdir: str, commit: str) -> Iterator[Item]:
+    files = [f for f in git(gitdir, "ls-tree", "-r", "--name-only", commit).splitlines()
+             if "cd-sco/corpus/" in f and f.endswith(".txt") and "/test/" not in f]
+    for f in sorted(files):
+        block: list[list[str]] = []
+        for line in git(gitdir, "show", f"{commit}:{f}").splitlines() + [""]:
+            if line.strip():
+                block.append(line.split("\t"))
+                continue
+            if not block:
+                continue
+            rows, block = block, []
+            words = [r[3] for r in rows]
+            ncols = len(rows[0])
+            n_neg = 0 if rows[0][7] == "***" else (ncols - 7) // 3
+            whole_cue, objects = False, []
+            for k in range(n_neg):
+                cue = [(i, r[7 + 3 * k]) for i, r in enumerate(rows) if r[7 + 3 * k] != "_"]
+                scope = {i for i, r in enumerate(rows) if r[8 + 3 * k] != "_"}
+                if any(c.lower() == words[i].lower() for i, c in cue):
+                    whole_cue = True
+                for i, c in cue:
+                    if c.lower() in ("no", "without", "nobody", "none") and c.lower() == words[i].lower():
+                        after = [j for j in sorted(scope) if j > i and rows[j][5].startswith("NN") and not rows[j][5].startswith("NNP")]
+                        if after and after[0] <= i + 4:
+                            objects.append(rows[after[0]][4].lower())
+            if n_neg and not whole_cue:
+                continue  # only affixal cues ("impossible"): not what SNUS reads
+            yield Item("ConanDoyle-neg", f"{f}:{rows[0][0]}:{rows[0][1]}", detok(words), n_neg > 0, objects)
+
+
+def sfu(gitdir: str, commit: str) -> Iterator[Item]:
+    files = [f for f in git(gitdir, "ls-tree", "-r", "--name-only", commit).splitlines()
+             if "SFU_Review_Corpus_Negation_Speculation/" in f and f.endswith(".xml")]
+    for f in sorted(files):
+        try:
+            root = ET.fromstring(git(gitdir, "show", f"{commit}:{f}"))
+        except ET.ParseError:
+            continue
+        for n, sent in enumerate(root.iter("SENTENCE")):
+            words = [w.text or "" for w in sent.iter("W")]
+            words = [w for w in words if w]
+            if not words:
+                continue
+            neg = any(c.get("type") == "negation" for c in sent.iter("cue"))
+            yield Item("SFU-review-neg", f"{f}:{n}", detok(words), neg)
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+def lemma(word: str) -> str:
+    from lmms_scene.nlp.wordnet import morphy  # deferred: WordNet loads on first use
+
+    w = word.lower()
+    if w in ("one", "anyone", "someone", "nobody", "noone", "anybody", "somebody"):
+        return "person"  # the reader names indefinite people "person"
+    return morphy(w, "n") or w
+
+
+def has_object(elements: list[str], obj: str) -> bool:
+    target = lemma(obj)
+    return any(target in {lemma(t) for t in re.findall(r"[a-z]+", e.lower())} for e in elements)
+
+
+def measure(items: list[Item], show: int) -> dict:
+    from lmms_scene.metrics.cesg.checks import read
+
+    agree = n_obj = obj_ok = 0
+    misses, obj_misses = [], []
+    t0 = time.perf_counter()
+    for it in items:
+        got = read(it.text)
+        if got["negative"] == it.negative:
+            agree += 1
+        else:
+            misses.append((it.negative, it.text, got["elements"]))
+        if it.negative and it.objects:
+            n_obj += 1
+            if all(has_object(got["elements"], o) for o in it.objects):
+                obj_ok += 1
+            else:
+                obj_misses.append((it.objects, it.text, got["elements"]))
+    out = {
+        "n": len(items), "n_negative": sum(i.negative for i in items),
+        "polarity_agreement": round(agree / len(items), 4) if items else None,
+        "n_named_object": n_obj, "named_object_agreement": round(obj_ok / n_obj, 4) if n_obj else None,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    if show:
+        out["polarity_misses"] = [{"label": lab, "text": t[:300], "read": e} for lab, t, e in misses[:show]]
+        out["object_misses"] = [{"objects": o, "text": t[:300], "read": e} for o, t, e in obj_misses[:show]]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--negref", help="snapshot of parkquasar/NegationCLIP")
+    ap.add_argument("--starsem", help="snapshot holding data/starsem-st-2012-data (CD-SCO)")
+    ap.add_argument("--sfu", help="snapshot holding data/SFU_Review_Corpus_Negation_Speculation")
+    ap.add_argument("--split", choices=("dev", "final", "all"), default="dev")
+    ap.add_argument("--limit", type=int, default=0, help="at most N sentences per source (0: all)")
+    ap.add_argument("--show", type=int, default=0, help="print up to N misses per source")
+    args = ap.parse_args(argv)
+    readers = [(args.negref, negref), (args.starsem, starsem), (args.sfu, sfu)]
+    if not any(d for d, _ in readers):
+        ap.error("name at least one snapshot (--negref, --starsem, --sfu)")
+    from lmms_scene.metrics.cesg.checks import read
+
+    read("Warm up: there is no helmet.")
+    code = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "lmms_scene"], capture_output=True, text=True).stdout.strip()
+    print(json.dumps({"reader": "lmms_scene.metrics.cesg.checks.read", "lmms_scene_commit": code + ("+changes" if dirty else ""), "split": args.split}))
+    total = 0
+    for gitdir, reader in readers:
+        if not gitdir:
+            continue
+        repo, commit = head(gitdir)
+        items = [it for it in reader(gitdir, commit) if args.split == "all" or split_of(it.source, it.id) == args.split]
+        if args.limit:
+            items = sorted(items, key=lambda it: hashlib.sha1(it.id.encode()).hexdigest())[: args.limit]
+        total += len(items)
+        res = measure(items, args.show)
+        print(json.dumps({"source": items[0].source if items else reader.__name__, "repo": repo, "commit": commit, **res}, ensure_ascii=False))
+    print(json.dumps({"sentences": total}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
