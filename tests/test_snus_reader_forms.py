@@ -42,6 +42,11 @@ EXTRACTED = [
     ("The baseball player who is not holding a bat.", "hold bat"),
     ("A giraffe that is not eating.", "eat"),
     ("The elephant not in the water.", "in water"),
+    # an absent sign is an absence; only a quoted "no X", or one inside a noun phrase of its
+    # own ("a no parking sign"), is a label (caught when the label rule took every "no X sign")
+    ("There is no stop sign at the junction.", "stop sign"),
+    ("No speed limit sign is posted on this road.", "sign"),
+    ("There is no exit sign above the door.", "exit sign"),
 ]
 
 

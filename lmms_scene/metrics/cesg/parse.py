@@ -154,12 +154,25 @@ def _lost_being(tok: Any) -> bool:
     return any(w.lemma_.lower().split()[-1] in _LOST_BEINGS or w.lower_.split()[-1] in _LOST_BEINGS for w in words if w.lemma_)
 
 
+#: words that open a noun phrase of their own before "no": "a no parking sign" (a label),
+#: against "there is no stop sign" (an absent sign)
+_OPENERS = {"a", "an", "the", "this", "that", "these", "those", "its", "his", "her", "their", "our", "my", "your", "one"}
+
+
 def _label(no: Any, tok: Any) -> bool:
-    """ "a 'no parking' sign", "a no smoking sticker": "no X" names a label."""
+    """ "a 'no parking' sign", "a no smoking sticker": "no X" names a label. Only when the
+    "no" is quoted, or sits inside a noun phrase already opened by an article or possessive
+    (adjectives between allowed: "a red no entry sign"); "there is no stop sign", "no speed
+    limit sign is posted" say the sign is absent."""
     doc = no.doc
     before = doc[no.i - 1] if no.i > 0 else None
     if before is not None and before.text in ("'", '"', "\u201c", "\u2018", "``"):
         return True
+    j = no.i - 1
+    while j >= 0 and doc[j].pos_ in ("ADJ", "ADV") and doc[j].lower_ not in ("not", "no"):
+        j -= 1
+    if j < 0 or doc[j].lower_ not in _OPENERS:
+        return False
     if tok.lemma_.lower() in _LABEL_NOUNS and any(c.dep_ == "compound" and c.i > no.i for c in tok.children):
         return True  # "a no entry sign": "no" parsed on the sign
     return tok.dep_ in ("compound", "poss", "nmod", "amod") and tok.head.lemma_.lower() in _LABEL_NOUNS
