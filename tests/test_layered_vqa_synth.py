@@ -50,13 +50,14 @@ def test_the_task_says_it_reads_generated_scenes_and_a_submission_of_it_is_refus
     assert "generated scenes" in sample_reason(result) and "not the benchmark" in sample_reason(result)
 
 
-def test_a_local_build_may_not_take_the_shipped_names():
-    from lmms_scene.data.layered_vqa.builder import local_names
+def test_a_local_build_may_not_take_the_shipped_names(tmp_path, capsys):
+    from lmms_scene.cli import main
 
-    for name in ("synth", "Sample"):
-        with pytest.raises(ValueError, match="the name of a task lmms-scene ships"):
-            local_names(name)
-    assert local_names("mine")[1] == "layered_vqa_mine"
+    # the shipped task is one of lmms-scene's own names: a build named "synth" would shadow it
+    assert main(["build", "layered-synth", "--scenes", "1", "--size", "64x48", "--out", str(tmp_path / "o"), "--name", "synth"]) == 2
+    err = capsys.readouterr().err
+    assert "'layered_vqa_synth' would be the name of a task or group this build writes" in err and "lmms-scene's own" in err
+    assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.e2e

@@ -250,9 +250,11 @@ def test_shipped_tasks_without_data_stop_before_generating(run_lmms_eval, tmp_pa
         ]
     )
     assert code != 0
+    # the pre-flight names the placeholder and the ways to get data, before the model loads
     assert (
-        "Layered-VQA: the shipped tasks layered_vqa_<schedule>" in log
+        "lmms-scene pre-flight: layered_vqa_full: Layered-VQA has no public release yet, and the shipped tasks read a placeholder" in log
         and "lmms-scene build layered-synth" in log
+        and "--tasks layered_vqa_synth" in log
     )
     assert not record.exists(), "the model was asked although the task has no data"
 

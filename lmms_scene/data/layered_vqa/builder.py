@@ -225,14 +225,7 @@ def local_names(name: str) -> tuple[list[str], str]:
     """The task names (``layered_vqa_<schedule>_NAME``, in schedule order) and the group
     name (``layered_vqa_NAME``) of a local build called ``name``."""
     suffix = local.slug(name)
-    if f"{GROUP}_{suffix}" in RESERVED:
-        raise ValueError(f"--name {name!r}: its group would be {GROUP}_{suffix}, the name of a task lmms-scene ships "
-                         f"({', '.join(sorted(RESERVED))}); choose another name")  # fmt: skip
     return [f"{task}_{suffix}" for task in _schedules.TASKS], f"{GROUP}_{suffix}"
-
-
-#: task names lmms-scene ships under the Layered-VQA prefix that a local build's group must not take
-RESERVED = frozenset({f"{GROUP}_sample", f"{GROUP}_synth"})
 
 
 def local_task_configs(out: Path, name: str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
