@@ -7,7 +7,7 @@ PIP := $(BIN)/pip install --disable-pip-version-check -c constraints.txt
 STAMP := $(VENV)/.lmms-scene-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup nlp-data test test-fast demo bench samples task-yamls clean
+.PHONY: setup nlp-data lint test test-fast demo bench samples task-yamls clean
 
 setup: $(STAMP)
 
@@ -37,8 +37,14 @@ nlp-data:
 # each such run happens once per pytest run whichever worker asks (a file lock).
 TEST_WORKERS ?= 2
 TEST_CMD = $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
-test: setup
+test: setup lint
 	$(TEST_CMD) $(PYTEST_ARGS)
+
+# ruff lint and format check (configuration in pyproject.toml); `ruff format .` and
+# `ruff check --fix .` mend most findings
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # The edit-run loop: the unit tests that take under a second or so (no harness run, no
 # subprocess, no model or parser load: markers e2e, multiprocess and slow left out), on the

@@ -41,8 +41,22 @@ def captions(n: int, seed: int) -> list[str]:
     people = ["worker", "welder", "roofer", "flagger", "electrician", "painter", "driver", "cook"]
     places = ["scaffold", "roof", "road", "ladder", "platform", "dock", "bench", "stove"]
     worn = ["a helmet", "gloves", "goggles", "a harness", "a safety vest", "a face shield", "ear protection"]
-    things = ["guardrail", "warning sign", "fire extinguisher", "safety net", "traffic cone", "first aid kit", "exit sign"]
-    attrs = [("ladder", "secured"), ("floor", "dry"), ("cable", "insulated"), ("exit", "marked"), ("machine", "guarded")]
+    things = [
+        "guardrail",
+        "warning sign",
+        "fire extinguisher",
+        "safety net",
+        "traffic cone",
+        "first aid kit",
+        "exit sign",
+    ]
+    attrs = [
+        ("ladder", "secured"),
+        ("floor", "dry"),
+        ("cable", "insulated"),
+        ("exit", "marked"),
+        ("machine", "guarded"),
+    ]
     out = []
     for _ in range(n):
         p, w = rng.choice(people), rng.choice(places)
@@ -61,13 +75,18 @@ def make_pairs(n_pairs: int, per_ref: int) -> list[list]:
     refs = captions(n_refs, seed=1)
     preds = captions(n_pairs, seed=2)
     # unique predictions: one changed clause each
-    preds = [p.replace(" near the", f" near the {i % 97}th", 1) if i % 2 else p.replace("is not", "isn't", 1) + f" There is no rail {i}." for i, p in enumerate(preds)]
+    preds = [
+        p.replace(" near the", f" near the {i % 97}th", 1)
+        if i % 2
+        else p.replace("is not", "isn't", 1) + f" There is no rail {i}."
+        for i, p in enumerate(preds)
+    ]
     return [[str(i), preds[i], [refs[i % n_refs]]] for i in range(n_pairs)]
 
 
 #: the measuring code, run in this process for today's implementation and in a subprocess
 #: for the previous one (it uses only APIs both have: score_corpus, cesg_score, cache)
-MEASURE = r'''
+MEASURE = r"""
 import json, os, sys, time
 if os.environ.get("BENCH_NO_EDITABLE"):
     # the previous commit's package is first on PYTHONPATH; the editable install's finder
@@ -111,7 +130,7 @@ out["corpus_CESG"] = means["CESG"]
 import lmms_scene
 out["package"] = lmms_scene.__file__
 print("BENCH " + json.dumps(out))
-'''
+"""
 
 
 def run_here(path: Path) -> dict:
@@ -121,7 +140,14 @@ def run_here(path: Path) -> dict:
 
 def _run(path: Path, env: dict) -> dict:
     # run outside the checkout: `python -c` puts the working folder first on sys.path
-    proc = subprocess.run([sys.executable, "-c", MEASURE, str(path)], capture_output=True, text=True, env=env, timeout=3000, cwd=path.parent)
+    proc = subprocess.run(
+        [sys.executable, "-c", MEASURE, str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=3000,
+        cwd=path.parent,
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("BENCH ")), None)
     if line is None:
         raise RuntimeError(f"measurement failed (rc {proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -132,7 +158,11 @@ def run_previous(path: Path, commit: str) -> dict:
     """The same measurement on ``commit``'s lmms_scene (git archive into a temporary folder,
     first on PYTHONPATH, so it shadows the editable install)."""
     with tempfile.TemporaryDirectory() as tmp:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "lmms_scene", "tasks", "templates"], capture_output=True, check=True)
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", commit, "lmms_scene", "tasks", "templates"],
+            capture_output=True,
+            check=True,
+        )
         subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
         env = {**os.environ, "PYTHONPATH": tmp, "LMMS_SCENE_NO_PROGRESS": "1", "BENCH_NO_EDITABLE": "1"}
         return _run(path, env)
@@ -154,12 +184,21 @@ def main() -> None:
         ours = run_here(path)
         previous = None if args.no_previous else run_previous(path, args.previous)
     out = {
-        "pairs": len(pairs), "references": max(1, args.pairs // args.per_ref), "threads": 1, "prediction_words_mean": round(words, 1),
-        "ours_pairs_per_s": {k: round(v, 1) if isinstance(v, float) and k != "corpus_CESG" else v for k, v in ours.items()},
-    }  # fmt: skip
+        "pairs": len(pairs),
+        "references": max(1, args.pairs // args.per_ref),
+        "threads": 1,
+        "prediction_words_mean": round(words, 1),
+        "ours_pairs_per_s": {
+            k: round(v, 1) if isinstance(v, float) and k != "corpus_CESG" else v for k, v in ours.items()
+        },
+    }
     if previous is not None:
-        out[f"previous_{args.previous}_pairs_per_s"] = {k: round(v, 1) if isinstance(v, float) and k != "corpus_CESG" else v for k, v in previous.items()}
-        out["speedup"] = {k: round(ours[k] / previous[k], 2) for k in ours if k not in ("corpus_CESG", "package") and previous.get(k)}
+        out[f"previous_{args.previous}_pairs_per_s"] = {
+            k: round(v, 1) if isinstance(v, float) and k != "corpus_CESG" else v for k, v in previous.items()
+        }
+        out["speedup"] = {
+            k: round(ours[k] / previous[k], 2) for k in ours if k not in ("corpus_CESG", "package") and previous.get(k)
+        }
     out["goal_corpus_cold_pairs_per_s"] = 300
     out["load_average_before_after"] = [load_before, list(os.getloadavg())]
     print(json.dumps(out, indent=1))

@@ -31,9 +31,36 @@ from PIL import Image
 
 REPO = Path(__file__).resolve().parents[1]
 NAMES = [
-    "cup", "laptop", "ham", "oven", "bowl", "box", "notebook", "toilet", "towel", "anchor",
-    "bicycle", "chair", "cake", "fork", "spoon", "candle", "hammer", "clock", "pillow", "guitar",
-    "shovel", "sink", "car", "stop sign", "potted plant", "keyboard", "mouse", "knife", "tv", "microwave",
+    "cup",
+    "laptop",
+    "ham",
+    "oven",
+    "bowl",
+    "box",
+    "notebook",
+    "toilet",
+    "towel",
+    "anchor",
+    "bicycle",
+    "chair",
+    "cake",
+    "fork",
+    "spoon",
+    "candle",
+    "hammer",
+    "clock",
+    "pillow",
+    "guitar",
+    "shovel",
+    "sink",
+    "car",
+    "stop sign",
+    "potted plant",
+    "keyboard",
+    "mouse",
+    "knife",
+    "tv",
+    "microwave",
 ]
 
 
@@ -128,7 +155,9 @@ def bench_scores(model, processor, n: int, batch: int, repeats: int) -> dict:
     def ours_ref():
         out = []
         for s in range(0, n, batch):
-            out += clip.ref_clip_score(images[s : s + batch], candidates[s : s + batch], references[s : s + batch], model=model_name)
+            out += clip.ref_clip_score(
+                images[s : s + batch], candidates[s : s + batch], references[s : s + batch], model=model_name
+            )
         return out
 
     def ours_clip():
@@ -142,10 +171,13 @@ def bench_scores(model, processor, n: int, batch: int, repeats: int) -> dict:
     def ours_per_row_noise_grid():
         # cooco_noise: each item is scored once per noise setting (6), on the same
         # noise-free crop, which process_results names so it is encoded once
-        for setting in range(6):
+        for _setting in range(6):
             for i in range(n):
                 clip.ref_clip_score(
-                    images[i : i + 1], candidates[i : i + 1], references[i : i + 1], model=model_name,
+                    images[i : i + 1],
+                    candidates[i : i + 1],
+                    references[i : i + 1],
+                    model=model_name,
                     image_keys=[("bench-crop", i)],
                 )
 
@@ -206,12 +238,22 @@ def noise_grid_docs(n: int, seed: int = 0) -> list[dict]:
         gold, target = rng.choice(NAMES), rng.choice(NAMES[:18])
         for area in ("target", "context", "all"):
             for level in (0.5, 1.0):
-                docs.append({
-                    "image": image, "image_id": f"bench_{i}", "width": w, "height": h, "target_bbox": box,
-                    "condition": "low", "scene": "kitchen", "target": target, "gold_label": gold,
-                    "noise_area": area, "noise_level": level,
-                    "answer": rng.choice([gold, target, rng.choice(NAMES), f"a small {gold}"]),
-                })  # fmt: skip
+                docs.append(
+                    {
+                        "image": image,
+                        "image_id": f"bench_{i}",
+                        "width": w,
+                        "height": h,
+                        "target_bbox": box,
+                        "condition": "low",
+                        "scene": "kitchen",
+                        "target": target,
+                        "gold_label": gold,
+                        "noise_area": area,
+                        "noise_level": level,
+                        "answer": rng.choice([gold, target, rng.choice(NAMES), f"a small {gold}"]),
+                    }
+                )
     return docs
 
 
@@ -221,9 +263,9 @@ def bench_task_path(model, processor, n: int, batch: int) -> dict:
     lmms-eval calls it) and every metric key's aggregation; the same without the batch
     pass (row by row, the old path); and torchmetrics ``CLIPScore`` on the same (target
     crop, answer) pairs with the same model. The two task paths must agree to 1e-6."""
-    import torch
     from concurrent.futures import ThreadPoolExecutor
 
+    import torch
     from torchmetrics.multimodal.clip_score import CLIPScore
 
     from lmms_scene import cache, settings
@@ -246,7 +288,9 @@ def bench_task_path(model, processor, n: int, batch: int) -> dict:
         for e in entries:
             for k, v in e.items():
                 per_key.setdefault(k, []).append(v)
-        aggregated = {k: (utils.breakdown(v) if k == scoring.BREAKDOWN_KEY else utils.mean_score(v)) for k, v in per_key.items()}
+        aggregated = {
+            k: (utils.breakdown(v) if k == scoring.BREAKDOWN_KEY else utils.mean_score(v)) for k, v in per_key.items()
+        }
         return time.perf_counter() - start, aggregated
 
     with settings.override(clip_model=MODEL_NAME):
@@ -319,7 +363,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         model, processor = build_clip(Path(tmp))
-    report = {"threads": args.threads, "clip": "random CLIPConfig() (ViT-B/32 size)", **bench_scores(model, processor, args.n, args.batch, args.repeats)}
+    report = {
+        "threads": args.threads,
+        "clip": "random CLIPConfig() (ViT-B/32 size)",
+        **bench_scores(model, processor, args.n, args.batch, args.repeats),
+    }
     report["task_path_noise_grid"] = bench_task_path(model, processor, args.n, args.batch)
     report["imaging_640x480"] = bench_imaging(args.repeats * 3)
     print(json.dumps(report, indent=2))

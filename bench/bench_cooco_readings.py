@@ -72,33 +72,56 @@ def main(fixture: Path) -> None:
         answers = {}
         for i, (name, area, level) in enumerate(ref.answer_keys(metadata, SETTINGS)):
             meta = metadata[name]
-            gold = (meta["target"] if name.endswith("_original.jpg") else meta["swapped_object"] or "").replace("_", " ")
+            gold = (meta["target"] if name.endswith("_original.jpg") else meta["swapped_object"] or "").replace(
+                "_", " "
+            )
             answers[(name, area, level)] = answers_for(gold, i)
         clip = ref.Clip(build_tiny_clip(Path(tmp) / "clip"))
         base = ref.score(folder, metadata, answers, clip, ref.AUTHORS)
-        n_answers = sum(1 for (name, _, _) in answers if not metadata[name]["excluded"] and not name.endswith("_clean.jpg"))
+        n_answers = sum(
+            1 for (name, _, _) in answers if not metadata[name]["excluded"] and not name.endswith("_clean.jpg")
+        )
         kept = base["rows"]
-        print(f"fixture {fixture} (tiny_coco, {len(metadata)} release rows); {n_answers} answered naming rows; tiny random CLIP")
-        print(f"authors' reading keeps {len(kept)} rows: skipped {sum(v == 'empty' for v in base['skipped'].values())} empty, "
-              f"{sum(v == 'over_77_clip_tokens' for v in base['skipped'].values())} over 77 CLIP tokens; hard accuracy over "
-              f"{sum(r['hard_chars'] <= base['longest_gold'] for r in kept.values())} of them (longest gold "
-              f"{base['longest_gold']} characters)")  # fmt: skip
+        print(
+            f"fixture {fixture} (tiny_coco, {len(metadata)} release rows); {n_answers} answered naming rows; tiny random CLIP"
+        )
+        print(
+            f"authors' reading keeps {len(kept)} rows: skipped {sum(v == 'empty' for v in base['skipped'].values())} empty, "
+            f"{sum(v == 'over_77_clip_tokens' for v in base['skipped'].values())} over 77 CLIP tokens; hard accuracy over "
+            f"{sum(r['hard_chars'] <= base['longest_gold'] for r in kept.values())} of them (longest gold "
+            f"{base['longest_gold']} characters)"
+        )
         for switch, what in SWITCHES.items():
-            one = ref.score(folder, metadata, answers, clip, dataclasses.replace(ref.AUTHORS, **{switch: getattr(ref.CLEANED, switch)}))
+            one = ref.score(
+                folder,
+                metadata,
+                answers,
+                clip,
+                dataclasses.replace(ref.AUTHORS, **{switch: getattr(ref.CLEANED, switch)}),
+            )
             common = set(one["rows"]) & set(kept)
             lev = sum(one["rows"][k]["levenshtein_accuracy"] != kept[k]["levenshtein_accuracy"] for k in common)
             acc = sum(one["rows"][k]["accuracy"] != kept[k]["accuracy"] for k in common)
-            cos = max((abs((one["rows"][k]["text_similarity"] or 0) - (kept[k]["text_similarity"] or 0)) for k in common), default=0)
+            cos = max(
+                (abs((one["rows"][k]["text_similarity"] or 0) - (kept[k]["text_similarity"] or 0)) for k in common),
+                default=0,
+            )
             ref_d = max((abs(one["rows"][k]["refclipscore"] - kept[k]["refclipscore"]) for k in common), default=0)
             rows_changed = len(set(one["rows"]) ^ set(kept))
-            print(f"- {switch}: {what}\n    rows added/removed {rows_changed}; of {len(common)} common rows: "
-                  f"Levenshtein-accuracy flips {lev}, accuracy flips {acc}, max |d text cosine| {cos:.3f}, "
-                  f"max |d RefCLIPScore| {ref_d:.4f}")  # fmt: skip
+            print(
+                f"- {switch}: {what}\n    rows added/removed {rows_changed}; of {len(common)} common rows: "
+                f"Levenshtein-accuracy flips {lev}, accuracy flips {acc}, max |d text cosine| {cos:.3f}, "
+                f"max |d RefCLIPScore| {ref_d:.4f}"
+            )
         gaps = [abs(c["refclipscore"] - c["refclipscore_median"]) for c in base["cells"].values()]
-        print(f"- median vs mean RefCLIPScore per cell (authors' reading): max gap {max(gaps):.4f} over {len(gaps)} cells")
+        print(
+            f"- median vs mean RefCLIPScore per cell (authors' reading): max gap {max(gaps):.4f} over {len(gaps)} cells"
+        )
     moved, total = float32_boxes(fixture)
-    print(f"- float32 boxes: {moved} of {total} COCO boxes of the fixture's annotations ({100 * moved / total:.1f} %) "
-          "move a crop edge or the noise region by a pixel")
+    print(
+        f"- float32 boxes: {moved} of {total} COCO boxes of the fixture's annotations ({100 * moved / total:.1f} %) "
+        "move a crop edge or the noise region by a pixel"
+    )
 
 
 if __name__ == "__main__":

@@ -36,7 +36,11 @@ def _timeit(fn, repeats: int) -> float:
 def soft_layers(size: int, n: int = 6, seed: int = 0) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float32)
-    layers = [np.concatenate([rng.integers(0, 256, (size, size, 3), dtype=np.uint8), np.full((size, size, 1), 255, np.uint8)], 2)]
+    layers = [
+        np.concatenate(
+            [rng.integers(0, 256, (size, size, 3), dtype=np.uint8), np.full((size, size, 1), 255, np.uint8)], 2
+        )
+    ]
     for _ in range(n - 1):
         cx, cy, r = rng.uniform(0.2, 0.8) * size, rng.uniform(0.2, 0.8) * size, rng.uniform(0.1, 0.3) * size
         d = np.sqrt((xx - cx) ** 2 + (yy - cy) ** 2)

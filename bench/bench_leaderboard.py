@@ -45,8 +45,10 @@ def main() -> None:
             start = time.perf_counter()
             board = leaderboard.build(folder, official=official)
             times[name] = time.perf_counter() - start
-            print(f"{name}: {times[name]:.2f} s, {board.n_valid} ranked, {len(board.invalid)} refused: "
-                  + "; ".join(f"{r.file}: {r.reasons[0][:60]}" for r in board.invalid))  # fmt: skip
+            print(
+                f"{name}: {times[name]:.2f} s, {board.n_valid} ranked, {len(board.invalid)} refused: "
+                + "; ".join(f"{r.file}: {r.reasons[0][:60]}" for r in board.invalid)
+            )
         print(f"hostile / plain: {times['hostile'] / times['plain']:.2f}")
 
 

@@ -77,6 +77,7 @@ def split_of(source: str, ident: str) -> str:
 
 # -- readers -----------------------------------------------------------------------------
 
+
 def negref(gitdir: str, commit: str) -> Iterator[Item]:
     rows = json.loads(git(gitdir, "show", f"{commit}:NegRefCOCOg/NegRefCOCOg.json"))
     for n, row in enumerate(rows):
@@ -84,8 +85,12 @@ def negref(gitdir: str, commit: str) -> Iterator[Item]:
         yield Item("NegRefCOCOg", f"{n}:{row['image']}", phrase, True)
 
 
-_DETOK = [(re.compile(r"\s+([,.;:!?%)\]])"), r"\1"), (re.compile(r"([(\[$])\s+"), r"\1"), (re.compile(r"\s+(n't|'s|'re|'ve|'ll|'d|'m)\b"), r"\1"),
-          (re.compile(r"``\s*|\s*''"), '"')]
+_DETOK = [
+    (re.compile(r"\s+([,.;:!?%)\]])"), r"\1"),
+    (re.compile(r"([(\[$])\s+"), r"\1"),
+    (re.compile(r"\s+(n't|'s|'re|'ve|'ll|'d|'m)\b"), r"\1"),
+    (re.compile(r"``\s*|\s*''"), '"'),
+]
 
 
 def detok(words: list[str]) -> str:
@@ -96,8 +101,11 @@ def detok(words: list[str]) -> str:
 
 
 def starsem(gitdir: str, commit: str) -> Iterator[Item]:
-    files = [f for f in git(gitdir, "ls-tree", "-r", "--name-only", commit).splitlines()
-             if "cd-sco/corpus/" in f and f.endswith(".txt") and "/test/" not in f]
+    files = [
+        f
+        for f in git(gitdir, "ls-tree", "-r", "--name-only", commit).splitlines()
+        if "cd-sco/corpus/" in f and f.endswith(".txt") and "/test/" not in f
+    ]
     for f in sorted(files):
         block: list[list[str]] = []
         for line in git(gitdir, "show", f"{commit}:{f}").splitlines() + [""]:
@@ -118,7 +126,11 @@ def starsem(gitdir: str, commit: str) -> Iterator[Item]:
                     whole_cue = True
                 for i, c in cue:
                     if c.lower() in ("no", "without", "nobody", "none") and c.lower() == words[i].lower():
-                        after = [j for j in sorted(scope) if j > i and rows[j][5].startswith("NN") and not rows[j][5].startswith("NNP")]
+                        after = [
+                            j
+                            for j in sorted(scope)
+                            if j > i and rows[j][5].startswith("NN") and not rows[j][5].startswith("NNP")
+                        ]
                         if after and after[0] <= i + 4:
                             objects.append(rows[after[0]][4].lower())
             if n_neg and not whole_cue:
@@ -127,8 +139,11 @@ def starsem(gitdir: str, commit: str) -> Iterator[Item]:
 
 
 def sfu(gitdir: str, commit: str) -> Iterator[Item]:
-    files = [f for f in git(gitdir, "ls-tree", "-r", "--name-only", commit).splitlines()
-             if "SFU_Review_Corpus_Negation_Speculation/" in f and f.endswith(".xml")]
+    files = [
+        f
+        for f in git(gitdir, "ls-tree", "-r", "--name-only", commit).splitlines()
+        if "SFU_Review_Corpus_Negation_Speculation/" in f and f.endswith(".xml")
+    ]
     for f in sorted(files):
         try:
             root = ET.fromstring(git(gitdir, "show", f"{commit}:{f}"))
@@ -144,6 +159,7 @@ def sfu(gitdir: str, commit: str) -> Iterator[Item]:
 
 
 # -- measuring ---------------------------------------------------------------------------
+
 
 def lemma(word: str) -> str:
     from lmms_scene.nlp.wordnet import morphy  # deferred: WordNet loads on first use
@@ -178,9 +194,11 @@ def measure(items: list[Item], show: int) -> dict:
             else:
                 obj_misses.append((it.objects, it.text, got["elements"]))
     out = {
-        "n": len(items), "n_negative": sum(i.negative for i in items),
+        "n": len(items),
+        "n_negative": sum(i.negative for i in items),
         "polarity_agreement": round(agree / len(items), 4) if items else None,
-        "n_named_object": n_obj, "named_object_agreement": round(obj_ok / n_obj, 4) if n_obj else None,
+        "n_named_object": n_obj,
+        "named_object_agreement": round(obj_ok / n_obj, 4) if n_obj else None,
         "seconds": round(time.perf_counter() - t0, 1),
     }
     if show:
@@ -204,9 +222,21 @@ def main(argv: list[str] | None = None) -> int:
     from lmms_scene.metrics.cesg.checks import read
 
     read("Warm up: there is no helmet.")
-    code = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "lmms_scene"], capture_output=True, text=True).stdout.strip()
-    print(json.dumps({"reader": "lmms_scene.metrics.cesg.checks.read", "lmms_scene_commit": code + ("+changes" if dirty else ""), "split": args.split}))
+    code = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "-C", str(REPO), "status", "--porcelain", "lmms_scene"], capture_output=True, text=True
+    ).stdout.strip()
+    print(
+        json.dumps(
+            {
+                "reader": "lmms_scene.metrics.cesg.checks.read",
+                "lmms_scene_commit": code + ("+changes" if dirty else ""),
+                "split": args.split,
+            }
+        )
+    )
     total = 0
     for gitdir, reader in readers:
         if not gitdir:
@@ -217,7 +247,12 @@ def main(argv: list[str] | None = None) -> int:
             items = sorted(items, key=lambda it: hashlib.sha1(it.id.encode()).hexdigest())[: args.limit]
         total += len(items)
         res = measure(items, args.show)
-        print(json.dumps({"source": items[0].source if items else reader.__name__, "repo": repo, "commit": commit, **res}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"source": items[0].source if items else reader.__name__, "repo": repo, "commit": commit, **res},
+                ensure_ascii=False,
+            )
+        )
     print(json.dumps({"sentences": total}))
     return 0
 

@@ -70,7 +70,7 @@ def bare_matmul_rate(rows: int, dim: int, repeats: int) -> float:
     for r in sorted({rows, 1024, 2048}):
         a = torch.randn(r, dim)
         b = torch.randn(r, dim)
-        t, _ = best_time(lambda: a @ b.T, repeats)
+        t, _ = best_time(lambda: a @ b.T, repeats)  # noqa: B023 (timed inside this iteration)
         best = max(best, 2.0 * r * r * dim / t)
     return best
 
@@ -102,8 +102,22 @@ def _status_kb(field: str) -> int:
 
 
 def peak_memory(method: str, args: argparse.Namespace, block_bytes: int) -> float:
-    cmd = [sys.executable, __file__, "--child", method, "--n", str(args.n), "--patches", str(args.patches),
-           "--dim", str(args.dim), "--threads", str(args.threads), "--block-bytes", str(block_bytes)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        method,
+        "--n",
+        str(args.n),
+        "--patches",
+        str(args.patches),
+        "--dim",
+        str(args.dim),
+        "--threads",
+        str(args.threads),
+        "--block-bytes",
+        str(block_bytes),
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])["peak_rss_delta_mb"]
 

@@ -70,14 +70,22 @@ ADJUDICATED: dict[tuple[str, str], tuple[str, str]] = {
     ("SmolVLM2-2.2B", "question_comb_1535"): ("correct", "'No.': no, the gold"),
     ("SmolVLM2-2.2B", "question_comb_1177"): ("wrong", "'No', gold yes"),
     # BLINK: the source's letter extraction found no letter ("(Z)") in a reply that answers in words
-    ("OPUS", "val_Spatial_Relation_121"): ("correct", "opens with 'No, ...', gold no; no option letter for the source's extractor"),
+    ("OPUS", "val_Spatial_Relation_121"): (
+        "correct",
+        "opens with 'No, ...', gold no; no option letter for the source's extractor",
+    ),
 }
 
-_REFUSAL = re.compile(r"\b(cannot|can't|unable to|not able to|don't have|do not have|not possible to|impossible to)\b.{0,40}\b(tell|determine|answer|see|provide|know|data|information|access|identify|confirm)", re.IGNORECASE)
+_REFUSAL = re.compile(
+    r"\b(cannot|can't|unable to|not able to|don't have|do not have|not possible to|impossible to)\b.{0,40}\b(tell|determine|answer|see|provide|know|data|information|access|identify|confirm)",
+    re.IGNORECASE,
+)
 
 
 def _show(git_dir: str, commit: str, path: str) -> str:
-    return subprocess.run(["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        ["git", "--git-dir", git_dir, "show", f"{commit}:{path}"], capture_output=True, text=True, check=True
+    ).stdout
 
 
 def _gold(text: str) -> str:
@@ -89,8 +97,15 @@ def _gold(text: str) -> str:
     return t
 
 
-_MODEL_ALIASES = {"qwen2.5-vl-7b": "Qwen2.5-VL-7B", "gemma 3 12b": "Gemma3-12B", "gemma3-12b": "Gemma3-12B", "molmo-7b": "Molmo-V1",
-                  "molmo-v1": "Molmo-V1", "llava-next": "LLaVA-Next-8B", "llava-next-8b": "LLaVA-Next-8B"}  # fmt: skip
+_MODEL_ALIASES = {
+    "qwen2.5-vl-7b": "Qwen2.5-VL-7B",
+    "gemma 3 12b": "Gemma3-12B",
+    "gemma3-12b": "Gemma3-12B",
+    "molmo-7b": "Molmo-V1",
+    "molmo-v1": "Molmo-V1",
+    "llava-next": "LLaVA-Next-8B",
+    "llava-next-8b": "LLaVA-Next-8B",
+}
 
 
 def _model_name(header: str) -> str:
@@ -137,7 +152,10 @@ def halp_records(git_dir: str, commit: str) -> list[dict]:
             if cur is None:
                 continue
             s = line.strip()
-            m = re.match(r"^-?\s*\*\*(Question|Ground Truth|Model Answer|True Label|Status|Basic Hallucination Type|Domain Type|Image|Probe Predictions):\*\*\s*(.*)$", s)
+            m = re.match(
+                r"^-?\s*\*\*(Question|Ground Truth|Model Answer|True Label|Status|Basic Hallucination Type|Domain Type|Image|Probe Predictions):\*\*\s*(.*)$",
+                s,
+            )
             if m:
                 key, val = m.group(1), m.group(2).strip()
                 field = None
@@ -154,7 +172,11 @@ def halp_records(git_dir: str, commit: str) -> list[dict]:
                 elif key == "True Label":
                     cur["label"] = "correct" if val.lower().startswith("no hallucination") else "wrong"
                 elif key == "Status":
-                    cur["label"] = "wrong" if "HALLUCINATED" in val and "NOT" not in val.upper().split("HALLUCINATED")[0] else "correct"
+                    cur["label"] = (
+                        "wrong"
+                        if "HALLUCINATED" in val and "NOT" not in val.upper().split("HALLUCINATED")[0]
+                        else "correct"
+                    )
                 elif key == "Domain Type":
                     cur["domain"] = val
                 continue
@@ -181,7 +203,29 @@ def halp_records(git_dir: str, commit: str) -> list[dict]:
 #: (eval_script/normalize_answer.py + TallyQA_eval.py: dots and spaces dropped, lower case,
 #: a number word or numeral read as an integer, then equal to the labelled count)
 TALLY_FILE, TALLY_COMMIT = "evaluation_results/TallyQA/TallyQA_CogVLM.jsonl", "f67c822a63ea252c5c019e0da8fda086aab2f511"
-_TALLY_WORDS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen"])}
+_TALLY_WORDS = {
+    w: i
+    for i, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+        ]
+    )
+}
 _TALLY_WORDS.update({"none": 0, "no": 0})
 
 
@@ -200,9 +244,17 @@ def tally_records(git_dir: str, commit: str = TALLY_COMMIT) -> list[dict]:
             continue
         r = json.loads(line)
         gold = str(r["labeled_answer"])
-        out.append({"model": r.get("model_id", "CogVLM"), "qid": f"tally-{r['question_index']}", "question": r["question"], "gold": gold,
-                    "answer": str(r["predicted_answer"]), "label": _tally_label(str(r["predicted_answer"]), r["labeled_answer"]),
-                    "source_file": TALLY_FILE})  # fmt: skip
+        out.append(
+            {
+                "model": r.get("model_id", "CogVLM"),
+                "qid": f"tally-{r['question_index']}",
+                "question": r["question"],
+                "gold": gold,
+                "answer": str(r["predicted_answer"]),
+                "label": _tally_label(str(r["predicted_answer"]), r["labeled_answer"]),
+                "source_file": TALLY_FILE,
+            }
+        )
     return out
 
 
@@ -218,30 +270,58 @@ BLINK_CHOICES = "Select from the following choices. (A) yes (B) no"
 def blink_records(git_dir: str, commit: str = BLINK_COMMIT) -> list[dict]:
     import json
 
-    names = subprocess.run(["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", commit, "eval/saved_outputs"],
-                           capture_output=True, text=True, check=True).stdout.splitlines()  # fmt: skip
+    names = subprocess.run(
+        ["git", "--git-dir", git_dir, "ls-tree", "-r", "--name-only", commit, "eval/saved_outputs"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     out = []
     for path in names:
         parts = path.split("/")
-        if len(parts) != 4 or parts[3] not in ("Spatial Relation.json", "Spatial_Relation.json") or "concatenate" in parts[2]:
+        if (
+            len(parts) != 4
+            or parts[3] not in ("Spatial Relation.json", "Spatial_Relation.json")
+            or "concatenate" in parts[2]
+        ):
             continue
         data = json.loads(_show(git_dir, commit, path))
         for x in data.get("val", []) if isinstance(data, dict) else data:
             if x.get("answer") not in ("(A)", "(B)") or not isinstance(x.get("full_prediction"), str):
                 continue
-            out.append({"model": parts[2], "qid": x["idx"], "question": BLINK_CHOICES, "gold": "Yes." if x["answer"] == "(A)" else "No.",
-                        "answer": x["full_prediction"], "label": "correct" if x.get("prediction") == x["answer"] else "wrong",
-                        "source_file": path})  # fmt: skip
+            out.append(
+                {
+                    "model": parts[2],
+                    "qid": x["idx"],
+                    "question": BLINK_CHOICES,
+                    "gold": "Yes." if x["answer"] == "(A)" else "No.",
+                    "answer": x["full_prediction"],
+                    "label": "correct" if x.get("prediction") == x["answer"] else "wrong",
+                    "source_file": path,
+                }
+            )
     return out
 
 
 def records(git_dir: str, commit: str | None) -> tuple[str, str, list[dict]]:
     """(repository, commit, replies) of the snapshot, whichever supported repository it is."""
-    has_blink = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", f"{commit or BLINK_COMMIT}:eval/evaluate.py"], capture_output=True).returncode == 0
+    has_blink = (
+        subprocess.run(
+            ["git", "--git-dir", git_dir, "cat-file", "-e", f"{commit or BLINK_COMMIT}:eval/evaluate.py"],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
     if has_blink:
         c = commit or BLINK_COMMIT
         return "zeyofu/BLINK_Benchmark", c, blink_records(git_dir, c)
-    has_tally = subprocess.run(["git", "--git-dir", git_dir, "cat-file", "-e", f"{commit or TALLY_COMMIT}:{TALLY_FILE}"], capture_output=True).returncode == 0
+    has_tally = (
+        subprocess.run(
+            ["git", "--git-dir", git_dir, "cat-file", "-e", f"{commit or TALLY_COMMIT}:{TALLY_FILE}"],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
     if has_tally:
         c = commit or TALLY_COMMIT
         return "KevinLuJian/MLLM_supplemental", c, tally_records(git_dir, c)
@@ -254,7 +334,13 @@ def _grader_at(ref: str | None):
         from lmms_scene.metrics.layered_vqa import grader
 
         return grader
-    source = subprocess.run(["git", "show", f"{ref}:lmms_scene/metrics/layered_vqa/grader.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{ref}:lmms_scene/metrics/layered_vqa/grader.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "grader_at_ref.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("grader_at_ref", path)
@@ -300,7 +386,9 @@ def measure(grader, recs: list[dict], label_key: str) -> dict:
         conf[(scope, label, g.verdict)] += 1
         # a refusal graded correct: says it cannot tell and commits to no answer (an "I can't
         # tell ... So the answer is (B), No." commits, as the issue reads it)
-        committed = any(k in g.reason for k in ("stated final answer", "option letter", "opens with", "the stated answer"))
+        committed = any(
+            k in g.reason for k in ("stated final answer", "option letter", "opens with", "the stated answer")
+        )
         if g.verdict == "correct" and _REFUSAL.search(r["answer"]) and not committed:
             refusal_correct += 1
             r.setdefault("flags", []).append("refusal graded correct")
@@ -317,24 +405,44 @@ def _print(name: str, res: dict) -> None:
         a, n = by[("scope", scope)]
         if n:
             wgc = conf[(scope, "wrong", "correct")]
-            print(f"    {scope}: {a}/{n} ({100 * a / n:.1f} %); wrong graded correct {wgc}; "
-                  f"correct graded wrong {conf[(scope, 'correct', 'wrong')]}; cannot_tell on correct {conf[(scope, 'correct', 'cannot_tell')]}, on wrong {conf[(scope, 'wrong', 'cannot_tell')]}")  # fmt: skip
+            print(
+                f"    {scope}: {a}/{n} ({100 * a / n:.1f} %); wrong graded correct {wgc}; "
+                f"correct graded wrong {conf[(scope, 'correct', 'wrong')]}; cannot_tell on correct {conf[(scope, 'correct', 'cannot_tell')]}, on wrong {conf[(scope, 'wrong', 'cannot_tell')]}"
+            )
     print("    per source: " + ", ".join(f"{k[1]} {a}/{n}" for k, (a, n) in sorted(by.items()) if k[0] == "source"))
     print("    per model: " + ", ".join(f"{k[1]} {a}/{n}" for k, (a, n) in sorted(by.items()) if k[0] == "model"))
     print("    per kind: " + ", ".join(f"{k[1]} {a}/{n}" for k, (a, n) in sorted(by.items()) if k[0] == "kind"))
     print(f"    refusals graded correct: {res['refusal_correct']}")
     print("    confusion (label -> verdict), wrong graded correct first:")
-    for label, verdict in (("wrong", "correct"), ("wrong", "wrong"), ("wrong", "cannot_tell"), ("correct", "correct"), ("correct", "wrong"), ("correct", "cannot_tell")):
-        print(f"      {label:7s} -> {verdict:11s} {sum(v for (s, lab, ver), v in conf.items() if lab == label and ver == verdict)}")
+    for label, verdict in (
+        ("wrong", "correct"),
+        ("wrong", "wrong"),
+        ("wrong", "cannot_tell"),
+        ("correct", "correct"),
+        ("correct", "wrong"),
+        ("correct", "cannot_tell"),
+    ):
+        print(
+            f"      {label:7s} -> {verdict:11s} {sum(v for (s, lab, ver), v in conf.items() if lab == label and ver == verdict)}"
+        )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("snapshot", nargs="+", help="fetch snapshots' git directories (alliedbrother/HALP_EACL, KevinLuJian/MLLM_supplemental)")
-    ap.add_argument("--commit", help="the snapshot commit to read (default: the one the figures in docs/layered_vqa.md were read at)")
+    ap.add_argument(
+        "snapshot",
+        nargs="+",
+        help="fetch snapshots' git directories (alliedbrother/HALP_EACL, KevinLuJian/MLLM_supplemental)",
+    )
+    ap.add_argument(
+        "--commit",
+        help="the snapshot commit to read (default: the one the figures in docs/layered_vqa.md were read at)",
+    )
     ap.add_argument("--git-ref", help="also measure the grader as it was at this commit of lmms-scene ('before')")
     ap.add_argument("--split", choices=("dev", "final", "all"), default="dev")
-    ap.add_argument("--show-misses", action="store_true", help="print each disagreement (reads the replies; for local study only)")
+    ap.add_argument(
+        "--show-misses", action="store_true", help="print each disagreement (reads the replies; for local study only)"
+    )
     args = ap.parse_args()
     recs, heads = [], []
     for snap in args.snapshot:
@@ -349,9 +457,11 @@ def main() -> None:
         r["adjudicated"] = ADJUDICATED.get((r["model"], r["qid"]), (r["label"], ""))[0]
     chosen = [r for r in recs if args.split == "all" or r["split"] == args.split]
     print("; ".join(heads))
-    print(f"{len(recs)} replies of {len({r['model'] for r in recs})} models; "
-          f"split {args.split}: {len(chosen)}; labels {dict(Counter(r['label'] for r in chosen))}; "
-          f"adjudicated {sum(r['adjudicated'] != r['source_label'] for r in chosen)}")  # fmt: skip
+    print(
+        f"{len(recs)} replies of {len({r['model'] for r in recs})} models; "
+        f"split {args.split}: {len(chosen)}; labels {dict(Counter(r['label'] for r in chosen))}; "
+        f"adjudicated {sum(r['adjudicated'] != r['source_label'] for r in chosen)}"
+    )
     graders = {"today": _grader_at(None)}
     if args.git_ref:
         graders = {f"at {args.git_ref}": _grader_at(args.git_ref), **graders}
@@ -364,7 +474,18 @@ def main() -> None:
             if args.show_misses and name == "today" and key == "adjudicated":
                 for r in chosen:
                     for m in r.get("misses", []):
-                        print("MISS", r["model"], r["qid"], m, "|", r.get("question"), "| gold:", r["gold"], "|", r["answer"][:400].replace("\n", " "))
+                        print(
+                            "MISS",
+                            r["model"],
+                            r["qid"],
+                            m,
+                            "|",
+                            r.get("question"),
+                            "| gold:",
+                            r["gold"],
+                            "|",
+                            r["answer"][:400].replace("\n", " "),
+                        )
 
 
 if __name__ == "__main__":

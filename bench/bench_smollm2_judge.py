@@ -21,11 +21,23 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-WRONG = {"A triangle.": "A circle.", "Yellow.": "Blue.", "The black square.": "The red circle.", "Two.": "Three.",
-         "To the right of the black square.": "To the left of the black square.", "Black.": "White.", "A square.": "A triangle.",
-         "Red.": "Green.", "The orange square.": "The purple triangle.", "One circle and two triangles.": "Two circles and one triangle.",
-         "To the left of the yellow triangle.": "Above the yellow triangle.", "Purple.": "Orange.", "Green.": "Red.",
-         "To the right of the purple circle.": "To the left of the purple circle.", "One circle and one square.": "Two squares."}  # fmt: skip
+WRONG = {
+    "A triangle.": "A circle.",
+    "Yellow.": "Blue.",
+    "The black square.": "The red circle.",
+    "Two.": "Three.",
+    "To the right of the black square.": "To the left of the black square.",
+    "Black.": "White.",
+    "A square.": "A triangle.",
+    "Red.": "Green.",
+    "The orange square.": "The purple triangle.",
+    "One circle and two triangles.": "Two circles and one triangle.",
+    "To the left of the yellow triangle.": "Above the yellow triangle.",
+    "Purple.": "Orange.",
+    "Green.": "Red.",
+    "To the right of the purple circle.": "To the left of the purple circle.",
+    "One circle and one square.": "Two squares.",
+}
 
 
 def main() -> None:
@@ -43,7 +55,9 @@ def main() -> None:
     gguf = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     judge = judges.JudgeSpec("smol", str(gguf), provider="hf")
     client = judges.make_client(judge)
-    rows = pq.read_table(tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet", columns=["question", "answer"]).to_pylist()
+    rows = pq.read_table(
+        tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet", columns=["question", "answer"]
+    ).to_pylist()
     start = time.perf_counter()
     replies = []
     for row in rows:

@@ -24,7 +24,9 @@ LABELS = {"yes": True, "no": False, None: None}
 
 
 def _old_parser(ref: str):
-    source = subprocess.run(["git", "show", f"{ref}:lmms_scene/judges.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{ref}:lmms_scene/judges.py"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     path = Path(tempfile.mkdtemp()) / "judges_at_ref.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("judges_at_ref", path)
@@ -42,12 +44,21 @@ def main() -> None:
 
     from lmms_scene.judges import parse_verdict
 
-    rows = [json.loads(x) for x in (ROOT / "tests" / "data" / "judge_verdicts.jsonl").read_text().splitlines() if x.strip()]
-    parsers = {"lmms_scene.judges.parse_verdict": parse_verdict,
-               "lmms-eval ResponseParser.parse_binary_response(yes/no)": lambda t: ResponseParser.parse_binary_response(t, "yes/no")}  # fmt: skip
+    rows = [
+        json.loads(x) for x in (ROOT / "tests" / "data" / "judge_verdicts.jsonl").read_text().splitlines() if x.strip()
+    ]
+    parsers = {
+        "lmms_scene.judges.parse_verdict": parse_verdict,
+        "lmms-eval ResponseParser.parse_binary_response(yes/no)": lambda t: ResponseParser.parse_binary_response(
+            t, "yes/no"
+        ),
+    }
     if args.git_ref:
         parsers[f"parse_verdict at {args.git_ref}"] = _old_parser(args.git_ref)
-    print(f"{len(rows)} labelled replies: " + ", ".join(f"{sum(r['verdict'] == k for r in rows)} {k or 'none'}" for k in ("yes", "no", None)))
+    print(
+        f"{len(rows)} labelled replies: "
+        + ", ".join(f"{sum(r['verdict'] == k for r in rows)} {k or 'none'}" for k in ("yes", "no", None))
+    )
     for name, fn in parsers.items():
         by_source = defaultdict(lambda: [0, 0])
         agree = wrong_yes = wrong_no = 0
@@ -60,7 +71,9 @@ def main() -> None:
             by_source[r["source"]][0] += ok
             by_source[r["source"]][1] += 1
         per = ", ".join(f"{s} {a}/{n}" for s, (a, n) in sorted(by_source.items()))
-        print(f"{name}: {agree}/{len(rows)} as labelled; yes where not yes: {wrong_yes}; no where not no: {wrong_no} ({per})")
+        print(
+            f"{name}: {agree}/{len(rows)} as labelled; yes where not yes: {wrong_yes}; no where not no: {wrong_no} ({per})"
+        )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_scene.data.layered_vqa import schedules as layered_vqa_schedules
 from lmms_scene import registration
+from lmms_scene.data.layered_vqa import schedules as layered_vqa_schedules
 from lmms_scene.registration import tasks_path
 
 #: The YAML ``metadata`` key through which a task declares its benchmark.

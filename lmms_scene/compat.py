@@ -220,7 +220,9 @@ def round_outputs(results: Any) -> list[str]:
 def unwrap_output(output: Any) -> tuple[Any, Any]:
     """What the harness keeps of a model's output and its token counts
     (``lmms_eval.api.instance.unwrap_generation_output``)."""
-    from lmms_eval.api.instance import unwrap_generation_output  # deferred: the harness (imports torch) is heavy to import
+    from lmms_eval.api.instance import (
+        unwrap_generation_output,
+    )  # deferred: the harness (imports torch) is heavy to import
 
     return unwrap_generation_output(output)
 
@@ -228,8 +230,13 @@ def unwrap_output(output: Any) -> tuple[Any, Any]:
 # -- task index, printed table, filters, evaluator ----------------------------------------------------
 
 
-def install_task_index_hook(extra_path: str, same_path: Callable[[Any], bool], on_index: Callable[[Any], None],
-                            mark: str, enabled: Callable[[], bool] = lambda: True) -> bool | str:  # fmt: skip
+def install_task_index_hook(
+    extra_path: str,
+    same_path: Callable[[Any], bool],
+    on_index: Callable[[Any], None],
+    mark: str,
+    enabled: Callable[[], bool] = lambda: True,
+) -> bool | str:
     """Make every ``lmms_eval.tasks.TaskManager.initialize_tasks(include_path,
     include_defaults)`` also index ``extra_path`` (when ``enabled()`` says so at that call)
     and hand its index to ``on_index``.
@@ -320,7 +327,9 @@ def task_manager() -> type:
 _TABLE_MARK = "__lmms_scene_numbers_only__"
 
 
-def install_table_filter(filter_result: Callable[[dict], dict], notes: Callable[[dict, str], str] | None = None) -> bool:
+def install_table_filter(
+    filter_result: Callable[[dict], dict], notes: Callable[[dict, str], str] | None = None
+) -> bool:
     """Make ``lmms_eval.utils.make_table(result_dict, column, ...)`` print
     ``filter_result(result_dict)`` followed by ``notes(result_dict, column)``, where it is
     defined and in the modules that imported it by name (``lmms_eval.evaluator``,
@@ -368,7 +377,9 @@ def install_after_filters(callback: Callable[[Any], None]) -> bool:
                 callback(self)
             except Exception as err:
                 task = getattr(getattr(self, "config", None), "task", "?")
-                warnings.warn(f"lmms-scene: batch pre-scoring of {task} failed ({err!r}); scoring row by row", stacklevel=2)
+                warnings.warn(
+                    f"lmms-scene: batch pre-scoring of {task} failed ({err!r}); scoring row by row", stacklevel=2
+                )
             return out
 
         return apply_filters
@@ -436,7 +447,11 @@ def install_version_functions(commit: Callable, branch: Callable, version: Calla
     for name, fn in zip(VERSION_FUNCTIONS, (commit, branch, version)):
         setattr(fn, mark, True)
         for module in (harness_utils, sys.modules.get("lmms_eval.evaluator")):
-            if module is not None and callable(getattr(module, name, None)) and not getattr(getattr(module, name), mark, False):
+            if (
+                module is not None
+                and callable(getattr(module, name, None))
+                and not getattr(getattr(module, name), mark, False)
+            ):
                 setattr(module, name, fn)
     return True
 
@@ -606,8 +621,14 @@ def _check_task_index_memo() -> str | None:
         return f"TaskManager._get_task_and_group has parameters {_params(method)}, not (self, task_dir)"
     # the index depends on nothing but the YAML files under task_dir, which the memo keys on
     source = inspect.getsource(unpatched(method))
-    missing = [n for n in ("os.walk(task_dir)", 'f.endswith(".yaml")', 'load_yaml_config(yaml_path, mode="simple")') if n not in source]
-    return f"_get_task_and_group no longer reads only the YAML files under task_dir (lacks {missing})" if missing else None
+    missing = [
+        n
+        for n in ("os.walk(task_dir)", 'f.endswith(".yaml")', 'load_yaml_config(yaml_path, mode="simple")')
+        if n not in source
+    ]
+    return (
+        f"_get_task_and_group no longer reads only the YAML files under task_dir (lacks {missing})" if missing else None
+    )
 
 
 def _check_table() -> str | None:
@@ -615,20 +636,32 @@ def _check_table() -> str | None:
     if fn is None:
         return "lmms_eval.utils has no make_table"
     params = _params(fn)
-    return None if params[:2] == ["result_dict", "column"] else f"make_table has parameters {params}, not (result_dict, column, ...)"
+    return (
+        None
+        if params[:2] == ["result_dict", "column"]
+        else f"make_table has parameters {params}, not (result_dict, column, ...)"
+    )
 
 
 def _check_apply_filters() -> str | None:
     task = _import("lmms_eval.api.task").ConfigurableTask
     return _needs_attrs(task, ["apply_filters", "eval_docs", "instances"]) or (
-        None if _params(task.apply_filters) == ["self"] else f"ConfigurableTask.apply_filters has parameters {_params(task.apply_filters)}, not (self)"
+        None
+        if _params(task.apply_filters) == ["self"]
+        else f"ConfigurableTask.apply_filters has parameters {_params(task.apply_filters)}, not (self)"
     )
 
 
 def _check_cli() -> str | None:
     main = _import("lmms_eval.__main__")
-    return _needs_attrs(main, ["cli_evaluate", "cli_evaluate_single", "parse_eval_args"]) or _needs_params(main.cli_evaluate_single, ["args"]) or (
-        None if "cli_evaluate_single(" in inspect.getsource(main.cli_evaluate) else "cli_evaluate no longer calls cli_evaluate_single by name"
+    return (
+        _needs_attrs(main, ["cli_evaluate", "cli_evaluate_single", "parse_eval_args"])
+        or _needs_params(main.cli_evaluate_single, ["args"])
+        or (
+            None
+            if "cli_evaluate_single(" in inspect.getsource(main.cli_evaluate)
+            else "cli_evaluate no longer calls cli_evaluate_single by name"
+        )
     )
 
 
@@ -690,7 +723,11 @@ def _check_version_functions() -> str | None:
 def _check_instance() -> str | None:
     cls = _import("lmms_eval.api.instance").Instance
     fields = getattr(cls, "__dataclass_fields__", {})
-    missing = [f for f in ("request_type", "arguments", "idx", "metadata", "task_name", "doc_id", "repeats", "filtered_resps") if f not in fields]
+    missing = [
+        f
+        for f in ("request_type", "arguments", "idx", "metadata", "task_name", "doc_id", "repeats", "filtered_resps")
+        if f not in fields
+    ]
     if missing:
         return f"Instance lacks the fields {missing}"
     return None if isinstance(getattr(cls, "args", None), property) else "Instance.args is no longer a property"
@@ -704,7 +741,9 @@ def _check_request_args() -> str | None:
         "chat": "arguments = (ctx, self.doc_to_messages, copy.deepcopy(self.config.generation_kwargs), doc_id, self.config.task, split)",
     }
     changed = [name for name, line in layouts.items() if line not in source]
-    return f"construct_requests packs {changed} requests differently from GenerationRequest's layout" if changed else None
+    return (
+        f"construct_requests packs {changed} requests differently from GenerationRequest's layout" if changed else None
+    )
 
 
 def _check_rank() -> str | None:
@@ -712,7 +751,11 @@ def _check_rank() -> str | None:
     source = inspect.getsource(base)
     if "self._rank" not in source or "self._world_size" not in source:
         return "lmms no longer keeps _rank/_world_size"
-    return None if isinstance(getattr(base, "rank", None), property) and isinstance(getattr(base, "world_size", None), property) else "lmms.rank/world_size are no longer properties"
+    return (
+        None
+        if isinstance(getattr(base, "rank", None), property) and isinstance(getattr(base, "world_size", None), property)
+        else "lmms.rank/world_size are no longer properties"
+    )
 
 
 def _check_unwrap() -> str | None:
@@ -726,7 +769,8 @@ def _check_unwrap() -> str | None:
 def _check_evaluator() -> str | None:
     evaluator = _import("lmms_eval.evaluator")
     return _needs_params(evaluator.evaluate, ["lm", "task_dict", "cli_args"]) or _needs_attrs(
-        _import("lmms_eval.evaluator_utils"), ["get_task_list"])  # fmt: skip
+        _import("lmms_eval.evaluator_utils"), ["get_task_list"]
+    )
 
 
 def _check_stringified() -> str | None:
@@ -735,13 +779,18 @@ def _check_stringified() -> str | None:
 
 
 def _check_results_keys() -> str | None:
-    return _source_has("lmms_eval.evaluator", [f'"{k}"' for k in RESULTS_KEYS if k != "config"] + ['results["config"]', '"resolved_cli_args"'])
+    return _source_has(
+        "lmms_eval.evaluator",
+        [f'"{k}"' for k in RESULTS_KEYS if k != "config"] + ['results["config"]', '"resolved_cli_args"'],
+    )
 
 
 def _check_retry() -> str | None:
     import tenacity  # deferred: only this check reads it, and it costs ~60 ms at every import of compat
 
-    if not hasattr(tenacity.RetryError, "last_attempt") and "last_attempt" not in inspect.getsource(tenacity.RetryError):
+    if not hasattr(tenacity.RetryError, "last_attempt") and "last_attempt" not in inspect.getsource(
+        tenacity.RetryError
+    ):
         return "tenacity.RetryError no longer has last_attempt"
     return _source_has("lmms_eval.api.task", ["@retry(stop=(stop_after_attempt(5)"])
 
@@ -752,53 +801,134 @@ def _check_judge() -> str | None:
     if problem:
         return problem
     return _needs_params(module.get_server, ["server_name", "config"]) or _needs_params(
-        module.ServerConfig, ["model_name", "temperature", "max_tokens", "timeout", "num_retries", "retry_delay"])  # fmt: skip
+        module.ServerConfig, ["model_name", "temperature", "max_tokens", "timeout", "num_retries", "retry_delay"]
+    )
 
 
 def _check_pil() -> str | None:
-    return None if harness_sets_truncated_images() else (
-        "importing lmms_eval.api.task no longer turns PIL's LOAD_TRUNCATED_IMAGES on (the defences may be dropped)")  # fmt: skip
+    return (
+        None
+        if harness_sets_truncated_images()
+        else (
+            "importing lmms_eval.api.task no longer turns PIL's LOAD_TRUNCATED_IMAGES on (the defences may be dropped)"
+        )
+    )
 
 
 TOUCH_POINTS: tuple[TouchPoint, ...] = (
-    TouchPoint("task-index", "lmms_eval.tasks.TaskManager.initialize_tasks(self, include_path, include_defaults) wrapped",
-               "registration.install_task_path_hook", _check_task_index),
-    TouchPoint("task-index-memo", "lmms_eval.tasks.TaskManager._get_task_and_group(self, task_dir) memoised (opt-in)",
-               "memoize_task_index: tests/forkserver.py", _check_task_index_memo),
-    TouchPoint("printed-table", "lmms_eval.utils.make_table(result_dict, column, ...) wrapped (also in evaluator, __main__)",
-               "harness.install_table_filter", _check_table),
-    TouchPoint("apply-filters", "ConfigurableTask.apply_filters(self) wrapped; task.eval_docs, task.instances, filtered_resps",
-               "harness.install_prescore_hook", _check_apply_filters),
-    TouchPoint("cli-evaluate", "lmms_eval.__main__.cli_evaluate / cli_evaluate_single(args) swapped, sys.argv swapped",
-               "evaluate.run_harness", _check_cli),
-    TouchPoint("cli-args", "the args of lmms_eval.__main__.cli_evaluate_single(args), read from its frame after the task index "
-               "(args.tasks, args.include_path); TaskManager built before simple_evaluate", "preflight.after_index", _check_cli_args),
-    TouchPoint("eval-arg-parser", "lmms_eval.__main__.parse_eval_args() -> (parser, args)",
-               "tests/test_docs_commands.py", _check_parse_eval_args),
-    TouchPoint("models-entry-point", "lmms_eval.models entry-point group, registry_v2.ModelManifest, models.get_model(name, force_simple)",
-               "models.MANIFESTS (installs task-index, printed-table, apply-filters, version-functions), models.replay", _check_entry_point),
-    TouchPoint("version-functions", "lmms_eval.utils.get_git_commit_hash / get_git_branch_name / get_lmms_eval_version_string replaced",
-               "registration.install_version_fix", _check_version_functions),
-    TouchPoint("model-base", "lmms_eval.api.model.lmms subclassed; Instance fields read (task_name, doc_id, idx, repeats, ...)",
-               "models._base, models.replay, models.from_samples, journal", _check_instance),
-    TouchPoint("request-args", "Instance.args packed by position (three layouts)", "GenerationRequest: models._base, models.replay",
-               _check_request_args),
-    TouchPoint("process-group", "lmms's private _rank / _world_size behind rank / world_size", "models._base, models.replay",
-               _check_rank),
-    TouchPoint("generation-output", "lmms_eval.api.instance.unwrap_generation_output", "journal.kept_output", _check_unwrap),
-    TouchPoint("evaluator", "lmms_eval.evaluator.evaluate(lm, task_dict, ..., cli_args) wrapped; evaluator_utils.get_task_list",
-               "journal.install, journal.plan, evaluate.run_harness", _check_evaluator),
-    TouchPoint("stringified-values", "the harness logs tuples and dicts as their str()", "round_outputs, models.from_samples._kept_repeats",
-               _check_stringified),
-    TouchPoint("results-keys", f"*_results.json keys {RESULTS_KEYS} and config's {RESULTS_CONFIG_KEYS}",
-               "results.py, models.from_samples.run_options, report/submission.py, evaluate.py", _check_results_keys),
-    TouchPoint("retry-error", "tenacity.RetryError.last_attempt around process_results (5 attempts)", "evaluate.root_cause",
-               _check_retry),
-    TouchPoint("llm-judge", "lmms_eval.llm_judge.ServerConfig / get_server(server_name, config) / Request", "judges.py",
-               _check_judge),
-    TouchPoint("pil-truncated-flag", "PIL's global ImageFile.LOAD_TRUNCATED_IMAGES, set on by lmms_eval.api.task at import",
-               "data/release.decode_image, analysis/extract.py", _check_pil),
-)  # fmt: skip
+    TouchPoint(
+        "task-index",
+        "lmms_eval.tasks.TaskManager.initialize_tasks(self, include_path, include_defaults) wrapped",
+        "registration.install_task_path_hook",
+        _check_task_index,
+    ),
+    TouchPoint(
+        "task-index-memo",
+        "lmms_eval.tasks.TaskManager._get_task_and_group(self, task_dir) memoised (opt-in)",
+        "memoize_task_index: tests/forkserver.py",
+        _check_task_index_memo,
+    ),
+    TouchPoint(
+        "printed-table",
+        "lmms_eval.utils.make_table(result_dict, column, ...) wrapped (also in evaluator, __main__)",
+        "harness.install_table_filter",
+        _check_table,
+    ),
+    TouchPoint(
+        "apply-filters",
+        "ConfigurableTask.apply_filters(self) wrapped; task.eval_docs, task.instances, filtered_resps",
+        "harness.install_prescore_hook",
+        _check_apply_filters,
+    ),
+    TouchPoint(
+        "cli-evaluate",
+        "lmms_eval.__main__.cli_evaluate / cli_evaluate_single(args) swapped, sys.argv swapped",
+        "evaluate.run_harness",
+        _check_cli,
+    ),
+    TouchPoint(
+        "cli-args",
+        "the args of lmms_eval.__main__.cli_evaluate_single(args), read from its frame after the task index "
+        "(args.tasks, args.include_path); TaskManager built before simple_evaluate",
+        "preflight.after_index",
+        _check_cli_args,
+    ),
+    TouchPoint(
+        "eval-arg-parser",
+        "lmms_eval.__main__.parse_eval_args() -> (parser, args)",
+        "tests/test_docs_commands.py",
+        _check_parse_eval_args,
+    ),
+    TouchPoint(
+        "models-entry-point",
+        "lmms_eval.models entry-point group, registry_v2.ModelManifest, models.get_model(name, force_simple)",
+        "models.MANIFESTS (installs task-index, printed-table, apply-filters, version-functions), models.replay",
+        _check_entry_point,
+    ),
+    TouchPoint(
+        "version-functions",
+        "lmms_eval.utils.get_git_commit_hash / get_git_branch_name / get_lmms_eval_version_string replaced",
+        "registration.install_version_fix",
+        _check_version_functions,
+    ),
+    TouchPoint(
+        "model-base",
+        "lmms_eval.api.model.lmms subclassed; Instance fields read (task_name, doc_id, idx, repeats, ...)",
+        "models._base, models.replay, models.from_samples, journal",
+        _check_instance,
+    ),
+    TouchPoint(
+        "request-args",
+        "Instance.args packed by position (three layouts)",
+        "GenerationRequest: models._base, models.replay",
+        _check_request_args,
+    ),
+    TouchPoint(
+        "process-group",
+        "lmms's private _rank / _world_size behind rank / world_size",
+        "models._base, models.replay",
+        _check_rank,
+    ),
+    TouchPoint(
+        "generation-output", "lmms_eval.api.instance.unwrap_generation_output", "journal.kept_output", _check_unwrap
+    ),
+    TouchPoint(
+        "evaluator",
+        "lmms_eval.evaluator.evaluate(lm, task_dict, ..., cli_args) wrapped; evaluator_utils.get_task_list",
+        "journal.install, journal.plan, evaluate.run_harness",
+        _check_evaluator,
+    ),
+    TouchPoint(
+        "stringified-values",
+        "the harness logs tuples and dicts as their str()",
+        "round_outputs, models.from_samples._kept_repeats",
+        _check_stringified,
+    ),
+    TouchPoint(
+        "results-keys",
+        f"*_results.json keys {RESULTS_KEYS} and config's {RESULTS_CONFIG_KEYS}",
+        "results.py, models.from_samples.run_options, report/submission.py, evaluate.py",
+        _check_results_keys,
+    ),
+    TouchPoint(
+        "retry-error",
+        "tenacity.RetryError.last_attempt around process_results (5 attempts)",
+        "evaluate.root_cause",
+        _check_retry,
+    ),
+    TouchPoint(
+        "llm-judge",
+        "lmms_eval.llm_judge.ServerConfig / get_server(server_name, config) / Request",
+        "judges.py",
+        _check_judge,
+    ),
+    TouchPoint(
+        "pil-truncated-flag",
+        "PIL's global ImageFile.LOAD_TRUNCATED_IMAGES, set on by lmms_eval.api.task at import",
+        "data/release.decode_image, analysis/extract.py",
+        _check_pil,
+    ),
+)
 
 
 def touch_point(name: str) -> TouchPoint:
@@ -821,8 +951,10 @@ def check(name: str | None = None) -> list[str]:
             problem = f"{type(err).__name__}: {err}"
         if problem:
             gate = "" if version in tp.verified else f"; installed lmms-eval {version}"
-            problems.append(f"lmms-eval touch point {tp.name!r} ({tp.touches}; used by {tp.used_by}; verified on "
-                            f"{', '.join(tp.verified)}{gate}) no longer holds: {problem}")  # fmt: skip
+            problems.append(
+                f"lmms-eval touch point {tp.name!r} ({tp.touches}; used by {tp.used_by}; verified on "
+                f"{', '.join(tp.verified)}{gate}) no longer holds: {problem}"
+            )
     return problems
 
 

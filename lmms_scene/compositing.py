@@ -113,11 +113,15 @@ def composite_rgba(layers: Sequence[Any]) -> np.ndarray:
 def _background(background: Any, size: tuple[int, int]):
     if hasattr(background, "convert") and hasattr(background, "size"):
         if tuple(background.size) != tuple(size):
-            raise ValueError(f"background: size {background.size[0]}x{background.size[1]} differs from the layers' {size[0]}x{size[1]}")
+            raise ValueError(
+                f"background: size {background.size[0]}x{background.size[1]} differs from the layers' {size[0]}x{size[1]}"
+            )
         return background.convert("RGB") if background.mode != "RGB" else background.copy()
     bg = tuple(int(c) for c in background)
     if len(bg) != 3 or not all(0 <= c <= 255 for c in bg):
-        raise ValueError(f"background: expected an (r, g, b) colour with 0..255 values or an RGB image, got {background!r}")
+        raise ValueError(
+            f"background: expected an (r, g, b) colour with 0..255 values or an RGB image, got {background!r}"
+        )
     return Image.new("RGB", size, bg)
 
 
@@ -174,8 +178,14 @@ def _rgb_image(image: Any, name: str):
 #: shown on, in order of preference: a neutral mid grey first (what the generated scenes
 #: always get: every palette colour is at least 89 away from it), then strong colours
 BACKGROUND_CANDIDATES: tuple[tuple[int, int, int], ...] = (
-    (128, 128, 128), (255, 0, 255), (0, 255, 255), (0, 110, 0), (0, 0, 140), (255, 255, 255), (0, 0, 0),
-)  # fmt: skip
+    (128, 128, 128),
+    (255, 0, 255),
+    (0, 255, 255),
+    (0, 110, 0),
+    (0, 0, 140),
+    (255, 255, 255),
+    (0, 0, 0),
+)
 #: the least RGB (Euclidean, 0-255 levels) distance between the background and the
 #: layer's own colours
 MIN_BACKGROUND_DISTANCE = 80.0
@@ -229,7 +239,9 @@ def recomposition_error(layers: Sequence[Any], reference: Any, tolerance: int = 
     ours = composite_image(layers)
     ref = _rgb_image(reference, "composite")
     if ref.size != ours.size:
-        raise ValueError(f"composite: size {ref.size[0]}x{ref.size[1]} differs from the layers' {ours.size[0]}x{ours.size[1]}")
+        raise ValueError(
+            f"composite: size {ref.size[0]}x{ref.size[1]} differs from the layers' {ours.size[0]}x{ours.size[1]}"
+        )
     diff = ImageChops.difference(ours, ref)  # |a - b| per channel, in C
     if diff.getbbox() is None:  # identical (the usual case for a lossless release)
         return Recomposition(0, 0.0, 0, tolerance)
@@ -245,7 +257,9 @@ def recomposition_error(layers: Sequence[Any], reference: Any, tolerance: int = 
     return Recomposition(int(biggest), float(mean), over, tolerance)
 
 
-def check_recomposition(layers: Sequence[Any], reference: Any, tolerance: int = DEFAULT_TOLERANCE, name: str = "scene") -> Recomposition:
+def check_recomposition(
+    layers: Sequence[Any], reference: Any, tolerance: int = DEFAULT_TOLERANCE, name: str = "scene"
+) -> Recomposition:
     """:func:`recomposition_error`, raising ``ValueError`` naming ``name`` and the max
     pixel difference when it exceeds ``tolerance``."""
     result = recomposition_error(layers, reference, tolerance)

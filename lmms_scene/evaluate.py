@@ -12,14 +12,14 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from lmms_scene import compat, harness, preflight
-from lmms_scene.registration import tasks_path
-from lmms_scene import benchmarks, journal as J, settings
+from lmms_scene import benchmarks, compat, harness, preflight, settings
+from lmms_scene import journal as J
 from lmms_scene.files import iter_jsonl, write_atomic
 from lmms_scene.judges import parse_judges
 from lmms_scene.metrics import clip
+from lmms_scene.registration import tasks_path
 from lmms_scene.report.html import build_report
-from lmms_scene.report.submission import build, Refused
+from lmms_scene.report.submission import Refused, build
 from lmms_scene.report.text import show_text
 
 
@@ -51,12 +51,17 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
     resume = None
     if resume_from is not None:
         if not keep_journal:
-            raise ValueError("--resume serves an interrupted run's journal and needs the journal on (LMMS_SCENE_JOURNAL is off)")
+            raise ValueError(
+                "--resume serves an interrupted run's journal and needs the journal on (LMMS_SCENE_JOURNAL is off)"
+            )
         resume = J.read(J.journal_files(resume_from))
         for problem in [*resume.problems, *J.unverified_notes(resume)]:
             print(f"lmms-scene eval: --resume: {problem}", file=sys.stderr)
-        print(f"lmms-scene eval: resuming {', '.join(map(str, resume.files))} ({resume.status()}): "
-              f"{sum(len(v) for v in resume.outputs.values())} outputs served from it, the rest generated", file=sys.stderr)  # fmt: skip
+        print(
+            f"lmms-scene eval: resuming {', '.join(map(str, resume.files))} ({resume.status()}): "
+            f"{sum(len(v) for v in resume.outputs.values())} outputs served from it, the rest generated",
+            file=sys.stderr,
+        )
     failures: list[BaseException] = []
     cli = compat.HarnessCLI(argv, failures.append)  # imports the harness's __main__
     original_evaluate = None
@@ -64,7 +69,10 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
         original_evaluate = compat.evaluator_module().evaluate
         J.install(None, chunk, announce=lambda message: print(message, file=sys.stderr), resume=resume)
         if not _output_path_of(argv):
-            print("lmms-scene eval: no --output_path, so the harness saves nothing and no journal is kept", file=sys.stderr)
+            print(
+                "lmms-scene eval: no --output_path, so the harness saves nothing and no journal is kept",
+                file=sys.stderr,
+            )
 
     J.ACTIVE.journal = None
     handlers = None
@@ -99,8 +107,11 @@ def run_harness(argv: list[str], *, journal: bool | None = None) -> int:
         journal = J.ACTIVE.journal
         done = journal.done if journal is not None else 0  # counted from the file: read it once
         if done:
-            print(f"lmms-scene eval: the {done} generations made before the failure are in {journal.path}; "
-                  f"score them with: lmms-scene rescore {journal.path} --output_path OUT", file=sys.stderr)  # fmt: skip
+            print(
+                f"lmms-scene eval: the {done} generations made before the failure are in {journal.path}; "
+                f"score them with: lmms-scene rescore {journal.path} --output_path OUT",
+                file=sys.stderr,
+            )
         return 1
     return _files_written(argv, started)
 
@@ -122,9 +133,14 @@ def _files_written(argv: list[str], started: float) -> int:
     if journal is not None:
         done = journal.done
         target = Path(out) / "rescored"
-        where = (f"; the {done} outputs are in {journal.path}: score them with "
-                 f"lmms-scene rescore {journal.path} --output_path {target}")  # fmt: skip
-    print(f"lmms-scene eval: the run is not finished, its files are incomplete: {'; '.join(problems)}{where}", file=sys.stderr)
+        where = (
+            f"; the {done} outputs are in {journal.path}: score them with "
+            f"lmms-scene rescore {journal.path} --output_path {target}"
+        )
+    print(
+        f"lmms-scene eval: the run is not finished, its files are incomplete: {'; '.join(problems)}{where}",
+        file=sys.stderr,
+    )
     return 1
 
 
@@ -158,7 +174,9 @@ def missing_files(output_path: Path, started: float, planned: dict[str, int] | N
         return problems
     stem = results[-1].name.removesuffix("_results.json") if results else None
     for task, docs in sorted(expected.items()):
-        found = sorted((p for p in output_path.rglob(f"*_samples_{task}.jsonl") if fresh(p)), key=lambda p: p.stat().st_mtime)
+        found = sorted(
+            (p for p in output_path.rglob(f"*_samples_{task}.jsonl") if fresh(p)), key=lambda p: p.stat().st_mtime
+        )
         if stem is not None:
             found = [p for p in found if p.name.startswith(stem + "_samples_")] or found
         if not found:
@@ -199,9 +217,17 @@ def check_settings(config: settings.Settings, argv: list[str]) -> list[str]:
             except (ValueError, TypeError) as exc:
                 raise settings.SettingError(f"{settings.CESG_ENV} {key}: {exc}") from None
             if len(found) != 1:
-                raise settings.SettingError(f"{settings.CESG_ENV} {key}={value!r}: expected one judge, got {len(found)}")
+                raise settings.SettingError(
+                    f"{settings.CESG_ENV} {key}={value!r}: expected one judge, got {len(found)}"
+                )
     for i, arg in enumerate(argv):
-        value = argv[i + 1] if arg == "--model_args" and i + 1 < len(argv) else arg.split("=", 1)[1] if arg.startswith("--model_args=") else None
+        value = (
+            argv[i + 1]
+            if arg == "--model_args" and i + 1 < len(argv)
+            else arg.split("=", 1)[1]
+            if arg.startswith("--model_args=")
+            else None
+        )
         for part in (value or "").split(","):
             key, sep, device = part.partition("=")
             if sep and key.strip() == "device":
@@ -221,7 +247,10 @@ def _interrupted(stop: BaseException) -> int:
         done = journal.done  # counted from the file: read it once
         print(f"lmms-scene eval: stopped by {name}; {done}{total} generations are in {journal.path}", file=sys.stderr)
         if done:
-            print(f"lmms-scene eval: score them with: lmms-scene rescore {journal.path} --output_path OUT", file=sys.stderr)
+            print(
+                f"lmms-scene eval: score them with: lmms-scene rescore {journal.path} --output_path OUT",
+                file=sys.stderr,
+            )
     return 128 + int(signum)
 
 
@@ -281,8 +310,15 @@ def _tasks_of(argv: list[str]) -> list[str]:
 
 
 #: error names that mean a dataset could not be fetched from the hub
-_OFFLINE_ERRORS = ("ConnectionError", "OfflineModeIsEnabled", "LocalEntryNotFoundError", "DatasetNotFoundError",
-                   "HfHubHTTPError", "MaxRetryError", "NameResolutionError")  # fmt: skip
+_OFFLINE_ERRORS = (
+    "ConnectionError",
+    "OfflineModeIsEnabled",
+    "LocalEntryNotFoundError",
+    "DatasetNotFoundError",
+    "HfHubHTTPError",
+    "MaxRetryError",
+    "NameResolutionError",
+)
 
 
 def data_hint(tasks: list[str], err: BaseException) -> str | None:
@@ -321,8 +357,14 @@ def _clip_for_demo() -> None:
 #: harness's own progress bars (it passes ``disable=`` to tqdm itself, so TQDM_DISABLE misses them)
 _DEMO_NOISE = re.compile(r"^(PTBTokenizer tokenized|.*\d+%\|.*(it|s)/s\]|.*\d+/\d+ \[\d\d:\d\d<)")
 #: the demo's harness run: no progress bars, the harness at WARNING (its INFO lines are for debugging)
-DEMO_QUIET = {"TQDM_DISABLE": "1", "LMMS_SCENE_NO_PROGRESS": "1", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
-              "HF_HUB_DISABLE_PROGRESS_BARS": "1", "TRANSFORMERS_VERBOSITY": "error", "TOKENIZERS_PARALLELISM": "false"}  # fmt: skip
+DEMO_QUIET = {
+    "TQDM_DISABLE": "1",
+    "LMMS_SCENE_NO_PROGRESS": "1",
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TOKENIZERS_PARALLELISM": "false",
+}
 #: the longest line the demo prints
 DEMO_WIDTH = 160
 
@@ -348,8 +390,22 @@ def demo(output_path: str | Path = "results", extra: list[str] | None = None) ->
     out = Path(output_path).resolve()
     started = time.time()
     env = {**os.environ, **DEMO_QUIET}
-    cmd = [sys.executable, "-m", "lmms_scene.cli", "eval", "--model", "scene_blind", "--tasks", ",".join(tasks),
-           "--output_path", str(out), "--log_samples", "--verbosity", "WARNING", *(extra or [])]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lmms_scene.cli",
+        "eval",
+        "--model",
+        "scene_blind",
+        "--tasks",
+        ",".join(tasks),
+        "--output_path",
+        str(out),
+        "--log_samples",
+        "--verbosity",
+        "WARNING",
+        *(extra or []),
+    ]
     _say(f"lmms-scene demo: running {', '.join(tasks)} with the blind baseline (scene_blind) ...")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, errors="replace")
     assert proc.stdout is not None
@@ -398,11 +454,16 @@ def demo_summary(results_file: Path) -> list[str]:
     heads, sizes = [], []
     for bench in benchmarks.BENCHMARKS:
         for r in (r for r in loaded.results if r.benchmark == bench.name and r.task in bench.sample_tasks):
-            computed = [(m.name, v) for m in bench.headline
-                        if isinstance(v := r.metrics.get(m.name), (int, float)) and not isinstance(v, bool)]  # fmt: skip
+            computed = [
+                (m.name, v)
+                for m in bench.headline
+                if isinstance(v := r.metrics.get(m.name), (int, float)) and not isinstance(v, bool)
+            ]
             missing = [m.name for m in bench.headline if m.name not in dict(computed)]
             shown = ", ".join(f"{k} {v:.3f}" for k, v in computed[:4]) or "nothing computed"
-            heads.append(f"{r.task}: {shown}" + (f" ({', '.join(missing)} not computed)" if missing and not computed[:1] else ""))
+            heads.append(
+                f"{r.task}: {shown}" + (f" ({', '.join(missing)} not computed)" if missing and not computed[:1] else "")
+            )
             n = (r.dataset or {}).get("n_rows")
             sizes.append(f"{r.task} ({n} rows)" if isinstance(n, int) else r.task)
     return [
@@ -411,7 +472,7 @@ def demo_summary(results_file: Path) -> list[str]:
         "lmms-scene demo: these are the embedded samples: a check that everything runs, not the benchmarks (never ranked)",
         "lmms-scene demo: next, a real model: lmms-scene eval --model qwen2_5_vl --model_args pretrained=Qwen/Qwen2.5-VL-3B-Instruct "
         f"--tasks {','.join(t for b in benchmarks.built() for t in b.sample_tasks)} --output_path results/ --log_samples",
-        "lmms-scene demo: next, the real data: README, \"Where the data comes from today\"; lmms-scene eval --tasks cooco,snus,layered_vqa "
+        'lmms-scene demo: next, the real data: README, "Where the data comes from today"; lmms-scene eval --tasks cooco,snus,layered_vqa '
         "names what each task still needs",
     ]
 
@@ -457,13 +518,17 @@ def rescore(run: str | Path | list, output_path: str | Path, extra: list[str] | 
     seeds) and every repeat is replayed as logged; what cannot be carried over is refused
     with the reason. The metric checkpoints are the configured ones (e.g.
     ``LMMS_SCENE_CLIP_MODEL``)."""
-    from lmms_scene.models.from_samples import samples_files  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
+    from lmms_scene.models.from_samples import (
+        samples_files,
+    )  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
 
     extra = list(extra or [])
     clash = [o for o in CARRIED if _given(extra, o)]
     if clash:
-        raise ValueError(f"rescore replays the run as it was: {', '.join(clash)} come{'s' if len(clash) == 1 else ''} from the run itself "
-                         "and cannot be given again (a different value would not give the run's numbers)")  # fmt: skip
+        raise ValueError(
+            f"rescore replays the run as it was: {', '.join(clash)} come{'s' if len(clash) == 1 else ''} from the run itself "
+            "and cannot be given again (a different value would not give the run's numbers)"
+        )
     items = [run] if isinstance(run, (str, Path)) else list(run)
     paths = [Path(p) for p in items]
     journals = [p for p in paths if p.is_file() and p.parent.name == J.FOLDER]
@@ -488,40 +553,62 @@ def _include_path_ok(options, extra: list[str]) -> None:
     if options.include_path and not _given(extra, "--include_path"):
         for part in str(options.include_path).split(","):
             if part and not Path(part).exists():
-                raise FileNotFoundError(f"the run's --include_path {part} no longer exists; give --include_path, the folder with its tasks now")
+                raise FileNotFoundError(
+                    f"the run's --include_path {part} no longer exists; give --include_path, the folder with its tasks now"
+                )
 
 
 def _rescore_samples(files: list[Path], given: list[Path], output_path: Path, extra: list[str]) -> int:
-    from lmms_scene.models.from_samples import RunOptions, logged_repeats, results_file_of, run_options, task_of_samples_file  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
+    from lmms_scene.models.from_samples import (
+        RunOptions,
+        logged_repeats,
+        results_file_of,
+        run_options,
+        task_of_samples_file,
+    )  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
 
     options: dict[str, RunOptions] = {}
     for f in files:
         results = results_file_of(f)
         if not results.is_file():
-            raise FileNotFoundError(f"{f}: no {results.name} beside it, so the run's --limit, --offset, --repeats and task list are "
-                                    "unknown; rescore the folder the harness wrote (results JSON and samples files together)")  # fmt: skip
+            raise FileNotFoundError(
+                f"{f}: no {results.name} beside it, so the run's --limit, --offset, --repeats and task list are "
+                "unknown; rescore the folder the harness wrote (results JSON and samples files together)"
+            )
         options[str(results)] = run_options(results)
     first = next(iter(options.values()))
     for opt in options.values():
         for name in RunOptions.NUMBERS:
             if getattr(opt, name) != getattr(first, name):
-                raise ValueError(f"the samples files come from runs with different {name} ({getattr(first, name)!r} in {first.source}, "
-                                 f"{getattr(opt, name)!r} in {opt.source}); rescore one run at a time")  # fmt: skip
+                raise ValueError(
+                    f"the samples files come from runs with different {name} ({getattr(first, name)!r} in {first.source}, "
+                    f"{getattr(opt, name)!r} in {opt.source}); rescore one run at a time"
+                )
     if len(options) > 1:
         # several runs: their leaf tasks joined (no one run's --tasks string, so no group is recomputed)
-        first = RunOptions(**{**asdict(first), "tasks": None, "leaf_tasks": sorted({t for o in options.values() for t in o.leaf_tasks}),
-                              "task_repeats": {k: v for o in options.values() for k, v in o.task_repeats.items()}})  # fmt: skip
+        first = RunOptions(
+            **{
+                **asdict(first),
+                "tasks": None,
+                "leaf_tasks": sorted({t for o in options.values() for t in o.leaf_tasks}),
+                "task_repeats": {k: v for o in options.values() for k, v in o.task_repeats.items()},
+            }
+        )
     tasks = [task_of_samples_file(f) for f in files]
     run_tasks = set(first.leaf_tasks)
     missing = sorted(run_tasks - set(tasks))
     if any(p.is_dir() for p in given) and missing:
-        raise FileNotFoundError(f"the run evaluated {', '.join(missing)} but wrote no samples file for {'it' if len(missing) == 1 else 'them'} "
-                                f"(in {', '.join(map(str, given))}); rescore its other tasks by naming their samples files")  # fmt: skip
+        raise FileNotFoundError(
+            f"the run evaluated {', '.join(missing)} but wrote no samples file for {'it' if len(missing) == 1 else 'them'} "
+            f"(in {', '.join(map(str, given))}); rescore its other tasks by naming their samples files"
+        )
     subset = bool(missing)
     task_arg = ",".join(tasks) if subset else None
     if subset:
-        print(f"lmms-scene rescore: {', '.join(tasks)} of the run's {len(run_tasks)} tasks (the groups of its --tasks "
-              f"{first.tasks!r} are not recomputed)")  # fmt: skip
+        print(
+            f"lmms-scene rescore: {', '.join(tasks)} of the run's {len(run_tasks)} tasks (the groups of its --tasks "
+            f"{first.tasks!r} are not recomputed)"
+        )
     _include_path_ok(first, extra)
     # what the samples hold of each task's repeats
     for f, task in zip(files, tasks):
@@ -530,15 +617,26 @@ def _rescore_samples(files: list[Path], given: list[Path], output_path: Path, ex
             continue
         held = [logged_repeats(sample, repeats, first.reasoning_active(task))[1] for _n, sample in iter_jsonl(f)]
         if not all(held):
-            print(f"lmms-scene rescore: {task}: the samples hold the first of {repeats} answers for {held.count(False)} documents "
-                  "(its filter kept the first, the only one scored); that answer is replayed for each repeat")  # fmt: skip
+            print(
+                f"lmms-scene rescore: {task}: the samples hold the first of {repeats} answers for {held.count(False)} documents "
+                "(its filter kept the first, the only one scored); that answer is replayed for each repeat"
+            )
     print(f"lmms-scene rescore: replaying {', '.join(tasks)} from {', '.join(map(str, files))}")
     print(f"lmms-scene rescore: the run's options: {' '.join(first.harness_args(tasks=task_arg))}")
     code = run_harness(
-        ["--model", "scene_from_samples", "--model_args", "samples=" + "|".join(map(str, files)),
-         *first.harness_args(tasks=task_arg), "--output_path", str(output_path), "--log_samples", *extra],
+        [
+            "--model",
+            "scene_from_samples",
+            "--model_args",
+            "samples=" + "|".join(map(str, files)),
+            *first.harness_args(tasks=task_arg),
+            "--output_path",
+            str(output_path),
+            "--log_samples",
+            *extra,
+        ],
         journal=False,
-    )  # fmt: skip
+    )
     return code or _check_repeats(output_path, first, tasks)
 
 
@@ -548,43 +646,64 @@ def _check_repeats(output_path: Path, options, tasks: list[str]) -> int:
     if not written:
         return 0
     configs = json.loads(written[-1].read_text(encoding="utf-8")).get("configs", {})
-    wrong = [f"{t}: {configs[t].get('repeats')} (the run: {options.repeats_of(t)})" for t in tasks
-             if t in configs and int(configs[t].get("repeats") or 1) != options.repeats_of(t)]  # fmt: skip
+    wrong = [
+        f"{t}: {configs[t].get('repeats')} (the run: {options.repeats_of(t)})"
+        for t in tasks
+        if t in configs and int(configs[t].get("repeats") or 1) != options.repeats_of(t)
+    ]
     if wrong:
-        print(f"lmms-scene rescore: the replay ran with other repeats than the run: {'; '.join(wrong)}", file=sys.stderr)
+        print(
+            f"lmms-scene rescore: the replay ran with other repeats than the run: {'; '.join(wrong)}", file=sys.stderr
+        )
         return 1
     return 0
 
 
 def _rescore_journal(files: list[Path], output_path: Path, extra: list[str]) -> int:
-    from lmms_scene.models.from_samples import RunOptions  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
+    from lmms_scene.models.from_samples import (
+        RunOptions,
+    )  # deferred: its models subclass lmms_eval's model class (imports the harness and torch)
 
     run = J.read(files)
     for problem in [*run.problems, *J.unverified_notes(run)]:
         print(f"lmms-scene rescore: {problem}", file=sys.stderr)
     h = run.header
     if not run.tasks:
-        raise ValueError(f"{', '.join(map(str, files))}: the run stopped before the model was asked anything ({run.status()}); nothing to score")
+        raise ValueError(
+            f"{', '.join(map(str, files))}: the run stopped before the model was asked anything ({run.status()}); nothing to score"
+        )
     replayable = set(J.GENERATION_TYPES)
     for task, info in run.tasks.items():
         if not set(info["request_types"]) <= replayable:
             raise ValueError(f"{task}: its requests are {info['request_types']}; a journal replays generations only")
     options = RunOptions(
-        source=str(files[0]), tasks=h.get("tasks"), leaf_tasks=sorted(run.tasks), limit=h.get("limit"), offset=int(h.get("offset") or 0),
-        repeats=h.get("repeats"), task_repeats={t: int(i["repeats"]) for t, i in run.tasks.items()},
-        reasoning_tags=h.get("reasoning_tags"), include_path=h.get("include_path"), seed=h.get("seed"),
-        model=h.get("model"), model_args=h.get("model_args"),
-    )  # fmt: skip
+        source=str(files[0]),
+        tasks=h.get("tasks"),
+        leaf_tasks=sorted(run.tasks),
+        limit=h.get("limit"),
+        offset=int(h.get("offset") or 0),
+        repeats=h.get("repeats"),
+        task_repeats={t: int(i["repeats"]) for t, i in run.tasks.items()},
+        reasoning_tags=h.get("reasoning_tags"),
+        include_path=h.get("include_path"),
+        seed=h.get("seed"),
+        model=h.get("model"),
+        model_args=h.get("model_args"),
+    )
     _include_path_ok(options, extra)
     plan = J.replay_plan(run, options.offset)
     complete, partial, none = plan.complete, plan.partial, plan.none
     status = run.status()
-    print(f"lmms-scene rescore: journal {', '.join(map(str, files))} ({status}; {sum(len(v) for v in run.outputs.values())} outputs)")
+    print(
+        f"lmms-scene rescore: journal {', '.join(map(str, files))} ({status}; {sum(len(v) for v in run.outputs.values())} outputs)"
+    )
     for task in complete:
         print(f"lmms-scene rescore: {task}: all {len(run.tasks[task]['doc_ids'])} documents generated")
     for task, (prefix, total, beyond) in partial.items():
         lost = f"; {beyond} generated after a gap are left out" if beyond else ""
-        print(f"lmms-scene rescore: {task}: the first {prefix} of {total} documents generated; scored over those (--limit {prefix}){lost}")
+        print(
+            f"lmms-scene rescore: {task}: the first {prefix} of {total} documents generated; scored over those (--limit {prefix}){lost}"
+        )
     for task in none:
         print(f"lmms-scene rescore: {task}: nothing generated before the run stopped; not scored")
     model = ["--model", "scene_from_samples", "--model_args", "journal=" + "|".join(map(str, files))]
@@ -597,7 +716,9 @@ def _rescore_journal(files: list[Path], output_path: Path, extra: list[str]) -> 
         for task, (prefix, _total, _beyond) in partial.items():
             groups.append((output_path / f"partial_{task}", options.harness_args(tasks=task, limit=prefix)))
     if not groups:
-        raise ValueError(f"{', '.join(map(str, files))}: no document of any task was generated completely; nothing to score")
+        raise ValueError(
+            f"{', '.join(map(str, files))}: no document of any task was generated completely; nothing to score"
+        )
     code = 0
     for out, args in groups:
         print(f"lmms-scene rescore: scoring into {out}: {' '.join(args)}")

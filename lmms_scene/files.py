@@ -128,13 +128,20 @@ def _line_of(text: str, exc: _Refused) -> int | None:
     return None
 
 
-def loads(text: str, *, where: str, line: int | None = None, allow_nan: bool = True, error: type[Exception] = ValueError) -> Any:
+def loads(
+    text: str, *, where: str, line: int | None = None, allow_nan: bool = True, error: type[Exception] = ValueError
+) -> Any:
     """``text`` parsed as JSON, refusing what the module docstring lists. An error names
     ``where`` (the file) and the line: ``line`` when the text is one line of a file, else
     the line inside ``text``."""
     try:
-        value = json.loads(text, object_pairs_hook=_unique, parse_int=_int, parse_float=_float,
-                           parse_constant=(lambda name: float(name)) if allow_nan else _no_constants)  # fmt: skip
+        value = json.loads(
+            text,
+            object_pairs_hook=_unique,
+            parse_int=_int,
+            parse_float=_float,
+            parse_constant=(lambda name: float(name)) if allow_nan else _no_constants,
+        )
     except _Refused as exc:
         at = line if line is not None else _line_of(text, exc)
         raise error(f"{where}{f' line {at}' if at else ''}: {exc}") from None
@@ -155,7 +162,9 @@ def read_json(path: str | Path, *, allow_nan: bool = True, error: type[Exception
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise error(f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8") from None
+        raise error(
+            f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+        ) from None
     except OSError as exc:
         raise FileNotFoundError(f"{path}: cannot be read ({exc.strerror})") from None
     return loads(text, where=str(path), allow_nan=allow_nan, error=error)
@@ -185,10 +194,14 @@ def iter_jsonl(
                     raise error(f"{path} line {number}: expected a JSON object, got {type(value).__name__}")
                 yield number, value
         except UnicodeDecodeError as exc:
-            raise error(f"{path} line {number + 1}: not UTF-8 (byte 0x{exc.object[exc.start]:02x}); save the file as UTF-8") from None
+            raise error(
+                f"{path} line {number + 1}: not UTF-8 (byte 0x{exc.object[exc.start]:02x}); save the file as UTF-8"
+            ) from None
 
 
-def read_jsonl(path: str | Path, *, objects: bool = True, error: type[Exception] = ValueError, allow_nan: bool = True) -> list[Any]:
+def read_jsonl(
+    path: str | Path, *, objects: bool = True, error: type[Exception] = ValueError, allow_nan: bool = True
+) -> list[Any]:
     """The values of a JSON-lines file (see :func:`iter_jsonl`)."""
     return [value for _, value in iter_jsonl(path, objects=objects, error=error, allow_nan=allow_nan)]
 

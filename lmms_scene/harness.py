@@ -11,12 +11,20 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from lmms_scene import compat, registration
+from lmms_scene import benchmarks, compat, registration
 from lmms_scene.compat import patch_once, round_outputs, task_pairs
-from lmms_scene import benchmarks
 
-__all__ = ["guarded_aggregation", "install", "install_prescore_hook", "install_table_filter", "numbers_only",
-           "patch_once", "returns_dict", "round_outputs", "task_pairs"]  # fmt: skip
+__all__ = [
+    "guarded_aggregation",
+    "install",
+    "install_prescore_hook",
+    "install_table_filter",
+    "numbers_only",
+    "patch_once",
+    "returns_dict",
+    "round_outputs",
+    "task_pairs",
+]
 
 
 def install() -> bool:
@@ -33,6 +41,7 @@ def install() -> bool:
 
 # -- the printed results table --------------------------------------------------------
 
+
 def numbers_only(result_dict: dict[str, Any]) -> dict[str, Any]:
     """A copy of a harness results dict whose per-task metrics are numbers (or None):
     structured values (lmms-scene's breakdowns) are left out of the printed table; they
@@ -46,7 +55,8 @@ def numbers_only(result_dict: dict[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(section), dict):
             out[section] = {
                 task: {k: v for k, v in metrics.items() if not isinstance(v, (dict, list, tuple))}
-                if isinstance(metrics, dict) else metrics
+                if isinstance(metrics, dict)
+                else metrics
                 for task, metrics in out[section].items()
             }
     return out
@@ -101,6 +111,7 @@ def _reasons(value: Any, depth: int = 0):
 
 # -- batch pre-scoring after generation -------------------------------------------------
 
+
 def install_prescore_hook() -> bool:
     """After a task's filters run (all answers of this process are in), call its
     benchmark's ``prescore`` (registry) with the task's ``(doc, answer)`` pairs, so the
@@ -133,6 +144,7 @@ def guarded_aggregation(fn):
     writes neither results nor samples when an aggregation raises, so hours of
     generations would be lost. A guarded aggregation logs the error and returns
     ``{"error": ...}`` (dict-valued keys) or None (numeric keys, printed as N/A)."""
+
     @functools.wraps(fn)
     def aggregate(items):
         try:

@@ -187,9 +187,7 @@ def standard_normal_field(shape: tuple[int, ...], seed: int) -> np.ndarray:
     return torch.randn(shape, generator=generator, dtype=torch.float32).numpy()
 
 
-def add_gaussian_noise(
-    image: Image.Image, box: Sequence[float], area: str, level: float, seed: int
-) -> Image.Image:
+def add_gaussian_noise(image: Image.Image, box: Sequence[float], area: str, level: float, seed: int) -> Image.Image:
     """Add i.i.d. Gaussian noise to the ``area`` of ``image`` (COOCO, Section 4.2).
 
     ``box`` is ``(x, y, w, h)`` in pixels of ``image``; ``area`` is ``"target"`` (the

@@ -61,8 +61,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from lmms_scene import compat
-from lmms_scene import settings
+from lmms_scene import compat, settings
 from lmms_scene.files import loads
 
 #: 2: every line carries the running checksum ``sum``; 1: no checksums
@@ -139,15 +138,29 @@ class Journal:
             os.fsync(f.fileno())
             self._sum = chain
 
-    def outputs(self, request_type: str, requests: list, outputs: list, copies: list[int], arguments: list[list],
-                resumed: set[int] = frozenset()) -> None:  # fmt: skip
+    def outputs(
+        self,
+        request_type: str,
+        requests: list,
+        outputs: list,
+        copies: list[int],
+        arguments: list[list],
+        resumed: set[int] = frozenset(),
+    ) -> None:
         records = []
         for i, (request, output, copy, asked) in enumerate(zip(requests, outputs, copies, arguments)):
             text, counts = kept_output(output)
             record = {
-                "kind": "output", "task": request.task_name, "doc_id": request.doc_id, "idx": request.idx, "copy": copy,
-                "request_type": request_type, "arguments": asked, "output": _plain(text), "token_counts": counts,
-            }  # fmt: skip
+                "kind": "output",
+                "task": request.task_name,
+                "doc_id": request.doc_id,
+                "idx": request.idx,
+                "copy": copy,
+                "request_type": request_type,
+                "arguments": asked,
+                "output": _plain(text),
+                "token_counts": counts,
+            }
             if i in resumed:
                 record["resumed"] = True
             records.append(record)
@@ -157,14 +170,24 @@ class Journal:
         if self.closed:
             return
         self.closed = True
-        self.write([{"kind": "end", "status": status, "requests_done": self.done, "requests_total": self.total,
-                     "time": time.time(), **details}])  # fmt: skip
+        self.write(
+            [
+                {
+                    "kind": "end",
+                    "status": status,
+                    "requests_done": self.done,
+                    "requests_total": self.total,
+                    "time": time.time(),
+                    **details,
+                }
+            ]
+        )
 
 
 def line_sum(previous: str, body: str) -> str:
     """The running checksum of a journal line: SHA-256 of the previous line's sum and this
     line's JSON text without its ``sum``."""
-    return hashlib.sha256(f"{previous}\n{body}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{previous}\n{body}".encode()).hexdigest()
 
 
 # -- the run's options and plan ------------------------------------------------------------
@@ -184,14 +207,32 @@ def header(cli_args: Any, lm: Any, chunk: int) -> dict[str, Any]:
     rank, world, _ = settings.process_group()
     get = lambda name: _plain(getattr(cli_args, name, None))  # noqa: E731
     return {
-        "kind": "header", "journal_version": VERSION, "versions": _versions(), "time": time.time(), "pid": os.getpid(),
-        "argv": list(sys.argv), "model": get("model"), "model_args": get("model_args"), "model_class": type(lm).__name__,
-        "tasks": get("tasks"), "limit": get("limit"), "offset": get("offset"), "repeats": get("repeats"),
-        "reasoning_tags": get("reasoning_tags"), "include_path": get("include_path"), "seed": get("seed"),
-        "batch_size": get("batch_size"), "gen_kwargs": get("gen_kwargs"), "system_instruction": get("system_instruction"),
-        "apply_chat_template": get("apply_chat_template"), "num_fewshot": get("num_fewshot"), "force_simple": get("force_simple"),
-        "rank": rank, "world_size": world, "chunk": chunk,
-    }  # fmt: skip
+        "kind": "header",
+        "journal_version": VERSION,
+        "versions": _versions(),
+        "time": time.time(),
+        "pid": os.getpid(),
+        "argv": list(sys.argv),
+        "model": get("model"),
+        "model_args": get("model_args"),
+        "model_class": type(lm).__name__,
+        "tasks": get("tasks"),
+        "limit": get("limit"),
+        "offset": get("offset"),
+        "repeats": get("repeats"),
+        "reasoning_tags": get("reasoning_tags"),
+        "include_path": get("include_path"),
+        "seed": get("seed"),
+        "batch_size": get("batch_size"),
+        "gen_kwargs": get("gen_kwargs"),
+        "system_instruction": get("system_instruction"),
+        "apply_chat_template": get("apply_chat_template"),
+        "num_fewshot": get("num_fewshot"),
+        "force_simple": get("force_simple"),
+        "rank": rank,
+        "world_size": world,
+        "chunk": chunk,
+    }
 
 
 def plan(task_dict: Any) -> dict[str, Any]:
@@ -205,7 +246,9 @@ def plan(task_dict: Any) -> dict[str, Any]:
             "request_types": types,
             "doc_ids": sorted({int(i.doc_id) for i in instances if not (i.metadata or {}).get("__padding_only__")}),
             "requests_per_doc": max(Counter(int(i.doc_id) for i in instances).values(), default=0),
-            "repeats": max((int(i.repeats or 1) for i in instances), default=int(getattr(task.config, "repeats", 1) or 1)),
+            "repeats": max(
+                (int(i.repeats or 1) for i in instances), default=int(getattr(task.config, "repeats", 1) or 1)
+            ),
         }
     return {"kind": "plan", "tasks": tasks}
 
@@ -245,13 +288,17 @@ def _journaled(journal: Journal, request_type: str, generate: Any, chunk: int, r
                 copies[key] += 1
             # the requests as asked (a model may change its generation kwargs in place)
             asked = [request_arguments(r) for r in part]
-            served = {i: resume.served(request_type, a, k) for i, (a, k) in enumerate(zip(asked, keys))} if resume else {}
+            served = (
+                {i: resume.served(request_type, a, k) for i, (a, k) in enumerate(zip(asked, keys))} if resume else {}
+            )
             served = {i: v for i, v in served.items() if v is not None}
             todo = [r for i, r in enumerate(part) if i not in served]
             got = generate(todo) if todo else []
             got = list(got) if not isinstance(got, list) else got
             if len(got) != len(todo):
-                raise RuntimeError(f"lmms-scene journal: {request_type} returned {len(got)} outputs for {len(todo)} requests")
+                raise RuntimeError(
+                    f"lmms-scene journal: {request_type} returned {len(got)} outputs for {len(todo)} requests"
+                )
             fresh = iter(got)
             merged = [served[i][0] if i in served else next(fresh) for i in range(len(part))]
             journal.outputs(request_type, part, merged, [k[3] for k in keys], asked, resumed=set(served))
@@ -263,8 +310,21 @@ def _journaled(journal: Journal, request_type: str, generate: Any, chunk: int, r
 
 
 #: the options a resumed run must share with the journal it resumes (parsed lmms_eval arguments)
-RESUME_OPTIONS = ("model", "model_args", "tasks", "limit", "offset", "repeats", "gen_kwargs", "reasoning_tags",
-                  "batch_size", "system_instruction", "apply_chat_template", "num_fewshot", "force_simple")  # fmt: skip
+RESUME_OPTIONS = (
+    "model",
+    "model_args",
+    "tasks",
+    "limit",
+    "offset",
+    "repeats",
+    "gen_kwargs",
+    "reasoning_tags",
+    "batch_size",
+    "system_instruction",
+    "apply_chat_template",
+    "num_fewshot",
+    "force_simple",
+)
 
 
 def check_resume(run: JournalRun, cli_args: Any) -> None:
@@ -275,8 +335,10 @@ def check_resume(run: JournalRun, cli_args: Any) -> None:
             continue
         mine, theirs = _plain(getattr(cli_args, name, None)), run.header[name]
         if mine != theirs:
-            raise ValueError(f"--resume: this run's {name} {mine!r} differs from the journal's {theirs!r} ({run.files[0]}); "
-                             "resume with the interrupted run's own arguments")  # fmt: skip
+            raise ValueError(
+                f"--resume: this run's {name} {mine!r} differs from the journal's {theirs!r} ({run.files[0]}); "
+                "resume with the interrupted run's own arguments"
+            )
 
 
 def install(output_dir: str | Path | None, chunk: int, *, announce=print, resume: JournalRun | None = None) -> bool:
@@ -285,6 +347,7 @@ def install(output_dir: str | Path | None, chunk: int, *, announce=print, resume
     journal), the requests it answered are served from it, checked to be the same
     requests, and only the others reach the model. Returns False (changing nothing) when
     the harness has no ``lmms_eval.evaluator.evaluate``; True when the wrapper is in place."""
+
     def wrap(original):
         def evaluate(*args, **kwargs):
             lm = kwargs.get("lm", args[0] if args else None)
@@ -310,7 +373,9 @@ def install(output_dir: str | Path | None, chunk: int, *, announce=print, resume
                     if not planned.is_set():  # every task's requests are built before the first call
                         planned.set()
                         record = plan(task_dict)
-                        journal.total = sum(len(t["doc_ids"]) * t["requests_per_doc"] * t["repeats"] for t in record["tasks"].values())
+                        journal.total = sum(
+                            len(t["doc_ids"]) * t["requests_per_doc"] * t["repeats"] for t in record["tasks"].values()
+                        )
                         journal.write([record])
                     return journaled(requests)
 
@@ -410,8 +475,10 @@ class JournalRun:
             return None
         kind, arguments = self.requests.get(key, (request_type, None))
         if kind != request_type or arguments != now:
-            raise ValueError(f"--resume: the journal's request for task {key[0]!r} doc {key[1]} (repeat {key[3] + 1}) is not this run's "
-                             f"({kind} {str(arguments)[:200]} vs {request_type} {str(now)[:200]}); resume with the interrupted run's own arguments")  # fmt: skip
+            raise ValueError(
+                f"--resume: the journal's request for task {key[0]!r} doc {key[1]} (repeat {key[3] + 1}) is not this run's "
+                f"({kind} {str(arguments)[:200]} vs {request_type} {str(now)[:200]}); resume with the interrupted run's own arguments"
+            )
         return (by_copy[key[3]],)
 
     def status(self) -> str:
@@ -461,8 +528,10 @@ def replay_plan(run: JournalRun, offset: int = 0) -> ReplayPlan:
             none.append(task)
         else:
             if planned[:prefix] != list(range(offset, offset + prefix)):
-                raise ValueError(f"{task}: its documents are not numbered from the run's --offset {offset} "
-                                 f"({planned[:3]}...); a partial replay needs the first documents")  # fmt: skip
+                raise ValueError(
+                    f"{task}: its documents are not numbered from the run's --offset {offset} "
+                    f"({planned[:3]}...); a partial replay needs the first documents"
+                )
             partial[task] = (prefix, len(planned), len(done) - prefix)
     return ReplayPlan(complete, partial, none)
 
@@ -481,9 +550,14 @@ def journal_files(paths: str | Path | list) -> list[Path]:
                 heads = {p: _first_record(p) for p in here}
                 newest = max(here, key=lambda p: (heads[p].get("time", 0), p.name))
                 ref = heads[newest]
-                found += [p for p in here if p.parent == newest.parent and heads[p].get("argv") == ref.get("argv")
-                          and heads[p].get("world_size") == ref.get("world_size")
-                          and abs(heads[p].get("time", 0) - ref.get("time", 0)) < 120]  # fmt: skip
+                found += [
+                    p
+                    for p in here
+                    if p.parent == newest.parent
+                    and heads[p].get("argv") == ref.get("argv")
+                    and heads[p].get("world_size") == ref.get("world_size")
+                    and abs(heads[p].get("time", 0) - ref.get("time", 0)) < 120
+                ]
         elif item.is_file():
             found.append(item)
         else:
@@ -511,13 +585,24 @@ def _is(value: Any, kind: type | tuple, minimum: int | None = None) -> bool:
 
 
 #: what each checked field holds, for the error
-_EXPECTED = {"argv": "expected a list of strings", "rank": "expected an integer >= 0", "world_size": "expected an integer >= 1",
-             "tasks": "expected the tasks as given, or the plan's tasks: name -> request types, document ids, requests per document, repeats",
-             "offset": "expected an integer >= 0", "repeats": "expected an integer >= 1", "limit": "expected a number >= 0",
-             "task": "expected a task name", "doc_id": "expected an integer >= 0", "idx": "expected an integer >= 0",
-             "copy": "expected an integer >= 0", "request_type": f"expected one of {GENERATION_TYPES}",
-             "arguments": "expected the request's arguments, a list", "output": "expected a text, a list of texts, or null",
-             "status": "expected finished, interrupted or failed", "requests_done": "expected an integer >= 0"}  # fmt: skip
+_EXPECTED = {
+    "argv": "expected a list of strings",
+    "rank": "expected an integer >= 0",
+    "world_size": "expected an integer >= 1",
+    "tasks": "expected the tasks as given, or the plan's tasks: name -> request types, document ids, requests per document, repeats",
+    "offset": "expected an integer >= 0",
+    "repeats": "expected an integer >= 1",
+    "limit": "expected a number >= 0",
+    "task": "expected a task name",
+    "doc_id": "expected an integer >= 0",
+    "idx": "expected an integer >= 0",
+    "copy": "expected an integer >= 0",
+    "request_type": f"expected one of {GENERATION_TYPES}",
+    "arguments": "expected the request's arguments, a list",
+    "output": "expected a text, a list of texts, or null",
+    "status": "expected finished, interrupted or failed",
+    "requests_done": "expected an integer >= 0",
+}
 
 
 def _a(kind: str) -> str:
@@ -531,25 +616,51 @@ def _check_record(record: Any) -> str | None:
     kind = record.get("kind")
     need: dict[str, Any]
     if kind == "header":
-        need = {"argv": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
-                "rank": lambda v: _is(v, int, 0), "world_size": lambda v: _is(v, int, 1),
-                "tasks": lambda v: v is None or isinstance(v, str), "offset": lambda v: v is None or _is(v, int, 0),
-                "repeats": lambda v: v is None or _is(v, int, 1), "limit": lambda v: v is None or _is(v, (int, float), 0)}  # fmt: skip
+        need = {
+            "argv": lambda v: isinstance(v, list) and all(isinstance(a, str) for a in v),
+            "rank": lambda v: _is(v, int, 0),
+            "world_size": lambda v: _is(v, int, 1),
+            "tasks": lambda v: v is None or isinstance(v, str),
+            "offset": lambda v: v is None or _is(v, int, 0),
+            "repeats": lambda v: v is None or _is(v, int, 1),
+            "limit": lambda v: v is None or _is(v, (int, float), 0),
+        }
         optional = {"world_size", "rank", "offset", "repeats", "limit", "tasks"}
     elif kind == "plan":
+
         def tasks(v):
             return isinstance(v, dict) and all(
-                isinstance(t, dict) and isinstance(t.get("request_types"), list) and all(isinstance(r, str) for r in t["request_types"])
-                and isinstance(t.get("doc_ids"), list) and all(_is(d, int, 0) for d in t["doc_ids"])
-                and _is(t.get("requests_per_doc"), int, 0) and _is(t.get("repeats"), int, 1) for t in v.values())  # fmt: skip
+                isinstance(t, dict)
+                and isinstance(t.get("request_types"), list)
+                and all(isinstance(r, str) for r in t["request_types"])
+                and isinstance(t.get("doc_ids"), list)
+                and all(_is(d, int, 0) for d in t["doc_ids"])
+                and _is(t.get("requests_per_doc"), int, 0)
+                and _is(t.get("repeats"), int, 1)
+                for t in v.values()
+            )
+
         need, optional = {"tasks": tasks}, set()
     elif kind == "output":
-        need = {"task": lambda v: isinstance(v, str) and bool(v), "doc_id": lambda v: _is(v, int, 0), "idx": lambda v: _is(v, int, 0),
-                "copy": lambda v: _is(v, int, 0), "request_type": lambda v: v in GENERATION_TYPES, "arguments": lambda v: isinstance(v, list),
-                "output": lambda v: v is None or isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) or x is None for x in v))}  # fmt: skip
+        need = {
+            "task": lambda v: isinstance(v, str) and bool(v),
+            "doc_id": lambda v: _is(v, int, 0),
+            "idx": lambda v: _is(v, int, 0),
+            "copy": lambda v: _is(v, int, 0),
+            "request_type": lambda v: v in GENERATION_TYPES,
+            "arguments": lambda v: isinstance(v, list),
+            "output": lambda v: (
+                v is None
+                or isinstance(v, str)
+                or (isinstance(v, list) and all(isinstance(x, str) or x is None for x in v))
+            ),
+        }
         optional = set()
     elif kind == "end":
-        need = {"status": lambda v: v in ("finished", "interrupted", "failed"), "requests_done": lambda v: _is(v, int, 0)}
+        need = {
+            "status": lambda v: v in ("finished", "interrupted", "failed"),
+            "requests_done": lambda v: _is(v, int, 0),
+        }
         optional = set()
     else:
         return f"unknown record kind {str(kind)[:40]!r}"
@@ -572,7 +683,9 @@ def _read_file(f: Path) -> tuple[list[tuple[int, dict]], list[str], bool]:
     try:
         text = f.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise JournalRefused(f"{f}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); not a journal lmms-scene wrote") from None
+        raise JournalRefused(
+            f"{f}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); not a journal lmms-scene wrote"
+        ) from None
     lines = text.split("\n")
     last_line = max((n for n, line in enumerate(lines, 1) if line.strip()), default=0)
     records: list[tuple[int, dict]] = []
@@ -597,12 +710,16 @@ def _read_file(f: Path) -> tuple[list[tuple[int, dict]], list[str], bool]:
         if signed:
             match = _SUM.search(line)
             if match is None:
-                raise JournalRefused(f"{where}: no checksum (every line of a version-{VERSION} journal ends with its \"sum\"): "
-                                     "added or edited after the run wrote it; refused")  # fmt: skip
+                raise JournalRefused(
+                    f'{where}: no checksum (every line of a version-{VERSION} journal ends with its "sum"): '
+                    "added or edited after the run wrote it; refused"
+                )
             chain = line_sum(chain, line[: match.start()] + "}")
             if match.group(1) != chain:
-                raise JournalRefused(f"{where}: the checksum does not match the lines up to here: this line or one before it was "
-                                     "edited, added, removed or moved after the run wrote it; refused")  # fmt: skip
+                raise JournalRefused(
+                    f"{where}: the checksum does not match the lines up to here: this line or one before it was "
+                    "edited, added, removed or moved after the run wrote it; refused"
+                )
             record.pop("sum", None)
         elif "sum" in record:
             raise JournalRefused(f"{where}: a checksum in a journal whose header declares none; refused")
@@ -648,15 +765,19 @@ def read(files: list[Path]) -> JournalRun:
                 plans.append(record)
             elif kind == "end":
                 if record["requests_done"] != count:
-                    raise JournalRefused(f"{f} line {number}: the end line counts {record['requests_done']} outputs, the file holds {count}; refused")
+                    raise JournalRefused(
+                        f"{f} line {number}: the end line counts {record['requests_done']} outputs, the file holds {count}; refused"
+                    )
                 ends.append(record)
             else:
                 count += 1
                 key = (record["task"], record["doc_id"], record["idx"])
                 full = (*key, record["copy"])
                 if full in seen:
-                    raise JournalRefused(f"{f} line {number}: task {key[0]!r} doc {key[1]} request {key[2]} repeat {full[3] + 1} "
-                                         f"again (first on line {seen[full]}); refused")  # fmt: skip
+                    raise JournalRefused(
+                        f"{f} line {number}: task {key[0]!r} doc {key[1]} request {key[2]} repeat {full[3] + 1} "
+                        f"again (first on line {seen[full]}); refused"
+                    )
                 seen[full] = number
                 outputs.setdefault(key, {})[record["copy"]] = record["output"]
                 requests[full] = (record["request_type"], record["arguments"])
@@ -666,11 +787,15 @@ def read(files: list[Path]) -> JournalRun:
     for h in headers[1:]:
         for key in ("argv", "model", "model_args", "tasks", "limit", "offset", "repeats", "world_size"):
             if h.get(key) != first.get(key):
-                raise ValueError(f"journal files from different runs: {key} {first.get(key)!r} vs {h.get(key)!r}; rescore one run at a time")
+                raise ValueError(
+                    f"journal files from different runs: {key} {first.get(key)!r} vs {h.get(key)!r}; rescore one run at a time"
+                )
     ranks = sorted(h.get("rank", 0) for h in headers)
     if ranks != list(range(int(first.get("world_size") or 1))):
-        raise ValueError(f"the journal of a {first.get('world_size')}-process run needs every rank's file; found ranks {ranks} "
-                         f"({', '.join(map(str, files))})")  # fmt: skip
+        raise ValueError(
+            f"the journal of a {first.get('world_size')}-process run needs every rank's file; found ranks {ranks} "
+            f"({', '.join(map(str, files))})"
+        )
     tasks: dict[str, Any] = {}
     for p in plans:
         for name, info in p["tasks"].items():
@@ -680,15 +805,20 @@ def read(files: list[Path]) -> JournalRun:
     for (task, doc_id, idx), by_copy in outputs.items():
         info = tasks.get(task)
         if info is None or (one_process and (doc_id not in info["doc_ids"] or max(by_copy) >= info["repeats"])):
-            raise JournalRefused(f"{', '.join(map(str, files))}: an output for task {task!r} doc {doc_id} request {idx} "
-                                 f"that the plan does not hold; refused")  # fmt: skip
+            raise JournalRefused(
+                f"{', '.join(map(str, files))}: an output for task {task!r} doc {doc_id} request {idx} "
+                f"that the plan does not hold; refused"
+            )
     return JournalRun(list(files), first, tasks, outputs, ends, problems, requests, unverified)
 
 
 def unverified_notes(run: JournalRun) -> list[str]:
     """One notice per file read without checksums (a journal from before they existed)."""
-    return [f"{f}: written before journal lines carried checksums (journal_version 1): read as it is, "
-            "its lines cannot be checked for edits" for f in run.unverified]  # fmt: skip
+    return [
+        f"{f}: written before journal lines carried checksums (journal_version 1): read as it is, "
+        "its lines cannot be checked for edits"
+        for f in run.unverified
+    ]
 
 
 def planned_docs(path: str | Path) -> dict[str, int] | None:

@@ -91,7 +91,9 @@ class JudgeSpec:
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"JudgeSpec.{attr}: expected a non-empty string, got {value!r}")
         if self.provider not in PROVIDERS:
-            raise ValueError(f"JudgeSpec.provider: unknown provider {self.provider!r}; lmms-eval has {', '.join(PROVIDERS)}")
+            raise ValueError(
+                f"JudgeSpec.provider: unknown provider {self.provider!r}; lmms-eval has {', '.join(PROVIDERS)}"
+            )
         if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
             raise ValueError(f"JudgeSpec.timeout: expected a positive number of seconds, got {self.timeout!r}")
         if not (isinstance(self.max_tokens, int) and self.max_tokens > 0):
@@ -99,7 +101,9 @@ class JudgeSpec:
         if not (isinstance(self.num_retries, int) and self.num_retries >= 1):
             raise ValueError(f"JudgeSpec.num_retries: expected an integer >= 1, got {self.num_retries!r}")
         if _CONTROL.search(self.name) or _CONTROL.search(self.model):
-            raise ValueError(f"JudgeSpec: {self.name!r} / {self.model!r}: a judge's name and model hold no control characters")
+            raise ValueError(
+                f"JudgeSpec: {self.name!r} / {self.model!r}: a judge's name and model hold no control characters"
+            )
         if self.base_url is not None:
             check_url(self.base_url)
 
@@ -109,7 +113,9 @@ class JudgeSpec:
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\]")
+_HOST = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?|\[[0-9A-Fa-f:.]+\]"
+)
 
 
 def check_url(url: str) -> str:
@@ -120,6 +126,7 @@ def check_url(url: str) -> str:
     >>> check_url("http://localhost:8000/v1")
     'http://localhost:8000/v1'
     """
+
     def bad(rule: str) -> ValueError:
         return ValueError(f"judge URL {url!r}: {rule}")
 
@@ -133,7 +140,9 @@ def check_url(url: str) -> str:
     if parts.scheme.lower() not in ("http", "https"):
         raise bad("expected an http:// or https:// URL")
     if "@" in parts.netloc:
-        raise bad("holds a user name or password before '@' (give credentials through the provider's environment, e.g. OPENAI_API_KEY)")
+        raise bad(
+            "holds a user name or password before '@' (give credentials through the provider's environment, e.g. OPENAI_API_KEY)"
+        )
     host = parts.hostname or ""
     if not host or not _HOST.fullmatch(parts.netloc.rsplit(":", 1)[0] if port is not None else parts.netloc):
         raise bad("expected a host name or address after http(s)://")
@@ -167,12 +176,18 @@ def parse_judges(spec: str) -> list[JudgeSpec]:
         if not model:
             raise ValueError(f"judges entry {i} ({raw!r}): no model name")
         if provider != "hf" and "," in target:
-            raise ValueError(f"judges entry {i} ({raw!r}): holds a ','; judges are separated by ';' (name=model@url; name=model@url)")
+            raise ValueError(
+                f"judges entry {i} ({raw!r}): holds a ','; judges are separated by ';' (name=model@url; name=model@url)"
+            )
         if provider == "hf":  # a path, which may hold "@": no URL part
             model, url = target.strip(), ""
         default_name = Path(model.rstrip("/")).name.removesuffix(".gguf") if provider == "hf" else model
         try:
-            judges.append(JudgeSpec(name=(name.strip() or default_name), model=model, provider=provider, base_url=url.strip() or None))
+            judges.append(
+                JudgeSpec(
+                    name=(name.strip() or default_name), model=model, provider=provider, base_url=url.strip() or None
+                )
+            )
         except ValueError as exc:
             raise ValueError(f"judges entry {i} ({raw!r}): {exc}") from None
     names = [j.name for j in judges]
@@ -264,7 +279,9 @@ def resolve_hf_path(path: str | Path) -> tuple[Path, str | None]:
     ggufs = sorted(x.name for x in p.glob("*.gguf"))
     if len(ggufs) == 1:
         return p, ggufs[0]
-    raise FileNotFoundError(f"hf judge: {p} has no config.json and {len(ggufs)} .gguf files (name the file: hf:{p}/NAME.gguf)")
+    raise FileNotFoundError(
+        f"hf judge: {p} has no config.json and {len(ggufs)} .gguf files (name the file: hf:{p}/NAME.gguf)"
+    )
 
 
 class HFJudge:
@@ -280,7 +297,11 @@ class HFJudge:
 
     def _load(self):
         def load():
-            from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer  # deferred: transformers (imports torch) is heavy to import
+            from transformers import (
+                AutoConfig,
+                AutoModelForCausalLM,
+                AutoTokenizer,
+            )  # deferred: transformers (imports torch) is heavy to import
 
             kwargs = {"gguf_file": self.gguf_file} if self.gguf_file else {}
             if self.gguf_file:
@@ -288,7 +309,9 @@ class HFJudge:
                 # and parse the file's metadata again: ~5 CPU-s of a SmolLM2-135M load)
                 kwargs["config"] = AutoConfig.from_pretrained(str(self.path), gguf_file=self.gguf_file)
             tokenizer = AutoTokenizer.from_pretrained(str(self.path), **kwargs)
-            model = load_pretrained(AutoModelForCausalLM, str(self.path), device=torch_device(settings.current().device), **kwargs)
+            model = load_pretrained(
+                AutoModelForCausalLM, str(self.path), device=torch_device(settings.current().device), **kwargs
+            )
             return tokenizer, model
 
         return cached(("lmms_scene.judges.hf", str(self.path), self.gguf_file), load)
@@ -299,13 +322,19 @@ class HFJudge:
         tokenizer, model = self._load()
         messages = [dict(m) for m in request.messages]
         if getattr(tokenizer, "chat_template", None):
-            inputs = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+            inputs = tokenizer.apply_chat_template(
+                messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
         else:
             inputs = tokenizer("\n".join(str(m["content"]) for m in messages) + "\n", return_tensors="pt")
         inputs = {k: v.to(model.device) for k, v in inputs.items()}
         with torch.no_grad():
-            out = model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                 pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)  # fmt: skip
+            out = model.generate(
+                **inputs,
+                max_new_tokens=self.max_new_tokens,
+                do_sample=False,
+                pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+            )
         return _Reply(tokenizer.decode(out[0][inputs["input_ids"].shape[1] :], skip_special_tokens=True))
 
 
@@ -332,7 +361,9 @@ def ask(spec: JudgeSpec, prompt: str, *, client: Any = None, rubric: str | None 
     try:
         if client is None:
             client = _client(spec)
-        response = client.evaluate(compat.judge_request([{"role": "user", "content": prompt}], getattr(client, "config", None)))
+        response = client.evaluate(
+            compat.judge_request([{"role": "user", "content": prompt}], getattr(client, "config", None))
+        )
     except Exception as exc:  # a judge failure is data, not a crash
         kind = TIMEOUT if _is_timeout(exc) else ERROR
         return JudgeReply(spec.name, None, None, kind, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
@@ -341,7 +372,9 @@ def ask(spec: JudgeSpec, prompt: str, *, client: Any = None, rubric: str | None 
         return JudgeReply(spec.name, None, None, ERROR, "the provider returned no response", seconds)
     if getattr(response, "success", True) is False:
         message = getattr(response, "error_message", None) or "the provider reported a failure"
-        return JudgeReply(spec.name, None, None, TIMEOUT if "timeout" in str(message).lower() else ERROR, str(message), seconds)
+        return JudgeReply(
+            spec.name, None, None, TIMEOUT if "timeout" in str(message).lower() else ERROR, str(message), seconds
+        )
     content = getattr(response, "content", None)
     if not isinstance(content, str):
         return JudgeReply(spec.name, None, None, ERROR, f"the reply has no text content: {content!r}", seconds)
@@ -391,7 +424,9 @@ _YES_WORDS = r"yes|correct|right|true|the\s+same|same|equivalent"
 _WORD = rf"(?P<word>{_NO_WORDS}|{_YES_WORDS})"
 #: what may follow a verdict word that stands alone: the end, punctuation, a new line, or a new clause
 _ALONE = r"(?=\s*$|\s*[.!,;:()\[\]\n\-–—]|\s+(?:it|it's|that|that's|this|the|they|both|because|since|which|so|its|model|there|here|as\s+the|at\s+all)\b)"
-_EMPHASIS = r"(?:absolutely|definitely|certainly|clearly|totally|completely|entirely|fully|perfectly|quite|indeed|surely)"
+_EMPHASIS = (
+    r"(?:absolutely|definitely|certainly|clearly|totally|completely|entirely|fully|perfectly|quite|indeed|surely)"
+)
 _HEAD = re.compile(rf"^(?:{_EMPHASIS}\s+)?{_WORD}{_ALONE}|^{_EMPHASIS}\s+(?P<no>not){_ALONE}")
 #: a sentence, or its last clause, that is nothing but a verdict ("Yes." "Verdict: no." "..., so no.")
 _ONLY = re.compile(
@@ -420,12 +455,16 @@ _HEDGE = re.compile(
 _CLAUSE = r"(?:^|(?<=[,;:(]\s)|(?<=[,;:(])|(?<=\bbut\s)|(?<=\band\s)|(?<=\bso\s)|(?<=\byet\s))"
 _WORD_START = r"(?:^|(?<=[\s,;:(]))"
 _QUOTED = r"(?:\s+(?:of\s+)?'[^']{0,60}'|\s+\([^)]{0,60}\))?"
-_MODEL_NOUN = (r"(?:(?:the|this|that|its)\s+)?(?:model'?s?|predicted|candidate'?s?|given|provided|generated)\s+(?:answer|prediction|response|reply)"
-               r"|the\s+candidate|the\s+response|the\s+prediction"
-               r"|(?:the|this|that)\s+(?:answer|prediction|response|reply)(?:\s+(?:given|provided|generated)(?:\s+by\s+the\s+model)?)?"
-               r"|(?:the|this|that)\s+(?:claim|statement)|the\s+model")  # fmt: skip
-_ANY_NOUN = (r"(?:(?:the|this|that)\s+)?(?:(?:gold|reference|correct|expected|true|model'?s?|predicted|candidate|given|provided|generated)\s+)?"
-             r"(?:answers?|predictions?|responses?)|both\s+answers|the\s+two(?:\s+answers)?|a\s+and\s+b")  # fmt: skip
+_MODEL_NOUN = (
+    r"(?:(?:the|this|that|its)\s+)?(?:model'?s?|predicted|candidate'?s?|given|provided|generated)\s+(?:answer|prediction|response|reply)"
+    r"|the\s+candidate|the\s+response|the\s+prediction"
+    r"|(?:the|this|that)\s+(?:answer|prediction|response|reply)(?:\s+(?:given|provided|generated)(?:\s+by\s+the\s+model)?)?"
+    r"|(?:the|this|that)\s+(?:claim|statement)|the\s+model"
+)
+_ANY_NOUN = (
+    r"(?:(?:the|this|that)\s+)?(?:(?:gold|reference|correct|expected|true|model'?s?|predicted|candidate|given|provided|generated)\s+)?"
+    r"(?:answers?|predictions?|responses?)|both\s+answers|the\s+two(?:\s+answers)?|a\s+and\s+b"
+)
 _MODEL = rf"(?:{_WORD_START}(?:{_MODEL_NOUN}){_QUOTED}|{_CLAUSE}(?:it|this|that))"
 _ANY = rf"(?:{_WORD_START}(?:{_ANY_NOUN}){_QUOTED}|{_CLAUSE}(?:it|this|that|they|both))"
 _BE = r"(?:'s|\s+is|\s+was|\s+are|\s+were)"
@@ -496,11 +535,28 @@ def _evidence(sentences: list[str]) -> tuple[list[str], list[str]]:
 
 _SCORE_ASKED = re.compile(r"\b(?:scores?|rates?|ratings?|grades?|points?)\b", re.IGNORECASE)
 _THRESHOLD = (
-    (re.compile(r"(?:score|rating|grade|points?)s?\s+(?:of\s+)?(?:>=|≥|at\s+least|of\s+at\s+least|greater\s+than\s+or\s+equal\s+to|or\s+more\s+than)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), False),
+    (
+        re.compile(
+            r"(?:score|rating|grade|points?)s?\s+(?:of\s+)?(?:>=|≥|at\s+least|of\s+at\s+least|greater\s+than\s+or\s+equal\s+to|or\s+more\s+than)\s*(\d+(?:\.\d+)?)",
+            re.IGNORECASE,
+        ),
+        False,
+    ),
     (re.compile(r"(\d+(?:\.\d+)?)\s+or\s+(?:above|higher|more|greater)", re.IGNORECASE), False),
-    (re.compile(r"(?:score|rating|grade|points?)s?\s+(?:>|above|greater\s+than|over|higher\s+than)\s*(\d+(?:\.\d+)?)", re.IGNORECASE), True),
+    (
+        re.compile(
+            r"(?:score|rating|grade|points?)s?\s+(?:>|above|greater\s+than|over|higher\s+than)\s*(\d+(?:\.\d+)?)",
+            re.IGNORECASE,
+        ),
+        True,
+    ),
     (re.compile(r"\bthreshold\s*(?:of|is|=|:)?\s*(\d+(?:\.\d+)?)", re.IGNORECASE), False),
-    (re.compile(r"\b(1(?:\.0)?)\s+(?:if|for|when)\s+(?:it\s+is\s+|the\s+\w+\s+is\s+)?(?:correct|right)\b", re.IGNORECASE), False),
+    (
+        re.compile(
+            r"\b(1(?:\.0)?)\s+(?:if|for|when)\s+(?:it\s+is\s+|the\s+\w+\s+is\s+)?(?:correct|right)\b", re.IGNORECASE
+        ),
+        False,
+    ),
 )
 _GRADE = re.compile(
     r"\[\[\s*(\d+(?:\.\d+)?)\s*\]\]"
@@ -514,7 +570,11 @@ def score_threshold(prompt: str | None) -> tuple[float, bool] | None:
     "a score of at least 0.5 counts as correct" -> (0.5, False), "scores above 7" -> (7, True),
     "1 if correct, 0 otherwise" -> (1, False). None when the prompt asks for no score or
     names no threshold (then a numeric reply stays unparsed: no threshold is guessed)."""
-    if not isinstance(prompt, str) or not _SCORE_ASKED.search(prompt) and not re.search(r"\b1\s+(?:if|for|when)\b", prompt):
+    if (
+        not isinstance(prompt, str)
+        or not _SCORE_ASKED.search(prompt)
+        and not re.search(r"\b1\s+(?:if|for|when)\b", prompt)
+    ):
         return None
     for pattern, strict in _THRESHOLD:
         m = pattern.search(prompt)
@@ -554,7 +614,9 @@ def read_verdict(text: Any, rubric: str | None = None) -> Verdict:
         return Verdict(passed, f"score {grade:g} against {'>' if strict else '>='} {threshold:g}")
     verdict = _read_words(norm)
     if verdict.value is None and grade is not None:
-        return Verdict(None, "a score the rubric named no pass mark for" if rubric else "a score with no rubric that asked for one")
+        return Verdict(
+            None, "a score the rubric named no pass mark for" if rubric else "a score with no rubric that asked for one"
+        )
     return verdict
 
 
@@ -570,11 +632,15 @@ def _read_words(norm: str) -> Verdict:
         # a hedge in the verdict's sentence; after a yes, anywhere
         if _HEDGE.search(first) or (verdict and _HEDGE.search(norm)):
             return Verdict(None, "hedged")
-        rest = norm[head.end():]
+        rest = norm[head.end() :]
         yes, no = _evidence(_SENTENCE.split(rest.strip()) if rest.strip() else [])
         # after a yes: a contradiction anywhere, or a reservation in the verdict's own sentence,
         # takes it back; a later "However, the reference also ..." explains
-        if verdict and (_CONTRA_YES.search(rest) or no or _RESERVATION.search(first[head.end():] if len(first) >= head.end() else "")):
+        if verdict and (
+            _CONTRA_YES.search(rest)
+            or no
+            or _RESERVATION.search(first[head.end() :] if len(first) >= head.end() else "")
+        ):
             return Verdict(None, "yes, then a contradiction")
         if not verdict and (re.search(r"\byes\b", rest) or yes):
             return Verdict(None, "no, then a contradiction")
@@ -725,7 +791,9 @@ def panel(
 
 def provenance(judges: Sequence[JudgeSpec], **details: Any) -> dict[str, Any]:
     """The record saying which judges computed a score."""
-    return scorer("llm_judge_majority", judges=[j.describe() for j in judges], parser="lmms_scene.judges.parse_verdict", **details)
+    return scorer(
+        "llm_judge_majority", judges=[j.describe() for j in judges], parser="lmms_scene.judges.parse_verdict", **details
+    )
 
 
 __all__ = [

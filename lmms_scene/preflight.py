@@ -115,7 +115,10 @@ def _entry(path: Path, want: str | None = None) -> tuple[str, Entry] | None:
     group = config.get("group")
     if isinstance(group, str) and (want is None or want == group) and "task" in config:
         members = config.get("task")
-        names = [m if isinstance(m, str) else (m.get("task") if isinstance(m, Mapping) else None) for m in (members if isinstance(members, list) else [members])]
+        names = [
+            m if isinstance(m, str) else (m.get("task") if isinstance(m, Mapping) else None)
+            for m in (members if isinstance(members, list) else [members])
+        ]
         return group, Entry("group", config, tuple(n for n in names if isinstance(n, str)))
     task = config.get("task")
     if isinstance(task, str) and (want is None or want == task):
@@ -123,7 +126,9 @@ def _entry(path: Path, want: str | None = None) -> tuple[str, Entry] | None:
     return None
 
 
-def expand(name: str, entries: Mapping[str, Entry], _seen: frozenset[str] = frozenset()) -> list[tuple[str, Mapping[str, Any]]]:
+def expand(
+    name: str, entries: Mapping[str, Entry], _seen: frozenset[str] = frozenset()
+) -> list[tuple[str, Mapping[str, Any]]]:
     """(task, config) for every task behind ``name`` (a group's members, recursively)."""
     entry = entries.get(name)
     if entry is None or name in _seen:
@@ -180,8 +185,17 @@ def ask_hub(repo: str, repo_type: str, revision: str | None = None) -> str:
         return "missing"
     except Exception as err:  # connection refused, name resolution, timeouts, proxies
         names = {c.__name__ for c in type(err).__mro__}
-        network = {"ConnectError", "NetworkError", "TimeoutException", "ConnectTimeout", "ConnectionError",
-                   "OfflineModeIsEnabled", "ProxyError", "TransportError", "OSError"}  # fmt: skip
+        network = {
+            "ConnectError",
+            "NetworkError",
+            "TimeoutException",
+            "ConnectTimeout",
+            "ConnectionError",
+            "OfflineModeIsEnabled",
+            "ProxyError",
+            "TransportError",
+            "OSError",
+        }
         return "unreachable" if names & network else "unknown"
 
 
@@ -245,22 +259,30 @@ def data_problem(config: Mapping[str, Any], bench: benchmarks.Benchmark, hub: Hu
     kwargs = config.get("dataset_kwargs") if isinstance(config.get("dataset_kwargs"), Mapping) else {}
     here = Path(str(config.get("__yaml_path__", "."))).parent
     if kwargs.get("load_from_disk"):
-        return None if path and Path(str(path)).is_dir() else f"load_from_disk: {path} is not a folder (rebuild it, or fix dataset_path)"
+        return (
+            None
+            if path and Path(str(path)).is_dir()
+            else f"load_from_disk: {path} is not a folder (rebuild it, or fix dataset_path)"
+        )
     if path in LOCAL_BUILDERS:
         for name in _files(kwargs.get("data_files")):
             file = Path(name) if Path(name).is_absolute() else here / name
             if bench.name == "layered_vqa" and file.as_posix().endswith(PLACEHOLDER_FILE.as_posix()):
-                return ("Layered-VQA has no public release yet, and the shipped tasks read a placeholder: run the generated split "
-                        "(`--tasks layered_vqa_synth`), or build data with `lmms-scene build layered-synth --scenes 20 --seed 0 --out DIR --name NAME` "
-                        "or `lmms-scene build layered-vqa --release RELEASE --out DIR --name NAME` and run the command it prints (docs/layered_vqa.md)")  # fmt: skip
+                return (
+                    "Layered-VQA has no public release yet, and the shipped tasks read a placeholder: run the generated split "
+                    "(`--tasks layered_vqa_synth`), or build data with `lmms-scene build layered-synth --scenes 20 --seed 0 --out DIR --name NAME` "
+                    "or `lmms-scene build layered-vqa --release RELEASE --out DIR --name NAME` and run the command it prints (docs/layered_vqa.md)"
+                )
             if not file.is_file():
                 return f"its data file {file} does not exist (rebuild it with `lmms-scene build {bench.cli_name} ...`, or fix data_files in {config.get('__yaml_path__')})"
         return None
     if not isinstance(path, str) or not path:
         return None  # the harness says what is wrong with a task without data
     if bench.release.hub is None and _shipped(config):
-        return (f"{bench.title} has no public release on the Hugging Face hub yet ({path} is a placeholder): build it from your "
-                f"copy of the release with {_build_command(bench)} and run the command it prints ({bench.docs})")  # fmt: skip
+        return (
+            f"{bench.title} has no public release on the Hugging Face hub yet ({path} is a placeholder): build it from your "
+            f"copy of the release with {_build_command(bench)} and run the command it prints ({bench.docs})"
+        )
     revision = config.get("revision") or kwargs.get("revision")
     status = hub.status(path, "dataset", revision)
     get = f"`hf download --repo-type dataset {path}`" + (f" --revision {revision}" if revision else "")
@@ -271,7 +293,11 @@ def data_problem(config: Mapping[str, Any], bench: benchmarks.Benchmark, hub: Hu
         return f"the hub has no dataset {path}" + (f" at revision {revision}" if revision else "") + build
     if status == "gated":
         return f"{path} is gated on the hub: accept its terms on its page, then `hf auth login`" + build
-    where = "offline mode is on (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)" if status == "offline" else "the hub cannot be reached"
+    where = (
+        "offline mode is on (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)"
+        if status == "offline"
+        else "the hub cannot be reached"
+    )
     return f"{path} is not in the local cache and {where}: download it once while online with {get}" + build
 
 
@@ -281,11 +307,17 @@ def clip_problem(hub: Hub) -> str | None:
         return None
     name = clip.resolve_model()
     env = settings.CLIP_MODEL_ENV
-    instead = (f"; or set {env}=/path/to/a/clip/folder, or {env}={settings.CLIP_DISABLED} to record the CLIP metrics as not "
-               "computed (the other metrics are still scored)")  # fmt: skip
+    instead = (
+        f"; or set {env}=/path/to/a/clip/folder, or {env}={settings.CLIP_DISABLED} to record the CLIP metrics as not "
+        "computed (the other metrics are still scored)"
+    )
     local = Path(os.path.expanduser(name))
     if local.exists() or name.startswith((".", "/", "~")):
-        return None if (local / "config.json").is_file() else f"the CLIP checkpoint {name} is not a model folder (no config.json){instead}"
+        return (
+            None
+            if (local / "config.json").is_file()
+            else f"the CLIP checkpoint {name} is not a model folder (no config.json){instead}"
+        )
     status = hub.status(name, "model")
     if status in ("cached", "found", "unknown"):
         return None
@@ -324,7 +356,10 @@ def report(problems: Sequence[Problem], file: Any = None) -> None:
     for p in problems:
         print(p.line(), file=out)
     names = sorted({p.requested for p in problems})
-    print(f"{PREFIX}: nothing was run: {len(problems)} problem(s) in {', '.join(names)}; the model was not loaded", file=out)
+    print(
+        f"{PREFIX}: nothing was run: {len(problems)} problem(s) in {', '.join(names)}; the model was not loaded",
+        file=out,
+    )
 
 
 # -- the two routes ---------------------------------------------------------------------

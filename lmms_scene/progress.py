@@ -17,8 +17,9 @@ from lmms_scene import settings
 T = TypeVar("T")
 
 
-def progress(items: Iterable[T], desc: str, *, total: int | None = None, unit: str = "it",
-             enabled: bool | None = None) -> Iterator[T]:  # fmt: skip
+def progress(
+    items: Iterable[T], desc: str, *, total: int | None = None, unit: str = "it", enabled: bool | None = None
+) -> Iterator[T]:
     """``items`` with a tqdm bar named ``desc`` (off when disabled in the settings)."""
     if enabled is None:
         enabled = settings.current().progress

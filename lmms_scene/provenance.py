@@ -22,6 +22,7 @@ from lmms_scene.cache import memo
 
 def library_version(name: str) -> str | None:
     """The installed version of distribution ``name`` (None when not installed)."""
+
     def look_up() -> str | None:
         try:
             return metadata.version(name)
@@ -31,7 +32,7 @@ def library_version(name: str) -> str | None:
     return memo("library-versions", name, look_up)
 
 
-def _git(folder: "Path", *args: str) -> str | None:
+def _git(folder: Path, *args: str) -> str | None:
     try:
         out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
@@ -45,6 +46,7 @@ def checkout_commit(package: str) -> str | None:
     that happens to lie inside some other repository is not a checkout: asking git from
     the package folder would name that repository's commit (lmms-eval 0.7.3 does exactly
     this, recording the commit of whatever repository holds its site-packages)."""
+
     def look_up() -> str | None:
         spec = importlib.util.find_spec(package)
         if spec is None or not spec.submodule_search_locations:

@@ -29,8 +29,7 @@ from typing import Any
 
 import yaml
 
-from lmms_scene import compat
-from lmms_scene import provenance, settings
+from lmms_scene import compat, provenance, settings
 from lmms_scene.cache import cached
 
 _PATCH_MARK = "__lmms_scene_task_path__"
@@ -61,6 +60,7 @@ def install_task_path_hook() -> bool:
     if settings.current().no_task_hook:
         return False
     ours = tasks_path()
+
     # the switch is read again each time the harness indexes: a process that set it after
     # the hook went in (a notebook, a fork of a process that imported the harness) gets it
     def enabled() -> bool:
@@ -97,6 +97,7 @@ def install_version_fix() -> bool:
     evaluator has already imported them by name, there too. The evaluator is not imported
     here: this runs while the harness loads its model registry, which may be in the
     middle of importing the evaluator."""
+
     def commit() -> str | None:
         return provenance.checkout_commit("lmms_eval")
 
@@ -110,7 +111,10 @@ def install_version_fix() -> bool:
 
     installed = compat.install_version_functions(commit, branch, version, _VERSION_MARK)
     if installed is False:
-        warnings.warn("lmms-scene: this lmms-eval records its version differently from 0.7.3; results keep its own record", stacklevel=2)
+        warnings.warn(
+            "lmms-scene: this lmms-eval records its version differently from 0.7.3; results keep its own record",
+            stacklevel=2,
+        )
     return bool(installed)
 
 
@@ -157,6 +161,7 @@ def _yaml_loader():
 
 def dump_task_yaml(config: dict[str, Any]) -> str:
     """A task config as YAML text the harness reads (``FunctionRef`` as ``!function``)."""
+
     class Dumper(yaml.SafeDumper):
         pass
 

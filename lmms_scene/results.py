@@ -53,8 +53,11 @@ class TaskResult:
         (:func:`lmms_scene.metrics.rows.dataset_identity`), else what the config says
         (hub repository and revision, or local data files by sha256), with the split."""
         config = self.config
-        out: dict[str, Any] = {"path": config.get("dataset_path"), "split": config.get("test_split"),
-                               "revision": config.get("revision") or (config.get("dataset_kwargs") or {}).get("revision")}  # fmt: skip
+        out: dict[str, Any] = {
+            "path": config.get("dataset_path"),
+            "split": config.get("test_split"),
+            "revision": config.get("revision") or (config.get("dataset_kwargs") or {}).get("revision"),
+        }
         report = None
         if self.benchmark:
             try:
@@ -95,7 +98,9 @@ def data_files(config: dict[str, Any]) -> list[str]:
         out.append(files)
     elif isinstance(files, dict):
         for v in files.values():
-            out.extend([v] if isinstance(v, str) else [x for x in v if isinstance(x, str)] if isinstance(v, list) else [])
+            out.extend(
+                [v] if isinstance(v, str) else [x for x in v if isinstance(x, str)] if isinstance(v, list) else []
+            )
     elif isinstance(files, list):
         out.extend(x for x in files if isinstance(x, str))
     return out
@@ -175,7 +180,11 @@ def read_results_file(path: Path) -> list[TaskResult]:
 
             declared = {benchmarks.declared_benchmark(configs.get(t) or {}) for t in groups[task] or []}
             if len(declared) == 1 and None not in declared:
-                config = {"metadata": {"benchmark": declared.pop()}, "group": task, "subtasks": list(groups[task] or [])}
+                config = {
+                    "metadata": {"benchmark": declared.pop()},
+                    "group": task,
+                    "subtasks": list(groups[task] or []),
+                }
         samples = None
         if prefix is not None:
             candidate = path.with_name(f"{prefix}_samples_{task}.jsonl")
@@ -183,11 +192,17 @@ def read_results_file(path: Path) -> list[TaskResult]:
                 samples = _read_samples(candidate)
         out.append(
             TaskResult(
-                task=task, benchmark=_benchmark(task, config), metrics=_strip_filter(metrics), config=config,
-                model=str(run.get("model", "?")), model_args=str(run.get("model_args", "")), source=path,
-                samples=samples, limit=run.get("limit"),
+                task=task,
+                benchmark=_benchmark(task, config),
+                metrics=_strip_filter(metrics),
+                config=config,
+                model=str(run.get("model", "?")),
+                model_args=str(run.get("model_args", "")),
+                source=path,
+                samples=samples,
+                limit=run.get("limit"),
             )
-        )  # fmt: skip
+        )
     return out
 
 
@@ -196,9 +211,15 @@ def read_samples_file(path: Path) -> TaskResult:
     name = path.stem
     task = name.split("_samples_", 1)[1] if "_samples_" in name else name
     return TaskResult(
-        task=task, benchmark=_benchmark(task, {}), metrics={}, config={}, model="?", model_args="",
-        source=path, samples=_read_samples(path),
-    )  # fmt: skip
+        task=task,
+        benchmark=_benchmark(task, {}),
+        metrics={},
+        config={},
+        model="?",
+        model_args="",
+        source=path,
+        samples=_read_samples(path),
+    )
 
 
 def load(paths: str | Path | Iterable[str | Path]) -> Loaded:
@@ -252,8 +273,9 @@ def with_interval(mean: float | None, interval: Sequence[float] | None) -> str:
     return f"{mean:.3f} [{interval[0]:.3f}, {interval[1]:.3f}]"
 
 
-def stored_report(result: TaskResult, key: str, holds: str,
-                  rebuild: Callable[[list[dict]], Mapping[str, Any]] | None = None) -> Mapping[str, Any] | None:  # fmt: skip
+def stored_report(
+    result: TaskResult, key: str, holds: str, rebuild: Callable[[list[dict]], Mapping[str, Any]] | None = None
+) -> Mapping[str, Any] | None:
     """A results module's ``report_of``: the report the results hold under ``key`` when it
     is a mapping whose ``holds`` entry is one too; for a lone samples file (no results
     JSON), ``rebuild`` (the task's own aggregation) over its logged rows, when given."""
@@ -319,7 +341,9 @@ def label_runs(results: Sequence[TaskResult]) -> tuple[dict[int, str], list[str]
         group_data: dict[int, str | None] = {}
         for g in mine:
             if g.config.get("group"):
-                found = {r.fingerprint for r in tasks if r.source == g.source and r.task in (g.config.get("subtasks") or [])}
+                found = {
+                    r.fingerprint for r in tasks if r.source == g.source and r.task in (g.config.get("subtasks") or [])
+                }
                 group_data[id(g)] = found.pop() if len(found) == 1 else None
         datasets: dict[str | None, list[TaskResult]] = {}
         for r in tasks:
@@ -335,8 +359,13 @@ def label_runs(results: Sequence[TaskResult]) -> tuple[dict[int, str], list[str]
             for fp, rs in datasets.items():
                 rows = sorted({n for r in rs if isinstance(n := r.dataset.get("n_rows"), int)})
                 size = f", {'/'.join(map(str, rows))} rows" if rows else ""
-                parts.append(f"{short_fingerprint(fp)} ({', '.join(sorted({r.task for r in rs}))}{size}; "
-                             f"{', '.join(sorted({r.label for r in rs}))})")  # fmt: skip
-            notes.append(f"{title}: these results hold {len(datasets)} different datasets: " + "; ".join(parts)
-                         + ". They are shown as separate rows, labelled by dataset, and never pooled.")  # fmt: skip
+                parts.append(
+                    f"{short_fingerprint(fp)} ({', '.join(sorted({r.task for r in rs}))}{size}; "
+                    f"{', '.join(sorted({r.label for r in rs}))})"
+                )
+            notes.append(
+                f"{title}: these results hold {len(datasets)} different datasets: "
+                + "; ".join(parts)
+                + ". They are shown as separate rows, labelled by dataset, and never pooled."
+            )
     return labels, notes

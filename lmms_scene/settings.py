@@ -60,7 +60,19 @@ CLIP_DISABLED = "none"
 #: the words an on/off setting takes
 ON, OFF = ("1", "on", "yes", "true"), ("0", "off", "no", "false")
 #: the keys of ``LMMS_SCENE_CESG`` (checked here; :func:`lmms_scene.metrics.cesg.score.parse_components` builds them)
-CESG_KEYS = ("coref", "parser", "encoder", "lambda", "weights", "synonyms", "interactive", "soft", "extra", "verifier", "device")
+CESG_KEYS = (
+    "coref",
+    "parser",
+    "encoder",
+    "lambda",
+    "weights",
+    "synonyms",
+    "interactive",
+    "soft",
+    "extra",
+    "verifier",
+    "device",
+)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -136,7 +148,9 @@ def check_device(value: str, name: str) -> str:
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     index = int(match.group(2) or 0)
     if index >= count:
-        seen = f"sees {count} CUDA device{'s' if count != 1 else ''}" + (f" (cuda:0 to cuda:{count - 1})" if count else "")
+        seen = f"sees {count} CUDA device{'s' if count != 1 else ''}" + (
+            f" (cuda:0 to cuda:{count - 1})" if count else ""
+        )
         raise _bad(name, value, f"this machine's torch {seen}")
     return text
 
@@ -159,7 +173,9 @@ def cesg_fields(spec: str, name: str = CESG_ENV) -> dict[str, str]:
         key, sep, value = part.partition("=")
         key, value = key.strip().lower(), value.strip()
         if not sep or key not in CESG_KEYS:
-            raise _bad(name, part.strip(), f"expected key=value pairs separated by ';' with key one of {', '.join(CESG_KEYS)}")
+            raise _bad(
+                name, part.strip(), f"expected key=value pairs separated by ';' with key one of {', '.join(CESG_KEYS)}"
+            )
         if key in out:
             raise _bad(name, part.strip(), f"{key} is given twice")
         where = f"{name} {key}"

@@ -118,8 +118,14 @@ def scored_items(tiny_clip):
     group, so computed once)."""
     from results_kit import cooco_items, layered_items, snus_items
 
-    return {k: {"cooco": cooco_items(str(tiny_clip), shift=k, fill=True), "snus": snus_items(shift=k, fill=True),
-                "layered": layered_items(shift=k, fill=True)} for k in (0, 1)}  # fmt: skip
+    return {
+        k: {
+            "cooco": cooco_items(str(tiny_clip), shift=k, fill=True),
+            "snus": snus_items(shift=k, fill=True),
+            "layered": layered_items(shift=k, fill=True),
+        }
+        for k in (0, 1)
+    }
 
 
 @pytest.fixture(scope="session")
@@ -256,9 +262,14 @@ class _ForkServer:
         path = str(folder / "forkserver.sock")
         if len(path) > 100:  # a Unix socket's path has ~107 bytes
             path = str(Path(tempfile.mkdtemp(prefix="fs")) / "sock")
-        proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "forkserver.py"), path, str(os.getpid())],
-                                stdout=subprocess.PIPE, text=True, env=env or harness_env(), cwd=REPO,
-                                start_new_session=True)  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, str(REPO / "tests" / "forkserver.py"), path, str(os.getpid())],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env or harness_env(),
+            cwd=REPO,
+            start_new_session=True,
+        )
         ready = json.loads(proc.stdout.readline() or "{}")
         proc.stdout.close()
         if not ready.get("ready"):
@@ -302,19 +313,34 @@ class _ForkServer:
             self.ensure_info()
         server_env = self.env
         # a variable this pytest process's own imports set as the server's did is no difference
-        differ = sorted(k for k in set(env) | set(server_env) if env.get(k) != server_env.get(k) and not _fork_free(k)
-                        and not (k in self.set_by_imports and env.get(k) == self.set_by_imports[k]))  # fmt: skip
+        differ = sorted(
+            k
+            for k in set(env) | set(server_env)
+            if env.get(k) != server_env.get(k)
+            and not _fork_free(k)
+            and not (k in self.set_by_imports and env.get(k) == self.set_by_imports[k])
+        )
         return f"environment differs in {differ}" if differ else None
 
-    def spawn(self, cmd: list[str], env: dict[str, str], cwd: Path, timeout: float, merge_stderr: bool = False) -> ForkedProcess:
+    def spawn(
+        self, cmd: list[str], env: dict[str, str], cwd: Path, timeout: float, merge_stderr: bool = False
+    ) -> ForkedProcess:
         import tempfile
 
         sock = self.connect()
         tmp = tempfile.mkdtemp(prefix="forkrun")
         out = Path(tmp) / "stdout"
         err = out if merge_stderr else Path(tmp) / "stderr"
-        request = {"module": cmd[2], "argv": list(cmd[3:]), "env": env, "cwd": str(cwd), "stdout": str(out),
-                   "stderr": str(err), "timeout": timeout, "client_pid": os.getpid()}  # fmt: skip
+        request = {
+            "module": cmd[2],
+            "argv": list(cmd[3:]),
+            "env": env,
+            "cwd": str(cwd),
+            "stdout": str(out),
+            "stderr": str(err),
+            "timeout": timeout,
+            "client_pid": os.getpid(),
+        }
         sock.sendall((json.dumps(request) + "\n").encode())
         return ForkedProcess(cmd, sock, Path(tmp), out, None if merge_stderr else err, timeout)
 
@@ -388,6 +414,7 @@ class ForkedProcess:
 
         if self._outputs is None:
             self.wait(timeout)
+
             def read(path: Path) -> str:
                 return path.read_text(errors="replace") if path.exists() else ""
 
@@ -421,8 +448,17 @@ def _fork_server_folder(tmp_path_factory):
     yield
 
 
-def run_python(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | str | None = None, timeout: float = 600,
-               stdin=None, capture_output: bool = True, text: bool = True, check: bool = False) -> subprocess.CompletedProcess:  # fmt: skip
+def run_python(
+    cmd: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: Path | str | None = None,
+    timeout: float = 600,
+    stdin=None,
+    capture_output: bool = True,
+    text: bool = True,
+    check: bool = False,
+) -> subprocess.CompletedProcess:
     """``subprocess.run(cmd, capture_output=True, text=True, ...)`` for a ``python -m
     lmms_eval`` or ``python -m lmms_scene.cli`` command: run by a fork of the run's
     pre-imported interpreter (tests/forkserver.py says what it keeps the same) when the
@@ -439,7 +475,9 @@ def run_python(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path |
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
 
 
-def popen_python(cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | str | None = None, timeout: float = 900):
+def popen_python(
+    cmd: list[str], *, env: dict[str, str] | None = None, cwd: Path | str | None = None, timeout: float = 900
+):
     """``subprocess.Popen(cmd, stdout=PIPE, stderr=STDOUT, text=True, ...)`` for a run a test
     signals or runs beside another (the ranks of a multi-process run): a
     :class:`ForkedProcess` when the fork server may run it (as :func:`run_python`), else a
@@ -459,20 +497,35 @@ def launch_env(rank: int, world: int, port: int) -> dict[str, str]:
     the environment of process ``rank``, less the elastic agent's own variables (the
     ranks here meet at MASTER_PORT themselves: rank 0 opens the store)."""
     return {
-        "ACCELERATE_MIXED_PRECISION": "no", "ACCELERATE_DYNAMO_BACKEND": "NO", "ACCELERATE_DYNAMO_MODE": "default",
-        "ACCELERATE_DYNAMO_USE_FULLGRAPH": "False", "ACCELERATE_DYNAMO_USE_DYNAMIC": "False",
-        "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION": "False", "OMP_NUM_THREADS": "1",
-        "RANK": str(rank), "LOCAL_RANK": str(rank), "GROUP_RANK": "0", "ROLE_RANK": str(rank), "ROLE_NAME": "default",
-        "WORLD_SIZE": str(world), "LOCAL_WORLD_SIZE": str(world), "GROUP_WORLD_SIZE": "1", "ROLE_WORLD_SIZE": str(world),
-        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
-    }  # fmt: skip
+        "ACCELERATE_MIXED_PRECISION": "no",
+        "ACCELERATE_DYNAMO_BACKEND": "NO",
+        "ACCELERATE_DYNAMO_MODE": "default",
+        "ACCELERATE_DYNAMO_USE_FULLGRAPH": "False",
+        "ACCELERATE_DYNAMO_USE_DYNAMIC": "False",
+        "ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION": "False",
+        "OMP_NUM_THREADS": "1",
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "GROUP_RANK": "0",
+        "ROLE_RANK": str(rank),
+        "ROLE_NAME": "default",
+        "WORLD_SIZE": str(world),
+        "LOCAL_WORLD_SIZE": str(world),
+        "GROUP_WORLD_SIZE": "1",
+        "ROLE_WORLD_SIZE": str(world),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port),
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+    }
 
 
 #: the variables launch_env sets (a forked rank may differ from the server in each)
 _LAUNCH_ENV = frozenset(launch_env(0, 1, 0))
 
 
-def launch_ranks(cmd: list[str], world: int, *, env: dict[str, str], cwd: Path, timeout: float) -> list[ForkedProcess] | None:
+def launch_ranks(
+    cmd: list[str], world: int, *, env: dict[str, str], cwd: Path, timeout: float
+) -> list[ForkedProcess] | None:
     """The ``world`` processes of a one-machine ``accelerate launch`` of ``cmd`` (``python
     -m MODULE ...``), each a fork with :func:`launch_env`; None when the fork server may
     not run them (the caller then runs the real launcher)."""
@@ -483,7 +536,7 @@ def launch_ranks(cmd: list[str], world: int, *, env: dict[str, str], cwd: Path, 
         port = probe.getsockname()[1]
     envs = [{**env, **launch_env(rank, world, port)} for rank in range(world)]
     refused = [_FORK_SERVER.refusal(cmd, e, None) for e in envs]
-    for e, why in zip(envs, refused):
+    for _e, why in zip(envs, refused):
         _fork_log(cmd, why)
     if any(refused):
         return None
@@ -520,13 +573,18 @@ def _harness(args: list[str], cwd: Path, env: dict[str, str] | None, include: Pa
 
     out = cwd / "results"
     cmd = [
-        sys.executable, "-m", "lmms_eval",
-        "--include_path", str(include or tasks_path()),
-        "--output_path", str(out),
+        sys.executable,
+        "-m",
+        "lmms_eval",
+        "--include_path",
+        str(include or tasks_path()),
+        "--output_path",
+        str(out),
         "--log_samples",
-        "--verbosity", "DEBUG",
+        "--verbosity",
+        "DEBUG",
         *args,
-    ]  # fmt: skip
+    ]
     proc = run_python(cmd, env=harness_env(env), timeout=timeout, cwd=cwd)
     log = proc.stdout + proc.stderr
     results = find_results(out) if proc.returncode == 0 else None
@@ -559,7 +617,9 @@ def shared_lmms_eval(tmp_path_factory):
     root = shared_root(tmp_path_factory) / "runs"
     root.mkdir(exist_ok=True)
 
-    def run(name: str, args: list[str], env: dict[str, str] | None = None, include: Path | None = None, timeout: int = 600):
+    def run(
+        name: str, args: list[str], env: dict[str, str] | None = None, include: Path | None = None, timeout: int = 600
+    ):
         spec = json.dumps({"args": args, "env": env, "include": str(include) if include else None}, sort_keys=True)
 
         def make(folder: Path) -> None:
@@ -570,8 +630,10 @@ def shared_lmms_eval(tmp_path_factory):
 
         folder = once(root, name, make)
         if (folder / "spec.json").read_text() != spec:
-            raise AssertionError(f"shared harness run {name!r} was asked for with other arguments:\n{spec}\n"
-                                 f"!= {(folder / 'spec.json').read_text()}")  # fmt: skip
+            raise AssertionError(
+                f"shared harness run {name!r} was asked for with other arguments:\n{spec}\n"
+                f"!= {(folder / 'spec.json').read_text()}"
+            )
         code = int((folder / "returncode").read_text())
         out = folder / "results"
         return code, find_results(out) if code == 0 else None, out, (folder / "log.txt").read_text()
@@ -588,8 +650,11 @@ def shared_lmms_eval(tmp_path_factory):
 def cooco_blind_run(shared_lmms_eval, tiny_clip):
     """``scene_blind`` on both COOCO sample tasks with the tiny CLIP: test_cooco_e2e.py's
     clean and noise runs and test_cooco_runs.py's saved run."""
-    return shared_lmms_eval("cooco_blind", ["--model", "scene_blind", "--tasks", "cooco_sample,cooco_noise_sample"],
-                            env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)})  # fmt: skip
+    return shared_lmms_eval(
+        "cooco_blind",
+        ["--model", "scene_blind", "--tasks", "cooco_sample,cooco_noise_sample"],
+        env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)},
+    )
 
 
 #: the real simple Qwen2.5-VL class on the tiny checkpoint, as the e2e tests run it
@@ -604,15 +669,35 @@ def qwen_run(shared_lmms_eval, tiny_qwen_vl, tiny_clip):
     The self-test folder is the include path; our tasks come in through the entry-point hook."""
     pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
     tasks = ["scene_selftest", "scene_selftest_rounds", "cooco_sample"] + (["snus_sample"] if java_available() else [])
-    args = ["--model", "qwen2_5_vl", "--force_simple", "--model_args", QWEN_SIMPLE.format(tiny_qwen_vl),
-            "--gen_kwargs", "max_new_tokens=8", "--tasks", ",".join(tasks)]  # fmt: skip
+    args = [
+        "--model",
+        "qwen2_5_vl",
+        "--force_simple",
+        "--model_args",
+        QWEN_SIMPLE.format(tiny_qwen_vl),
+        "--gen_kwargs",
+        "max_new_tokens=8",
+        "--tasks",
+        ",".join(tasks),
+    ]
     return shared_lmms_eval("qwen", args, env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}, include=SELFTEST_TASKS)
 
 
 #: README's offline command (its "Try it" section), run as written: our tasks come in
 #: through the entry-point hook, with no CLIP setting
-README_COMMAND = ["-m", "lmms_eval", "--tasks", "cooco_sample,snus_sample,layered_vqa_sample", "--model", "scene_blind",
-                  "--output_path", "out", "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
+README_COMMAND = [
+    "-m",
+    "lmms_eval",
+    "--tasks",
+    "cooco_sample,snus_sample,layered_vqa_sample",
+    "--model",
+    "scene_blind",
+    "--output_path",
+    "out",
+    "--log_samples",
+    "--verbosity",
+    "DEBUG",
+]
 
 
 @pytest.fixture(scope="session")
@@ -653,10 +738,17 @@ def demo_run(tmp_path_factory):
 
         env = harness_env({"HF_HOME": str(folder / "empty_hf_home")})
         env.pop(settings.CLIP_MODEL_ENV, None)
-        proc = subprocess.run([sys.executable, "-m", "lmms_scene.cli", "demo", "--output_path", str(folder / "results")],
-                              capture_output=True, text=True, env=env, timeout=900, cwd=folder)  # fmt: skip
-        (folder / "proc.json").write_text(json.dumps({"args": proc.args, "returncode": proc.returncode,
-                                                      "stdout": proc.stdout, "stderr": proc.stderr}))  # fmt: skip
+        proc = subprocess.run(
+            [sys.executable, "-m", "lmms_scene.cli", "demo", "--output_path", str(folder / "results")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=900,
+            cwd=folder,
+        )
+        (folder / "proc.json").write_text(
+            json.dumps({"args": proc.args, "returncode": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr})
+        )
 
     folder = once(shared_root(tmp_path_factory), "demo", make)
     p = json.loads((folder / "proc.json").read_text())

@@ -94,7 +94,7 @@ def authors_answer(raw: str) -> str:
     out = raw.lstrip().lower()
     for article in ("a ", "an "):
         if out.startswith(article):
-            return out[len(article):]
+            return out[len(article) :]
     return out
 
 
@@ -105,7 +105,9 @@ def cleaned_answer(raw: str) -> str:
     import unicodedata
 
     text = unicodedata.normalize("NFKC", raw)
-    cut = re.search(r"<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>|<\|end\|>|<end_of_turn>|</s>|<\|end_of_text\|>|<eos>", text)
+    cut = re.search(
+        r"<\|im_end\|>|<\|endoftext\|>|<\|eot_id\|>|<\|end\|>|<end_of_turn>|</s>|<\|end_of_text\|>|<eos>", text
+    )
     if cut:
         text = text[: cut.start()]
     text = re.sub(r"<\|assistant\|>|\[/INST\]", " ", text).replace(".", "")
@@ -135,13 +137,17 @@ class Clip:
 
     def text(self, text: str, truncate: bool):
         if truncate:
-            batch = self.processor(text=[text], return_tensors="pt", padding=True, truncation=True, max_length=CLIP_TOKENS)
+            batch = self.processor(
+                text=[text], return_tensors="pt", padding=True, truncation=True, max_length=CLIP_TOKENS
+            )
         else:
             batch = self.processor(text=[text], return_tensors="pt", padding=True)
             if batch["input_ids"].shape[1] > CLIP_TOKENS:
                 raise ValueError(f"{batch['input_ids'].shape[1]} tokens: CLIP's positions end at {CLIP_TOKENS}")
         with self.torch.no_grad():
-            return self._unit(self.model.get_text_features(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]))
+            return self._unit(
+                self.model.get_text_features(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+            )
 
     def image(self, image):
         batch = self.processor(images=image, return_tensors="pt")
@@ -179,15 +185,26 @@ def padded_crop(path: Path, box, crop: str, scratch: Path):
 
 
 def condition_of(name: str) -> str:
-    for suffix, condition in (("_original.jpg", "original"), ("_clean.jpg", "clean"), ("_relscore_same_target.jpg", "same_target"),
-                              ("_relscore_high.jpg", "high"), ("_relscore_middle.jpg", "medium"), ("_relscore_low.jpg", "low")):  # fmt: skip
+    for suffix, condition in (
+        ("_original.jpg", "original"),
+        ("_clean.jpg", "clean"),
+        ("_relscore_same_target.jpg", "same_target"),
+        ("_relscore_high.jpg", "high"),
+        ("_relscore_middle.jpg", "medium"),
+        ("_relscore_low.jpg", "low"),
+    ):
         if name.endswith(suffix):
             return condition
     raise ValueError(name)
 
 
-def score(folder: Path, metadata: Mapping[str, Mapping[str, Any]], answers: Mapping[tuple, str], clip: Clip,
-          reading: Reading = AUTHORS) -> dict[str, Any]:  # fmt: skip
+def score(
+    folder: Path,
+    metadata: Mapping[str, Mapping[str, Any]],
+    answers: Mapping[tuple, str],
+    clip: Clip,
+    reading: Reading = AUTHORS,
+) -> dict[str, Any]:
     """Score ``answers`` (``(file name, noise area, noise level) -> raw answer``) as the
     authors' pipeline does under ``reading``. Returns the kept rows by key, the skipped
     keys with their reason, the longest gold and the per-cell aggregates."""
@@ -213,9 +230,18 @@ def score(folder: Path, metadata: Mapping[str, Mapping[str, Any]], answers: Mapp
                 if reading.selection == "authors":
                     skipped[key] = "empty"  # output[0] raises
                     continue
-                rows[key] = {"condition": condition, "area": area, "level": level, "refclipscore": 0.0, "accuracy": 0.0,
-                             "text_similarity": None, "output_scene_similarity": None, "levenshtein_accuracy": 0.0,
-                             "hard_chars": 0, "gold_chars": len(name_gold)}  # fmt: skip
+                rows[key] = {
+                    "condition": condition,
+                    "area": area,
+                    "level": level,
+                    "refclipscore": 0.0,
+                    "accuracy": 0.0,
+                    "text_similarity": None,
+                    "output_scene_similarity": None,
+                    "levenshtein_accuracy": 0.0,
+                    "hard_chars": 0,
+                    "gold_chars": len(name_gold),
+                }
                 continue
             truncate = reading.selection != "authors"
             try:
@@ -237,11 +263,17 @@ def score(folder: Path, metadata: Mapping[str, Mapping[str, Any]], answers: Mapp
             else:
                 hard_out, hard_gold = output, name_gold
             rows[key] = {
-                "condition": condition, "area": area, "level": level, "refclipscore": refclip, "text_similarity": ref,
-                "accuracy": float(ref >= ACCURACY), "output_scene_similarity": clip.cos(out_emb, scene_emb),
+                "condition": condition,
+                "area": area,
+                "level": level,
+                "refclipscore": refclip,
+                "text_similarity": ref,
+                "accuracy": float(ref >= ACCURACY),
+                "output_scene_similarity": clip.cos(out_emb, scene_emb),
                 "levenshtein_accuracy": float(indel_ratio(hard_out, hard_gold) >= HARD),
-                "hard_chars": len(hard_out), "gold_chars": len(hard_gold),
-            }  # fmt: skip
+                "hard_chars": len(hard_out),
+                "gold_chars": len(hard_gold),
+            }
     longest = max((r["gold_chars"] for r in rows.values()), default=0)
     return {"rows": rows, "skipped": skipped, "longest_gold": longest, "cells": cells(rows, longest, reading)}
 

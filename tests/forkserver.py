@@ -234,7 +234,11 @@ def serve(listener: socket.socket, set_by_imports: dict[str, str], clients: set[
                 sys.stderr.flush()
                 pid = os.fork()
                 if pid == 0:
-                    open_fds = [listener.fileno(), *(c.fileno() for c in pending), *(c.fileno() for c, _ in children.values())]
+                    open_fds = [
+                        listener.fileno(),
+                        *(c.fileno() for c in pending),
+                        *(c.fileno() for c, _ in children.values()),
+                    ]
                     _child(request, [*open_fds, sock.fileno()])
                 children[pid] = (sock, time.monotonic() + float(request["timeout"]))
                 _send(sock, {"pid": pid})
@@ -284,8 +288,12 @@ def main() -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
-    proto.write(json.dumps({"ready": True, "pid": os.getpid(), "not_warmed": failed, "env": before,
-                            "set_by_imports": set_by_imports}) + "\n")  # fmt: skip
+    proto.write(
+        json.dumps(
+            {"ready": True, "pid": os.getpid(), "not_warmed": failed, "env": before, "set_by_imports": set_by_imports}
+        )
+        + "\n"
+    )
     proto.close()
     try:
         serve(listener, set_by_imports, {client})

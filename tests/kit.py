@@ -45,6 +45,7 @@ def train_byte_bpe(specials: list[str], vocab_size: int, seed: int = 0):
 def build_tiny_clip(path: Path) -> Path:
     """A random-weight CLIP (ViT image size 32, patch 8, hidden 32) with a real
     ``CLIPProcessor``; its tokenizer is a byte-level CLIP tokenizer built on the fly."""
+    import torch
     from tokenizers import pre_tokenizers
     from transformers import (
         CLIPConfig,
@@ -53,7 +54,6 @@ def build_tiny_clip(path: Path) -> Path:
         CLIPProcessor,
         CLIPTokenizerFast,
     )
-    import torch
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -63,9 +63,7 @@ def build_tiny_clip(path: Path) -> Path:
     alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
     tokens = alphabet + [a + "</w>" for a in alphabet] + ["<|startoftext|>", "<|endoftext|>"]
     tokenizer = CLIPTokenizerFast(vocab={t: i for i, t in enumerate(tokens)}, merges=[])
-    image_processor = CLIPImageProcessor(
-        size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32}
-    )
+    image_processor = CLIPImageProcessor(size={"shortest_edge": 32}, crop_size={"height": 32, "width": 32})
     processor = CLIPProcessor(image_processor=image_processor, tokenizer=tokenizer)
     config = CLIPConfig(
         text_config=dict(
@@ -148,6 +146,7 @@ _QWEN_CHAT_TEMPLATE = (
 def build_tiny_qwen2_5_vl(path: Path) -> Path:
     """A random-weight Qwen2.5-VL (text hidden 64, 2 layers; vision depth 2, hidden 32)
     with a real processor, built per ``shared/FACTS.md``. Outputs are random bytes."""
+    import torch
     from transformers import (
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
@@ -156,7 +155,6 @@ def build_tiny_qwen2_5_vl(path: Path) -> Path:
         Qwen2VLImageProcessor,
         Qwen2VLVideoProcessor,
     )
-    import torch
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -235,7 +233,9 @@ _LLAVA_CHAT = (
 
 
 #: the vision tower both tiny LLaVAs use: image 32, patch 8, so a 4 x 4 grid
-_TINY_TOWER = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2, image_size=32, patch_size=8)
+_TINY_TOWER = dict(
+    hidden_size=32, intermediate_size=64, num_hidden_layers=3, num_attention_heads=2, image_size=32, patch_size=8
+)
 
 
 def _tiny_llm(tokenizer, max_positions: int) -> dict:
@@ -258,9 +258,14 @@ def _llava_tokenizer(tok, media_tokens: dict):
     from transformers import PreTrainedTokenizerFast
 
     return PreTrainedTokenizerFast(
-        tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token="<pad>",
-        extra_special_tokens=media_tokens, chat_template=_LLAVA_CHAT,
-    )  # fmt: skip
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        extra_special_tokens=media_tokens,
+        chat_template=_LLAVA_CHAT,
+    )
 
 
 def build_tiny_llava(path: Path) -> Path:

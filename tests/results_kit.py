@@ -35,13 +35,17 @@ def cooco_items(clip_dir: str | None, noise: bool = False, shift: int = 0, fill:
     import os
 
     from conftest import clear_cache_keeping_models
+
     from lmms_scene.tasks.cooco import utils
 
     os.environ["LMMS_SCENE_CLIP_MODEL"] = clip_dir or "none"
     clear_cache_keeping_models()  # the CLIP setting changed; the NLP models and METEOR stay loaded
     raw = _dataset("tasks/cooco/sample/cooco_sample.parquet")
     docs = utils.process_docs_noise(raw) if noise else utils.process_docs(raw)
-    return [utils.process_results(doc, [cooco_output(doc, i + shift) or (doc["gold_label"] if fill else "")]) for i, doc in enumerate(docs)]
+    return [
+        utils.process_results(doc, [cooco_output(doc, i + shift) or (doc["gold_label"] if fill else "")])
+        for i, doc in enumerate(docs)
+    ]
 
 
 def snus_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
@@ -57,9 +61,8 @@ def snus_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
 
 
 def layered_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
-    from lmms_scene.tasks.layered_vqa import utils
-
     from lmms_scene.data.layered_vqa.rounds import turns_of
+    from lmms_scene.tasks.layered_vqa import utils
 
     docs = utils.process_docs_sample(_dataset("tasks/layered_vqa/sample/layered_vqa_sample.parquet"))
     out = []
@@ -86,10 +89,19 @@ def aggregate(bench: str, items: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def write_run(folder: Path, tasks: dict[str, tuple[str, list[dict[str, Any]]]], *, model: str = "qwen2_5_vl",
-              model_args: str = "pretrained=/ckpt/Qwen2.5-VL-3B,device=cpu", limit: Any = None,
-              configs: dict[str, dict[str, Any]] | None = None, groups: dict[str, tuple[str, list[str]]] | None = None,
-              name: str = "20260101_000000", harness: str = "0.7.3", samples: bool = True) -> Path:  # fmt: skip
+def write_run(
+    folder: Path,
+    tasks: dict[str, tuple[str, list[dict[str, Any]]]],
+    *,
+    model: str = "qwen2_5_vl",
+    model_args: str = "pretrained=/ckpt/Qwen2.5-VL-3B,device=cpu",
+    limit: Any = None,
+    configs: dict[str, dict[str, Any]] | None = None,
+    groups: dict[str, tuple[str, list[str]]] | None = None,
+    name: str = "20260101_000000",
+    harness: str = "0.7.3",
+    samples: bool = True,
+) -> Path:
     """Write a run: ``tasks`` maps task -> (benchmark, process_results items). ``groups``:
     group -> (benchmark, its tasks), whose metrics are the group aggregations of the tasks
     (Layered-VQA's retained accuracy from the schedule parts)."""
@@ -97,14 +109,18 @@ def write_run(folder: Path, tasks: dict[str, tuple[str, list[dict[str, Any]]]], 
     results, cfgs = {}, {}
     for task, (bench, items) in tasks.items():
         results[task] = {"alias": task, **aggregate(bench, items)}
-        cfgs[task] = {"task": task, "dataset_path": "fmerlo/COOCO" if bench == "cooco" else f"lmms-scene-tests/{bench}",
-                      "test_split": "test", "metadata": {"version": 1.0, "benchmark": bench}}  # fmt: skip
+        cfgs[task] = {
+            "task": task,
+            "dataset_path": "fmerlo/COOCO" if bench == "cooco" else f"lmms-scene-tests/{bench}",
+            "test_split": "test",
+            "metadata": {"version": 1.0, "benchmark": bench},
+        }
         cfgs[task].update((configs or {}).get(task, {}))
         if samples:
             lines = [{"doc_id": i, "target": "", "resps": [], "filtered_resps": [], **it} for i, it in enumerate(items)]
             (folder / f"{name}_samples_{task}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     group_subtasks = {}
-    for group, (bench, members) in (groups or {}).items():
+    for group, (_bench, members) in (groups or {}).items():
         from lmms_scene.tasks.layered_vqa import utils as lv
 
         results[group] = {"alias": group}

@@ -3,17 +3,14 @@ tiny random-weight LLaVA end to end for shapes and invariants."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
-
 from conftest import fixture_dir
+
 from lmms_scene.analysis import attention as A
 
 torch.set_num_threads(1)
-
 
 
 def random_attention(layers: int, heads: int, n: int, seed: int = 0, causal: bool = True) -> torch.Tensor:
@@ -163,8 +160,11 @@ def test_query_rows_are_the_output_tokens_own_positions(tiny_llava, monkeypatch)
     model = LlavaForConditionalGeneration.from_pretrained(tiny_llava, attn_implementation="eager").eval()
     proc = AutoProcessor.from_pretrained(tiny_llava)
     msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "What is it?"}]}]
-    enc = proc(text=[proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)], images=[image],
-               return_tensors="pt")
+    enc = proc(
+        text=[proc.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)],
+        images=[image],
+        return_tensors="pt",
+    )
     ids = torch.cat([enc["input_ids"], torch.tensor([[40, 41, 42]])], dim=1)
     assert ids.shape[1] == n
     with torch.no_grad():

@@ -17,7 +17,9 @@ from lmms_scene.registration import tasks_path
 def test_snus_prior_leaves_the_scored_images_caption_out():
     from lmms_scene.baselines.snus import blind_answer, prior_from
 
-    rows = pq.read_table(tasks_path() / "snus" / "sample" / "snus_sample.parquet", columns=["image_id", "caption"]).to_pylist()
+    rows = pq.read_table(
+        tasks_path() / "snus" / "sample" / "snus_sample.parquet", columns=["image_id", "caption"]
+    ).to_pylist()
     answers = {}
     for row in rows:
         others = [r["caption"] for r in rows if r["image_id"] != row["image_id"]]
@@ -34,13 +36,18 @@ def test_layered_vqa_prior_is_counted_on_a_generated_split_no_task_scores():
     from lmms_scene.baselines import layered_vqa
     from lmms_scene.data.layered_vqa import sample, synth
 
-    items = synth.generate(layered_vqa.PRIOR_SCENES, seed=layered_vqa.PRIOR_SEED, size=layered_vqa.PRIOR_SIZE, id_prefix="prior")
+    items = synth.generate(
+        layered_vqa.PRIOR_SCENES, seed=layered_vqa.PRIOR_SEED, size=layered_vqa.PRIOR_SIZE, id_prefix="prior"
+    )
     by_type: dict[str, Counter] = {}
     for it in items:
         by_type.setdefault(it["question_type"], Counter())[it["answer"]] += 1
     expected = {t: min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for t, c in by_type.items()}
     assert layered_vqa.prior()["answers"] == expected
-    assert layered_vqa.blind_answer({"question_type": "counting", "scene_id": "synth-0000"}, "How many?") == expected["counting"]
+    assert (
+        layered_vqa.blind_answer({"question_type": "counting", "scene_id": "synth-0000"}, "How many?")
+        == expected["counting"]
+    )
     # disjoint from what the tasks score: other seeds than the sample's (0) and the generated split's
     assert layered_vqa.PRIOR_SEED not in (0, sample.SYNTH_SEED)
     # ... and no prior scene is a scene a task scores (pixels compared)
@@ -52,21 +59,38 @@ def test_layered_vqa_prior_is_counted_on_a_generated_split_no_task_scores():
         return image.convert("RGB").tobytes()
 
     scored = set()
-    for path in (tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet", tasks_path() / "layered_vqa" / sample.SYNTH_FILE):
+    for path in (
+        tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet",
+        tasks_path() / "layered_vqa" / sample.SYNTH_FILE,
+    ):
         for row in pq.read_table(path, columns=["composite"]).to_pylist():
             scored.add(pixels(Image.open(io.BytesIO(row["composite"]["bytes"]))))
     assert len(scored) > 60 and not {pixels(it["composite"]) for it in items} & scored
 
 
 def test_show_says_where_the_blind_answers_come_from(tmp_path, capsys):
-    from lmms_scene.baselines import layered_vqa
     from test_report import vqa_report, write_run
 
-    write_run(tmp_path / "blind", "scene_blind", "", {"layered_vqa_sample": {"layered_vqa_report": vqa_report(0.3), "accuracy": 0.3}})
-    write_run(tmp_path / "model", "qwen2_5_vl", "pretrained=/ckpt/m", {"layered_vqa_sample": {"layered_vqa_report": vqa_report(0.6), "accuracy": 0.6}})
+    from lmms_scene.baselines import layered_vqa
+
+    write_run(
+        tmp_path / "blind",
+        "scene_blind",
+        "",
+        {"layered_vqa_sample": {"layered_vqa_report": vqa_report(0.3), "accuracy": 0.3}},
+    )
+    write_run(
+        tmp_path / "model",
+        "qwen2_5_vl",
+        "pretrained=/ckpt/m",
+        {"layered_vqa_sample": {"layered_vqa_report": vqa_report(0.6), "accuracy": 0.6}},
+    )
     assert cli.main(["show", str(tmp_path), "--width", "0"]) == 0
     out = capsys.readouterr().out
-    assert f"scene_blind (the blind baseline) never looks at an image; its Layered-VQA answers are {layered_vqa.PRIOR_SOURCE}." in out
+    assert (
+        f"scene_blind (the blind baseline) never looks at an image; its Layered-VQA answers are {layered_vqa.PRIOR_SOURCE}."
+        in out
+    )
     assert cli.main(["show", str(tmp_path / "model"), "--width", "0"]) == 0
     assert "scene_blind (the blind baseline)" not in capsys.readouterr().out
 

@@ -41,7 +41,9 @@ def test_coref_resolves_plural_pronouns_to_groups_and_plurals():
 def test_coref_agrees_in_person_and_possessive():
     out = RuleCoref().resolve("The welder is at the bench. He has no face shield and his hands are not protected.")
     assert out == "The welder is at the bench. The welder has no face shield and the welder's hands are not protected."
-    assert RuleCoref().resolve("The ladder is old. It is not secured.") == "The ladder is old. The ladder is not secured."
+    assert (
+        RuleCoref().resolve("The ladder is old. It is not secured.") == "The ladder is old. The ladder is not secured."
+    )
 
 
 def test_plural_coreference_reaches_the_graph():
@@ -85,7 +87,9 @@ def test_relation_negation_and_absent_objects():
     assert ("ladder", "secure to", "wall") in rels
     # present information is kept, not evaluated
     g = cesg_graph(SCENE).cesg
-    assert {"worker on scaffold", "scaffold", "ladder", "wall", "welder"} <= set(g.present_objects)  # the worker is told apart by where he is
+    assert {"worker on scaffold", "scaffold", "ladder", "wall", "welder"} <= set(
+        g.present_objects
+    )  # the worker is told apart by where he is
     assert any(r.predicate == "on" and not r.negated for r in g.relations)
 
 
@@ -125,7 +129,9 @@ def test_people_quantifiers_and_with_verbs():
 
 def test_compare_isolates_what_only_the_affirmative_graph_has():
     neg = SceneGraph(objects=("worker",), relations=())
-    aff = SceneGraph(objects=("worker", "helmet"), attributes=(("worker", "tired"),), relations=(("worker", "wear", "helmet"),))
+    aff = SceneGraph(
+        objects=("worker", "helmet"), attributes=(("worker", "tired"),), relations=(("worker", "wear", "helmet"),)
+    )
     g = compare(neg, aff)
     assert [n.name for n in g.absent_objects] == ["helmet"]
     assert [(a.attribute, a.negated, a.node.absent) for a in g.attributes] == [("tired", True, False)]
@@ -176,7 +182,13 @@ def test_empty_prediction_scores_zero_and_is_counted():
 def test_reference_without_absent_information_is_excluded():
     s = cesg_score("There is no guardrail.", "A worker stands on the roof.")
     assert s["status"] == "reference_without_absent_information" and all(s[k] is None for k in KEYS)
-    corpus = score_corpus([("a", "There is no guardrail.", ["There is no guardrail."]), ("b", "x", ["A worker stands."]), ("c", "", ["There is no rail."])])
+    corpus = score_corpus(
+        [
+            ("a", "There is no guardrail.", ["There is no guardrail."]),
+            ("b", "x", ["A worker stands."]),
+            ("c", "", ["There is no rail."]),
+        ]
+    )
     assert corpus["n_reference_without_absent_information"] == 1 and corpus["n_empty_prediction"] == 1
     # the paper's convention, row b left out: P_o over rows with a predicted object (a: 1),
     # R_o over rows with a reference object (a: 1, c: 0), F1_o = HM(1, 0.5) = 2/3
@@ -230,7 +242,9 @@ def test_extra_matching_counts_judged_absences_for_precision_only():
 
 
 def test_judge_failures_are_reported_not_scored():
-    s = cesg_score("There is no guardrail and no ladder.", "There is no guardrail.", encoder=None, extra_judge=lambda t: None)
+    s = cesg_score(
+        "There is no guardrail and no ladder.", "There is no guardrail.", encoder=None, extra_judge=lambda t: None
+    )
     assert s["P_o"] == 0.5 and s["judge_failures"] == ["ladder"]
 
 
@@ -308,11 +322,23 @@ def tiny_t5(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny_t5")
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    corpus = ["Generate Scene Graph: the worker is not wearing a helmet", "( worker , wear , helmet ) , ( floor , is , wet )"] * 20
+    corpus = [
+        "Generate Scene Graph: the worker is not wearing a helmet",
+        "( worker , wear , helmet ) , ( floor , is , wet )",
+    ] * 20
     tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=120, special_tokens=["<pad>", "</s>", "<unk>"]))
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="</s>", unk_token="<unk>")
-    config = T5Config(vocab_size=fast.vocab_size, d_model=16, d_kv=4, d_ff=32, num_layers=1, num_heads=2,
-                      decoder_start_token_id=fast.pad_token_id, pad_token_id=fast.pad_token_id, eos_token_id=fast.eos_token_id)  # fmt: skip
+    config = T5Config(
+        vocab_size=fast.vocab_size,
+        d_model=16,
+        d_kv=4,
+        d_ff=32,
+        num_layers=1,
+        num_heads=2,
+        decoder_start_token_id=fast.pad_token_id,
+        pad_token_id=fast.pad_token_id,
+        eos_token_id=fast.eos_token_id,
+    )
     T5ForConditionalGeneration(config).save_pretrained(folder)
     fast.save_pretrained(folder)
     return folder

@@ -45,7 +45,14 @@ def test_agreement_command(tmp_path, capsys):
     from lmms_scene.cli import main
 
     path = tmp_path / "scores.jsonl"
-    path.write_text("\n".join(json.dumps({"image_id": i // 3, "CESG": i % 5, "F1_o": i % 5, "F1_a": 1, "F1_r": 0, "human": i % 5 + (i % 2)}) for i in range(18)))
+    path.write_text(
+        "\n".join(
+            json.dumps(
+                {"image_id": i // 3, "CESG": i % 5, "F1_o": i % 5, "F1_a": 1, "F1_r": 0, "human": i % 5 + (i % 2)}
+            )
+            for i in range(18)
+        )
+    )
     assert main(["agreement", "--input", str(path), "--target", "human", "--weights", "--n-boot", "20"]) == 0
     out = capsys.readouterr().out
     assert "Table 3" in out and "Table 4" in out and "| CESG | 18 | 0 |" in out
@@ -122,4 +129,7 @@ def test_goodman_kruskal_gamma_against_an_independent_computation():
     # gamma ignores ties that tau-b penalises: it is at least as large in magnitude
     x, y = [0, 0, 1, 1, 2, 2], [0, 1, 1, 2, 2, 3]
     s = statistics(x, y, ["a"] * 6)
-    assert s["goodman_kruskal_gamma"] == pytest.approx(_gamma_by_pairs(x, y)) and s["goodman_kruskal_gamma"] >= s["kendall_tau"]
+    assert (
+        s["goodman_kruskal_gamma"] == pytest.approx(_gamma_by_pairs(x, y))
+        and s["goodman_kruskal_gamma"] >= s["kendall_tau"]
+    )

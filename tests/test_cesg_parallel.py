@@ -9,8 +9,7 @@ import threading
 import pytest
 
 from lmms_scene import cache
-from lmms_scene.metrics.cesg import score_corpus
-from lmms_scene.metrics.cesg import construct, score
+from lmms_scene.metrics.cesg import construct, score, score_corpus
 from lmms_scene.metrics.cesg.construct import BATCH_TEXTS, fork_workers
 
 
@@ -19,7 +18,10 @@ def _corpus(n: int) -> list[tuple[str, str, list[str]]]:
     people = ["worker on the scaffold", "welder at the bench", "painter on the ladder", "driver in the truck"]
     things = ["hard hat", "gloves", "safety harness", "face shield", "safety vest"]
     places = ["guardrail", "fire extinguisher", "warning sign", "safety net"]
-    refs = [f"The {rng.choice(people)} is not wearing a {rng.choice(things)}. There is no {rng.choice(places)}." for _ in range(n // 3)]
+    refs = [
+        f"The {rng.choice(people)} is not wearing a {rng.choice(things)}. There is no {rng.choice(places)}."
+        for _ in range(n // 3)
+    ]
     rows = []
     for i in range(n):
         p, t, q = rng.choice(people), rng.choice(things), rng.choice(places)

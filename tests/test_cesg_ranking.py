@@ -30,7 +30,9 @@ def test_every_triple_ranks_the_correct_answer_first_with_a_wide_median_margin()
 
 def test_triples_file_errors_name_the_line_and_field(tmp_path):
     bad = tmp_path / "t.jsonl"
-    bad.write_text(json.dumps({"id": "x", "reference": "There is no rail.", "correct": "", "wrong_answer": "No cone."}) + "\n")
+    bad.write_text(
+        json.dumps({"id": "x", "reference": "There is no rail.", "correct": "", "wrong_answer": "No cone."}) + "\n"
+    )
     with pytest.raises(ValueError, match=r"line 1: field 'correct'"):
         read_triples(bad)
     assert TRIPLES.exists()
@@ -69,22 +71,30 @@ def test_a_per_entity_list_keeps_its_relations_and_the_swapped_list_scores_lower
     [
         ("- Worker on the ladder: not wearing a harness", "The worker on the ladder is not wearing a harness."),
         ("**Worker 1 (on the ladder):** No harness.", "The worker on the ladder has no harness."),
-        ("Worker on the left - no hard hat, no vest.", "The worker on the left has no hard hat. The worker on the left has no vest."),
+        (
+            "Worker on the left - no hard hat, no vest.",
+            "The worker on the left has no hard hat. The worker on the left has no vest.",
+        ),
         ("Woman on the left:\n- no ear protection", "The woman on the left has no ear protection."),
         ("Missing: dust mask, ladder.", "There is no dust mask. There is no ladder."),
-        ("The worker is sanding the drywall while standing on a bucket near the wall of the garage. Missing: dust mask, ladder.",
-         "The worker is sanding the drywall while standing on a bucket near the wall of the garage. There is no dust mask. There is no ladder."),
+        (
+            "The worker is sanding the drywall while standing on a bucket near the wall of the garage. Missing: dust mask, ladder.",
+            "The worker is sanding the drywall while standing on a bucket near the wall of the garage. There is no dust mask. There is no ladder.",
+        ),
         ("Scaffold: no guardrail", "No guardrail."),  # not a person: no subject invented
         ("Note: the worker is on the roof.", "The worker is on the roof."),
     ],
-)  # fmt: skip
+)
 def test_list_lines_become_sentences(text, sentences):
     assert normalise_lists(text) == sentences
 
 
 def test_a_one_line_header_after_prose_is_read():
     ref = "There is no dust mask. There is no ladder."
-    s = cesg_score("The worker is sanding the drywall while standing on a bucket near the wall of the garage. Missing: dust mask, ladder.", ref)
+    s = cesg_score(
+        "The worker is sanding the drywall while standing on a bucket near the wall of the garage. Missing: dust mask, ladder.",
+        ref,
+    )
     assert s["F1_o"] == 1.0
 
 

@@ -5,24 +5,29 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import REPO, harness_env
+
 from lmms_scene import cli
 
 
 def run_cli(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lmms_scene.cli", *args], capture_output=True, text=True,
-                          env=harness_env(), timeout=timeout)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "lmms_scene.cli", *args],
+        capture_output=True,
+        text=True,
+        env=harness_env(),
+        timeout=timeout,
+    )
 
 
 def test_argument_parsing_lives_only_in_the_cli_package():
     users = sorted(
-        str(p.relative_to(REPO)) for p in (REPO / "lmms_scene").rglob("*.py")
+        str(p.relative_to(REPO))
+        for p in (REPO / "lmms_scene").rglob("*.py")
         if re.search(r"^\s*(import argparse|from argparse )", p.read_text(encoding="utf-8"), re.M)
-    )  # fmt: skip
+    )
     assert users and all(u.startswith("lmms_scene/cli/") for u in users), users
 
 
@@ -48,7 +53,10 @@ def test_unknown_arguments_and_library_errors_exit_2_with_one_line(tmp_path, cap
     # a library error is one line naming the command, not a traceback
     assert cli.main(["build-samples", "no-such-benchmark"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("lmms-scene build-samples: error: unknown benchmark 'no-such-benchmark'") and "Traceback" not in err
+    assert (
+        err.startswith("lmms-scene build-samples: error: unknown benchmark 'no-such-benchmark'")
+        and "Traceback" not in err
+    )
 
 
 def test_show_says_what_it_could_not_read(tmp_path, capsys):
@@ -65,10 +73,17 @@ def test_the_printed_results_table_has_numbers_only():
 
     assert install_table_filter()
     result = {
-        "results": {"cooco_sample": {"alias": "cooco_sample", "accuracy,none": 0.5, "accuracy_stderr,none": 0.1,
-                                     "cooco_breakdown,none": {"overall": {"n": 29, "accuracy": 0.5}}}},
-        "higher_is_better": {"cooco_sample": {"accuracy": True}}, "n-shot": {"cooco_sample": 0},
-    }  # fmt: skip
+        "results": {
+            "cooco_sample": {
+                "alias": "cooco_sample",
+                "accuracy,none": 0.5,
+                "accuracy_stderr,none": 0.1,
+                "cooco_breakdown,none": {"overall": {"n": 29, "accuracy": 0.5}},
+            }
+        },
+        "higher_is_better": {"cooco_sample": {"accuracy": True}},
+        "n-shot": {"cooco_sample": 0},
+    }
     table = harness_utils.make_table(result)
     assert "|accuracy|" in table and "0.5" in table
     assert "cooco_breakdown" not in table and "overall" not in table
@@ -100,12 +115,15 @@ def test_a_group_in_results_belongs_to_the_benchmark_its_tasks_declare(tmp_path)
     from lmms_scene.results import load
 
     results = {
-        "results": {"layered_vqa_mine": {"accuracy,none": 0.5}, "layered_vqa_full_mine": {"accuracy,none": 0.5},
-                    "other_group": {"x,none": 1.0}},
+        "results": {
+            "layered_vqa_mine": {"accuracy,none": 0.5},
+            "layered_vqa_full_mine": {"accuracy,none": 0.5},
+            "other_group": {"x,none": 1.0},
+        },
         "group_subtasks": {"layered_vqa_mine": ["layered_vqa_full_mine"], "other_group": ["pope_pop"]},
         "configs": {"layered_vqa_full_mine": {"metadata": {"benchmark": "layered_vqa"}}, "pope_pop": {"metadata": {}}},
         "config": {"model": "m", "model_args": ""},
-    }  # fmt: skip
+    }
     (tmp_path / "x_results.json").write_text(json.dumps(results))
     by_task = {r.task: r.benchmark for r in load(tmp_path).results}
     assert by_task == {"layered_vqa_mine": "layered_vqa", "layered_vqa_full_mine": "layered_vqa", "other_group": None}

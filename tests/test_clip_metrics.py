@@ -17,13 +17,21 @@ from lmms_scene.metrics import clip
 def images(n: int = 4) -> list[Image.Image]:
     rng = np.random.default_rng(0)
     noise = Image.fromarray(rng.integers(0, 256, (20, 64, 3), dtype=np.uint8))
-    solid = [Image.new("RGB", size, colour) for size, colour in [((40, 30), (255, 0, 0)), ((30, 50), (0, 0, 255)), ((32, 32), (255, 255, 255))]]
+    solid = [
+        Image.new("RGB", size, colour)
+        for size, colour in [((40, 30), (255, 0, 0)), ((30, 50), (0, 0, 255)), ((32, 32), (255, 255, 255))]
+    ]
     return (solid + [noise])[:n]
 
 
 # chosen so that the random tiny CLIP gives positive and negative image-text cosines
 CANDIDATES = ["A photo depicts a cup", "A photo depicts a laptop", "blue", "A photo depicts a ham"]
-REFERENCES = [["A photo depicts a cup"], ["A photo depicts a bowl", "A photo depicts a laptop"], ["A photo depicts a chair", "blue sky"], ["A photo depicts a car"]]
+REFERENCES = [
+    ["A photo depicts a cup"],
+    ["A photo depicts a bowl", "A photo depicts a laptop"],
+    ["A photo depicts a chair", "blue sky"],
+    ["A photo depicts a car"],
+]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +66,16 @@ def test_clip_score_matches_formula(tiny_clip, reference_model):
     assert len({round(float(c), 6) for c in cos if c > 0}) >= 2
 
 
-POOL = ["A photo depicts a cup", "A photo depicts a laptop", "blue", "A photo depicts a ham", "kitchen", "a red car", "the dog", "A photo depicts an oven"]
+POOL = [
+    "A photo depicts a cup",
+    "A photo depicts a laptop",
+    "blue",
+    "A photo depicts a ham",
+    "kitchen",
+    "a red car",
+    "the dog",
+    "A photo depicts an oven",
+]
 
 
 def test_ref_clip_score_matches_formula(tiny_clip, reference_model):

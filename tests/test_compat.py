@@ -72,7 +72,9 @@ def test_no_harness_import_outside_compat():
 
 def test_the_allowed_list_is_not_stale():
     for rel in ALLOWED:
-        assert IMPORT.search((REPO / rel).read_text(encoding="utf-8")), f"{rel} no longer imports lmms_eval: drop it from ALLOWED"
+        assert IMPORT.search((REPO / rel).read_text(encoding="utf-8")), (
+            f"{rel} no longer imports lmms_eval: drop it from ALLOWED"
+        )
 
 
 # -- the typed request ------------------------------------------------------------------------
@@ -93,14 +95,31 @@ def _messages(doc, **kw):
 @pytest.mark.parametrize(
     ("args", "chat", "multi_round", "expected"),
     [
-        (("ctx", {"max_new_tokens": 4}, _visual, 3, "t", "test"), False, False, {"doc_to_visual": _visual, "doc_to_text": None}),
-        (("ctx", {"max_new_tokens": 4}, _visual, _text, 3, "t", "test"), False, True, {"doc_to_visual": _visual, "doc_to_text": _text}),
+        (
+            ("ctx", {"max_new_tokens": 4}, _visual, 3, "t", "test"),
+            False,
+            False,
+            {"doc_to_visual": _visual, "doc_to_text": None},
+        ),
+        (
+            ("ctx", {"max_new_tokens": 4}, _visual, _text, 3, "t", "test"),
+            False,
+            True,
+            {"doc_to_visual": _visual, "doc_to_text": _text},
+        ),
         (("ctx", _messages, {"max_new_tokens": 4}, 3, "t", "test"), True, True, {"doc_to_messages": _messages}),
     ],
 )
 def test_generation_request_names_each_layout(args, chat, multi_round, expected):
     req = compat.GenerationRequest.from_args(args, chat=chat, multi_round=multi_round)
-    assert (req.context, req.gen_kwargs, req.doc_id, req.task, req.split, req.chat) == ("ctx", {"max_new_tokens": 4}, 3, "t", "test", chat)
+    assert (req.context, req.gen_kwargs, req.doc_id, req.task, req.split, req.chat) == (
+        "ctx",
+        {"max_new_tokens": 4},
+        3,
+        "t",
+        "test",
+        chat,
+    )
     for field, value in expected.items():
         assert getattr(req, field) is value
     if not multi_round or chat:  # single-round layouts round-trip to the harness's positions
@@ -108,7 +127,9 @@ def test_generation_request_names_each_layout(args, chat, multi_round, expected)
 
 
 def test_generation_request_of_a_harness_instance():
-    request = compat.make_request("generate_until", ("ctx", {}, _visual, 0, "t", "test"), {"task": "t", "doc_id": 0, "repeats": 1})
+    request = compat.make_request(
+        "generate_until", ("ctx", {}, _visual, 0, "t", "test"), {"task": "t", "doc_id": 0, "repeats": 1}
+    )
     assert type(request) is compat.request_class()
     req = compat.GenerationRequest.of(request, chat=False, multi_round=False)
     assert (req.doc_id, req.task, req.doc_to_visual) == (0, "t", _visual)

@@ -83,7 +83,7 @@ def test_equal_to_a_chain_of_pil_alpha_composite_within_one_level():
     h, w = 37, 53
     bg = np.concatenate([rng.integers(0, 256, (h, w, 3), dtype=np.uint8), np.full((h, w, 1), 255, np.uint8)], 2)
     layers = [bg]
-    for k in range(5):  # random soft alpha, each layer on part of the canvas only
+    for _k in range(5):  # random soft alpha, each layer on part of the canvas only
         arr = np.zeros((h, w, 4), np.uint8)
         y, x = rng.integers(0, h // 2), rng.integers(0, w // 2)
         arr[y : y + 15, x : x + 20] = rng.integers(0, 256, (15, 20, 4), dtype=np.uint8)

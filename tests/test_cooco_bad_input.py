@@ -32,10 +32,15 @@ def record(name: str, **overrides) -> dict:
     """A metadata row that agrees with the authors' file name ``name``."""
     parsed = cooco.parse_filename(name)
     row = {
-        "file_name": name, "scene": parsed["scene"], "target": parsed["target"],
-        "swapped_object": parsed["swapped_object"], "target_bbox": "[5, 5, 10, 8]",
-        "rel_level": parsed["rel_level"], "rel_score": "0.1" if parsed["swapped_object"] else "", "excluded": "False",
-    }  # fmt: skip
+        "file_name": name,
+        "scene": parsed["scene"],
+        "target": parsed["target"],
+        "swapped_object": parsed["swapped_object"],
+        "target_bbox": "[5, 5, 10, 8]",
+        "rel_level": parsed["rel_level"],
+        "rel_score": "0.1" if parsed["swapped_object"] else "",
+        "excluded": "False",
+    }
     row.update(overrides)
     return row
 
@@ -101,8 +106,17 @@ def test_file_name_and_metadata_must_agree(tmp_path, name, field, value, shown, 
 
 
 def test_agreement_is_up_to_case_and_underscores(tmp_path):
-    folder = make_folder(tmp_path, [record("000000000011_living_room_potted_plant_relscore_low.jpg",
-                                           scene="Living Room", target="potted plant", swapped_object="ham")])  # fmt: skip
+    folder = make_folder(
+        tmp_path,
+        [
+            record(
+                "000000000011_living_room_potted_plant_relscore_low.jpg",
+                scene="Living Room",
+                target="potted plant",
+                swapped_object="ham",
+            )
+        ],
+    )
     notes: list[str] = []
     ds = build(folder, notes=notes)
     assert ds[0]["gold_label"] == "ham" and ds[0]["target"] == "potted plant" and notes == []
@@ -152,9 +166,18 @@ def test_truncated_hub_image_bytes_are_an_error_in_ensure_schema():
 
     buffer = io.BytesIO()
     Image.fromarray(np.random.default_rng(1).integers(0, 255, (120, 160, 3), dtype=np.uint8)).save(buffer, "JPEG")
-    hub = Dataset.from_list([{"image": {"bytes": buffer.getvalue()[:2048], "path": LOW}, "scene": "kitchen",
-                              "target": "cup", "swapped_object": "ham", "target_bbox": [5.0, 5.0, 10.0, 8.0],
-                              "rel_level": "relscore_low"}])  # fmt: skip
+    hub = Dataset.from_list(
+        [
+            {
+                "image": {"bytes": buffer.getvalue()[:2048], "path": LOW},
+                "scene": "kitchen",
+                "target": "cup",
+                "swapped_object": "ham",
+                "target_bbox": [5.0, 5.0, 10.0, 8.0],
+                "rel_level": "relscore_low",
+            }
+        ]
+    )
     with pytest.raises(cooco.CoocoBuildError, match=rf"row 0 \({LOW}\): image {LOW} cannot be decoded in full"):
         cooco.ensure_schema(hub)
 
@@ -164,15 +187,31 @@ def test_truncated_hub_image_bytes_are_an_error_in_ensure_schema():
 
 @pytest.mark.parametrize(
     "value, expected",
-    [("true", True), ("TRUE", True), ("1", True), ("1.0", True), ("yes", True), ("Yes", True), (" True ", True),
-     ("false", False), ("False", False), ("0", False), ("0.0", False), ("no", False), ("NO", False), ("", False)],
-)  # fmt: skip
+    [
+        ("true", True),
+        ("TRUE", True),
+        ("1", True),
+        ("1.0", True),
+        ("yes", True),
+        ("Yes", True),
+        (" True ", True),
+        ("false", False),
+        ("False", False),
+        ("0", False),
+        ("0.0", False),
+        ("no", False),
+        ("NO", False),
+        ("", False),
+    ],
+)
 def test_excluded_accepts_the_boolean_spellings(tmp_path, value, expected):
     ds = build(make_folder(tmp_path, [record(CLEAN, excluded=value), record(ORIGINAL)]))
     assert ds["excluded"] == [expected, False]
 
 
-@pytest.mark.parametrize("value, expected", [(1.0, True), (0.0, False), (1, True), (0, False), (True, True), (None, False)])
+@pytest.mark.parametrize(
+    "value, expected", [(1.0, True), (0.0, False), (1, True), (0, False), (True, True), (None, False)]
+)
 def test_excluded_typed_values_in_jsonl(tmp_path, value, expected):
     ds = build(make_folder(tmp_path, [record(CLEAN, excluded=value), record(ORIGINAL)], fmt="jsonl"))
     assert ds["excluded"] == [expected, False]
@@ -207,8 +246,10 @@ def test_image_without_a_metadata_row_is_an_error_or_skipped_and_listed(tmp_path
     notes: list[str] = []
     ds = build(folder, notes=notes, skip_unmatched=True)
     assert ds["image_id"] == [Path(ORIGINAL).stem, Path(LOW).stem]
-    assert notes == [f"skipped (image without a metadata row): {CLEAN}",
-                     "skipped (image without a metadata row): more/stray.PNG"]  # fmt: skip
+    assert notes == [
+        f"skipped (image without a metadata row): {CLEAN}",
+        "skipped (image without a metadata row): more/stray.PNG",
+    ]
     card = cooco.dataset_card(ds, str(folder), notes=notes)
     assert "## Build notes" in card and f"- skipped (image without a metadata row): {CLEAN}" in card
 
@@ -216,7 +257,8 @@ def test_image_without_a_metadata_row_is_an_error_or_skipped_and_listed(tmp_path
 def test_metadata_row_without_an_image_is_an_error_or_skipped_and_listed(tmp_path):
     folder = make_folder(tmp_path, [record(ORIGINAL), record(LOW), record(CLEAN)], images=[ORIGINAL, CLEAN])
     with pytest.raises(
-        cooco.CoocoBuildError, match=rf"1 metadata rows without an image: row 1 \({LOW}\): image file not found: .*{LOW}"
+        cooco.CoocoBuildError,
+        match=rf"1 metadata rows without an image: row 1 \({LOW}\): image file not found: .*{LOW}",
     ):
         build(folder)
     notes: list[str] = []
@@ -226,7 +268,9 @@ def test_metadata_row_without_an_image_is_an_error_or_skipped_and_listed(tmp_pat
 
 
 def test_row_positions_survive_skipping(tmp_path):
-    folder = make_folder(tmp_path, [record(ORIGINAL), record(LOW), record(CLEAN, excluded="x")], images=[ORIGINAL, CLEAN])
+    folder = make_folder(
+        tmp_path, [record(ORIGINAL), record(LOW), record(CLEAN, excluded="x")], images=[ORIGINAL, CLEAN]
+    )
     with pytest.raises(cooco.CoocoBuildError, match=rf"row 2 \({CLEAN}\): excluded: 'x'"):
         build(folder, skip_unmatched=True)
 
@@ -276,21 +320,40 @@ GOOD_LINE = json.dumps(record(ORIGINAL))
     "filename, data, message",
     [
         ("metadata.json", b'[{"file_name": "a.jpg",\n "scene": kitchen}]', r"metadata.json line 2 column 11: not JSON"),
-        ("metadata.json", b'{"items": []}', r"metadata.json: a JSON object needs a 'rows' list .*keys seen: \['items'\]"),
+        (
+            "metadata.json",
+            b'{"items": []}',
+            r"metadata.json: a JSON object needs a 'rows' list .*keys seen: \['items'\]",
+        ),
         ("metadata.json", b"[1, 2]", r"metadata.json row 0: expected a JSON object \(one row\), got int"),
         ("metadata.json", b"[]", r"metadata.json: no rows"),
         ("metadata.jsonl", f"{GOOD_LINE}\n\n{GOOD_LINE[:-5]}\n".encode(), r"metadata.jsonl line 3: not JSON"),
         ("metadata.jsonl", f"{GOOD_LINE}\n[1, 2]\n".encode(), r"metadata.jsonl line 2: expected a JSON object"),
         ("metadata.jsonl", b"\n\n", r"metadata.jsonl: empty"),
-        ("metadata.csv", "file_name,scene\na.jpg,kitchen\nb.jpg,caf\xe9\n".encode("latin-1"),
-         r"metadata.csv line 3: not UTF-8 \(byte 0xe9 at offset 39\).*UTF-8"),
+        (
+            "metadata.csv",
+            "file_name,scene\na.jpg,kitchen\nb.jpg,caf\xe9\n".encode("latin-1"),
+            r"metadata.csv line 3: not UTF-8 \(byte 0xe9 at offset 39\).*UTF-8",
+        ),
         ("metadata.csv", b"", r"metadata.csv: empty \(no header, no rows\)"),
         ("metadata.csv", b"file_name,scene,target\n", r"metadata.csv: a header \(.*\) but no rows"),
-        ("metadata.csv", b"file_name,scene\na.jpg,kitchen,extra\n", r"metadata.csv line 2: 3 fields, but the header has 2"),
-        ("metadata.csv", b"file_name,scene,file_name\na.jpg,kitchen,b.jpg\n", r"metadata.csv line 1: columns \['file_name'\] appear more than once"),
-        ("metadata.csv", b'file_name,scene\n"a.jpg,kitchen\n', r"metadata.csv line 2: not valid CSV \(unexpected end of data\)"),
+        (
+            "metadata.csv",
+            b"file_name,scene\na.jpg,kitchen,extra\n",
+            r"metadata.csv line 2: 3 fields, but the header has 2",
+        ),
+        (
+            "metadata.csv",
+            b"file_name,scene,file_name\na.jpg,kitchen,b.jpg\n",
+            r"metadata.csv line 1: columns \['file_name'\] appear more than once",
+        ),
+        (
+            "metadata.csv",
+            b'file_name,scene\n"a.jpg,kitchen\n',
+            r"metadata.csv line 2: not valid CSV \(unexpected end of data\)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_metadata_read_errors_name_the_file_and_line(tmp_path, filename, data, message):
     folder = write_metadata(tmp_path, filename, data)
     with pytest.raises(cooco.CoocoBuildError, match=message) as caught:
@@ -342,8 +405,14 @@ def test_no_rows_is_an_error():
 @pytest.mark.parametrize(
     "size, message",
     [
-        ((10000, 50), r"10000x50 image \(longer side above 4096, aspect 200:1, above 4:1\) is padded to a 10000x10000 square"),
-        ((400, 50), r"400x50 image \(aspect 8:1, above 4:1\) is padded to a 400x400 square for every view, 8x its own pixels"),
+        (
+            (10000, 50),
+            r"10000x50 image \(longer side above 4096, aspect 200:1, above 4:1\) is padded to a 10000x10000 square",
+        ),
+        (
+            (400, 50),
+            r"400x50 image \(aspect 8:1, above 4:1\) is padded to a 400x400 square for every view, 8x its own pixels",
+        ),
         ((4200, 3000), r"4200x3000 image \(longer side above 4096\) .* about 0.5 GB"),
     ],
 )

@@ -27,14 +27,25 @@ SAMPLE = REPO / "tasks" / "cooco" / cooco.SAMPLE_FILE
         ("000000064659_cubicle_office_laptop_clean.jpg", "cubicle_office", "laptop", "", "clean"),
         ("000000064659_cubicle_office_laptop_ham_relscore_low.jpg", "cubicle_office", "laptop", "ham", "low"),
         ("000000064659_cubicle_office_laptop_box_relscore_middle.jpg", "cubicle_office", "laptop", "box", "medium"),
-        ("000000064659_cubicle_office_laptop_laptop_relscore_same_target.jpg", "cubicle_office", "laptop", "laptop", "same_target"),
+        (
+            "000000064659_cubicle_office_laptop_laptop_relscore_same_target.jpg",
+            "cubicle_office",
+            "laptop",
+            "laptop",
+            "same_target",
+        ),
         ("000000000001_street_stop_sign_traffic_cone_relscore_high.jpg", "street", "stop_sign", "traffic_cone", "high"),
         ("000000000002_living_room_potted_plant_relscore_low.jpg", "living_room", "potted_plant", "", "low"),
     ],
 )
 def test_parse_filename(name, scene, target, swapped, condition):
     parsed = cooco.parse_filename(name)
-    assert (parsed["scene"], parsed["target"], parsed["swapped_object"], parsed["condition"]) == (scene, target, swapped, condition)
+    assert (parsed["scene"], parsed["target"], parsed["swapped_object"], parsed["condition"]) == (
+        scene,
+        target,
+        swapped,
+        condition,
+    )
     assert parsed["image_id"] == Path(name).stem and len(parsed["coco_id"]) == 12
 
 
@@ -78,8 +89,13 @@ def make_folder(tmp_path: Path, rows=GOOD, modes=None, extra_columns=None, fmt="
         if mode is not None:
             write_image(folder / name, mode)
         record = {
-            "file_name": name, "scene": "kitchen", "target": "cup", "swapped_object": swapped,
-            "target_bbox": json.dumps(box), "rel_level": rel_level, "rel_score": "0.1" if swapped else "",
+            "file_name": name,
+            "scene": "kitchen",
+            "target": "cup",
+            "swapped_object": swapped,
+            "target_bbox": json.dumps(box),
+            "rel_level": rel_level,
+            "rel_score": "0.1" if swapped else "",
             "excluded": "False",
         }
         record.update(extra_columns or {})
@@ -123,7 +139,10 @@ def test_build_reads_jsonl_metadata(tmp_path):
     [
         (("000000000011_kitchen_cup_original.jpg", "", "original", [35, 5, 10, 8]), "outside the 40x30 image"),
         (("000000000011_kitchen_cup_original.jpg", "", "original", [5, 5, 0, 8]), "zero or negative area"),
-        (("000000000011_kitchen_cup_original.jpg", "", "relscore_bogus", [5, 5, 10, 8]), "unknown condition 'relscore_bogus'"),
+        (
+            ("000000000011_kitchen_cup_original.jpg", "", "relscore_bogus", [5, 5, 10, 8]),
+            "unknown condition 'relscore_bogus'",
+        ),
         (("000000000011_kitchen_cup_relscore_low.jpg", "", "relscore_low", [5, 5, 10, 8]), "needs a swapped_object"),
     ],
 )
@@ -191,12 +210,30 @@ def _hub_style(rel_score: float = 0.1):
     buffer = io.BytesIO()
     Image.new("RGB", (40, 30), (1, 2, 3)).save(buffer, format="JPEG")
     return Dataset.from_list(
-        [{"image": {"bytes": buffer.getvalue(), "path": GOOD[1][0]}, "scene": "kitchen", "target": "cup",
-          "swapped_object": "ham", "target_bbox": [5.0, 5.0, 10.0, 8.0], "rel_level": "relscore_low",
-          "rel_score": rel_score, "excluded": False}],
-        features=Features({"image": HFImage(), "scene": Value("string"), "target": Value("string"),
-                           "swapped_object": Value("string"), "target_bbox": Sequence(Value("float32")),
-                           "rel_level": Value("string"), "rel_score": Value("float32"), "excluded": Value("bool")}),
+        [
+            {
+                "image": {"bytes": buffer.getvalue(), "path": GOOD[1][0]},
+                "scene": "kitchen",
+                "target": "cup",
+                "swapped_object": "ham",
+                "target_bbox": [5.0, 5.0, 10.0, 8.0],
+                "rel_level": "relscore_low",
+                "rel_score": rel_score,
+                "excluded": False,
+            }
+        ],
+        features=Features(
+            {
+                "image": HFImage(),
+                "scene": Value("string"),
+                "target": Value("string"),
+                "swapped_object": Value("string"),
+                "target_bbox": Sequence(Value("float32")),
+                "rel_level": Value("string"),
+                "rel_score": Value("float32"),
+                "excluded": Value("bool"),
+            }
+        ),
     )
 
 
@@ -325,7 +362,9 @@ def test_names_outside_the_scheme_are_fine_with_full_metadata_and_a_coco_id(tmp_
     row = ("photo_17.jpg", "ham", "relscore_low", [5, 5, 10, 8])
     # without a COCO id (the file name carries none) the row is an error naming the file,
     # never a silently empty coco_id
-    with pytest.raises(cooco.CoocoBuildError, match=r"row 0 \(photo_17.jpg\): no COCO image id: .*photo_17.jpg.* coco_id"):
+    with pytest.raises(
+        cooco.CoocoBuildError, match=r"row 0 \(photo_17.jpg\): no COCO image id: .*photo_17.jpg.* coco_id"
+    ):
         build(make_folder(tmp_path, rows=[row]))
     (tmp_path / "with_id").mkdir()
     ds = build(make_folder(tmp_path / "with_id", rows=[row], extra_columns={"coco_id": "64659"}))
@@ -369,9 +408,16 @@ def test_exif_rotated_jpeg_is_stored_as_its_raw_pixels(tmp_path):
 
 
 def test_padded_rejects_an_image_whose_size_is_not_the_rows(tmp_path):
-    doc = {"image_id": "000000000011_kitchen_cup_original", "image": Image.new("RGB", (30, 60)),
-           "width": 60, "height": 30, "target_bbox": [5.0, 5.0, 10.0, 8.0]}
-    with pytest.raises(ValueError, match=r"000000000011_kitchen_cup_original: decoded image is 30x60 but the row says 60x30"):
+    doc = {
+        "image_id": "000000000011_kitchen_cup_original",
+        "image": Image.new("RGB", (30, 60)),
+        "width": 60,
+        "height": 30,
+        "target_bbox": [5.0, 5.0, 10.0, 8.0],
+    }
+    with pytest.raises(
+        ValueError, match=r"000000000011_kitchen_cup_original: decoded image is 30x60 but the row says 60x30"
+    ):
         cooco.padded(doc)
 
 
@@ -390,8 +436,14 @@ def test_ensure_schema_rejects_duplicates_among_hub_rows():
 
     buffer = io.BytesIO()
     Image.new("RGB", (40, 30), (1, 2, 3)).save(buffer, format="JPEG")
-    record = {"image": {"bytes": buffer.getvalue(), "path": GOOD[1][0]}, "scene": "kitchen", "target": "cup",
-              "swapped_object": "ham", "target_bbox": [5.0, 5.0, 10.0, 8.0], "rel_level": "relscore_low"}
+    record = {
+        "image": {"bytes": buffer.getvalue(), "path": GOOD[1][0]},
+        "scene": "kitchen",
+        "target": "cup",
+        "swapped_object": "ham",
+        "target_bbox": [5.0, 5.0, 10.0, 8.0],
+        "rel_level": "relscore_low",
+    }
     hub = Dataset.from_list([record, record])
     with pytest.raises(cooco.CoocoBuildError, match=rf"duplicate image_id .*{Path(GOOD[1][0]).stem} \(rows 0, 1\)"):
         cooco.ensure_schema(hub)

@@ -9,13 +9,25 @@ from conftest import find_samples
 pytestmark = pytest.mark.e2e
 
 CONDITIONS = {"original", "same_target", "high", "medium", "low"}
-HEADLINE = ("refclipscore", "accuracy", "levenshtein_accuracy", "output_scene_similarity", "context_capture_rate", "empty_output_rate")
+HEADLINE = (
+    "refclipscore",
+    "accuracy",
+    "levenshtein_accuracy",
+    "output_scene_similarity",
+    "context_capture_rate",
+    "empty_output_rate",
+)
 
 
 #: row field each headline metric averages
-FIELDS = {"refclipscore": "refclipscore", "accuracy": "accuracy", "levenshtein_accuracy": "levenshtein_accuracy",
-          "output_scene_similarity": "output_scene_similarity", "context_capture_rate": "context_captured",
-          "empty_output_rate": "empty"}  # fmt: skip
+FIELDS = {
+    "refclipscore": "refclipscore",
+    "accuracy": "accuracy",
+    "levenshtein_accuracy": "levenshtein_accuracy",
+    "output_scene_similarity": "output_scene_similarity",
+    "context_capture_rate": "context_captured",
+    "empty_output_rate": "empty",
+}
 
 
 def check_results(results: dict, task: str, tiny_clip, n_rows: int, settings: set, out) -> dict:

@@ -20,9 +20,19 @@ def cooco_view(**reports_by_model):
     from lmms_scene.metrics.cooco import tables as cooco_tables
     from lmms_scene.results import TaskResult, label_runs
 
-    results = [TaskResult(task=f"cooco_{k}", benchmark="cooco", metrics={scoring.BREAKDOWN_KEY: rep}, config={}, model="m",
-                          model_args=f"pretrained=org/{m}", source=Path("."))
-               for m, reps in reports_by_model.items() for k, rep in enumerate(reps)]  # fmt: skip
+    results = [
+        TaskResult(
+            task=f"cooco_{k}",
+            benchmark="cooco",
+            metrics={scoring.BREAKDOWN_KEY: rep},
+            config={},
+            model="m",
+            model_args=f"pretrained=org/{m}",
+            source=Path("."),
+        )
+        for m, reps in reports_by_model.items()
+        for k, rep in enumerate(reps)
+    ]
     labels, _ = label_runs(results)
     return cooco_tables.view(results, labels)
 
@@ -156,7 +166,9 @@ def test_unknown_condition_is_rejected_naming_the_row():
 
 def test_clean_rows_are_reported_apart_and_never_in_a_headline_mean():
     # clean images (LMMS_SCENE_COOCO_CLEAN=include) are scored against the removed target
-    rows = scoring.score_rows([item("laptop", condition="clean", gold="laptop"), item("ham"), item("laptop", image_id="x")])
+    rows = scoring.score_rows(
+        [item("laptop", condition="clean", gold="laptop"), item("ham"), item("laptop", image_id="x")]
+    )
     assert rows[0]["accuracy"] == 1.0 and rows[0]["context_captured"] is None
     entries = [scoring.metric_entries(r) for r in rows]
     # the headline accuracy is over the two naming items only (1 and 0), not 2 of 3
@@ -176,9 +188,18 @@ def test_clean_rows_are_reported_apart_and_never_in_a_headline_mean():
 
 def fake_row(image_id, condition, area, level, **scores):
     row = {
-        "image_id": image_id, "condition": condition, "noise_area": area, "noise_level": level,
-        "empty": False, "output_words": 1, "non_ascii": False, "clip_model": "tiny",
-        "refclipscore": 0.5, "accuracy": 1.0, "levenshtein_accuracy": 1.0, "output_scene_similarity": 0.3,
+        "image_id": image_id,
+        "condition": condition,
+        "noise_area": area,
+        "noise_level": level,
+        "empty": False,
+        "output_words": 1,
+        "non_ascii": False,
+        "clip_model": "tiny",
+        "refclipscore": 0.5,
+        "accuracy": 1.0,
+        "levenshtein_accuracy": 1.0,
+        "output_scene_similarity": 0.3,
         "context_captured": None if condition in ("original", "same_target") else False,
     }
     row.update(scores)
@@ -296,7 +317,10 @@ def test_capture_among_wrong_answers_is_reported_apart():
 
 def test_report_with_several_clip_models_names_none_of_them(monkeypatch):
     monkeypatch.setenv("LMMS_SCENE_CLIP_MODEL", "env-clip")
-    rows = [fake_row("a", "original", "none", 0.0, clip_model="clip-1"), fake_row("b", "original", "none", 0.0, clip_model="clip-2")]
+    rows = [
+        fake_row("a", "original", "none", 0.0, clip_model="clip-1"),
+        fake_row("b", "original", "none", 0.0, clip_model="clip-2"),
+    ]
     report = scoring.report(rows)
     assert report["scorer"]["clip_model"] == "mixed"
     assert report["scorer"]["clip_models"] == ["clip-1", "clip-2"] == report["clip_models"]
@@ -306,10 +330,21 @@ def test_report_with_several_clip_models_names_none_of_them(monkeypatch):
 def test_show_tables_for_noise_runs_print_figure_4(tmp_path):
     from lmms_scene.results import TaskResult
 
-    rows = [fake_row(f"i{k}", c, a, lv, refclipscore=0.1 * k) for k, (c, a, lv) in enumerate(
-        [("original", "none", 0.0), ("original", "target", 0.5), ("low", "context", 1.0), ("low", "all", 0.5)])]  # fmt: skip
-    result = TaskResult(task="cooco_noise", benchmark="cooco", metrics={scoring.BREAKDOWN_KEY: scoring.report(rows)},
-                        config={}, model="m", model_args="pretrained=org/my-vlm", source=tmp_path)  # fmt: skip
+    rows = [
+        fake_row(f"i{k}", c, a, lv, refclipscore=0.1 * k)
+        for k, (c, a, lv) in enumerate(
+            [("original", "none", 0.0), ("original", "target", 0.5), ("low", "context", 1.0), ("low", "all", 0.5)]
+        )
+    ]
+    result = TaskResult(
+        task="cooco_noise",
+        benchmark="cooco",
+        metrics={scoring.BREAKDOWN_KEY: scoring.report(rows)},
+        config={},
+        model="m",
+        model_args="pretrained=org/my-vlm",
+        source=tmp_path,
+    )
     from lmms_scene.metrics.cooco import tables as cooco_tables
     from lmms_scene.results import label_runs
 

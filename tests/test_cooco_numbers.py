@@ -8,8 +8,6 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 GOLDEN = Path(__file__).parent / "golden" / "cooco_sample_tiny_clip.json"
 sys.path.insert(0, str(GOLDEN.parent))
 
@@ -21,9 +19,8 @@ _SKIP = {"scorer", "clip_models"}
 
 def test_sample_scores_equal_the_pinned_reference(tiny_clip, monkeypatch):
     monkeypatch.setenv("LMMS_SCENE_CLIP_MODEL", str(tiny_clip))  # compute() sets it; restored after
-    from make_cooco_golden import compute
-
     from conftest import clear_cache_keeping_models
+    from make_cooco_golden import compute
 
     clear_cache_keeping_models()  # COOCO uses none of the NLP models it keeps loaded
     got = compute(str(tiny_clip))

@@ -36,17 +36,17 @@ def answers_for(gold: str, k: int) -> str:
     """The k-th answer of a doc whose gold is ``gold`` (the authors' spelling)."""
     name = ref.without_parenthetical(gold).strip()
     choices = (
-        name,                                   # "bat" for "bat (sports)"; "baseball" for "baseball "
-        gold,                                   # the label as spelled ("bat (sports)", "baseball ")
-        f"A {name.title()}.",                   # capitals, article and a full stop
-        f"{name}.<|im_end|>",                   # what a chat model's decode leaves
-        "",                                     # empty
-        "an ",                                  # only an article: empty for them, "an" for us
-        LONG,                                   # over 77 CLIP tokens
-        "something that looks like a lamp",     # longer than the longest gold
-        "   An orange.  ",                      # white space, a vowel article
-        f"{name} (sports)",                     # a parenthetical in the answer
-    )  # fmt: skip
+        name,  # "bat" for "bat (sports)"; "baseball" for "baseball "
+        gold,  # the label as spelled ("bat (sports)", "baseball ")
+        f"A {name.title()}.",  # capitals, article and a full stop
+        f"{name}.<|im_end|>",  # what a chat model's decode leaves
+        "",  # empty
+        "an ",  # only an article: empty for them, "an" for us
+        LONG,  # over 77 CLIP tokens
+        "something that looks like a lamp",  # longer than the longest gold
+        "   An orange.  ",  # white space, a vowel article
+        f"{name} (sports)",  # a parenthetical in the answer
+    )
     return choices[k % len(choices)]
 
 
@@ -69,8 +69,10 @@ def ours(world, reading: str) -> tuple[dict[tuple, dict], dict]:
     ds = world["built"]
     docs = [*cooco.naming_docs(ds, reading=reading), *cooco.noise_grid_docs(ds, reading=reading)]
     with settings.override(clip_model=str(world["clip"])):
-        rows = [scoring.score_doc(doc, world["answers"][(doc["image_id"] + ".jpg", doc["noise_area"], doc["noise_level"])])
-                for doc in docs]  # fmt: skip
+        rows = [
+            scoring.score_doc(doc, world["answers"][(doc["image_id"] + ".jpg", doc["noise_area"], doc["noise_level"])])
+            for doc in docs
+        ]
         report = scoring.report(rows)
     assert all(r["scored"] for r in rows), [r.get("unscored_reason") for r in rows if not r["scored"]][:3]
     assert {r["reading"] for r in rows} == {reading}
@@ -102,7 +104,13 @@ def _same_rows(mine: dict[tuple, dict], theirs: dict[tuple, dict], skipped: dict
     for key, row in theirs.items():
         for metric in ROW_METRICS:
             a, b = kept[key][metric], row[metric]
-            assert (a is None) == (b is None) and (a is None or abs(a - b) <= TOL), (key, metric, a, b, kept[key]["output"])
+            assert (a is None) == (b is None) and (a is None or abs(a - b) <= TOL), (
+                key,
+                metric,
+                a,
+                b,
+                kept[key]["output"],
+            )
 
 
 def _level(key: tuple) -> str:
@@ -117,7 +125,14 @@ def _same_cells(report: dict, theirs: dict[tuple, dict]) -> None:
         assert mine["n"] == cell["n"], (condition, area, level)
         for metric in CELL_METRICS:
             a, b = mine.get(metric), cell[metric]
-            assert (a is None) == (b is None) and (a is None or abs(a - b) <= TOL), (condition, area, level, metric, a, b)
+            assert (a is None) == (b is None) and (a is None or abs(a - b) <= TOL), (
+                condition,
+                area,
+                level,
+                metric,
+                a,
+                b,
+            )
         seen += 1
     assert seen == sum(len(levels) for areas in grid.values() for levels in areas.values()) == 5 * 7
 
@@ -147,8 +162,12 @@ def test_the_authors_reading_equals_the_reimplementation_in_every_cell(ours_auth
     # the headline aggregation applies the same selection as the breakdown
     entries = [scoring.metric_entries(r)["levenshtein_accuracy"] for r in mine.values()]
     kept = [r for r in authors["rows"].values() if r["hard_chars"] <= authors["longest_gold"]]
-    assert scoring.mean_score(entries) == pytest.approx(sum(r["levenshtein_accuracy"] for r in kept) / len(kept), abs=TOL)
-    assert scoring.overall_cell(mine.values())["levenshtein_accuracy"] == pytest.approx(scoring.mean_score(entries), abs=TOL)
+    assert scoring.mean_score(entries) == pytest.approx(
+        sum(r["levenshtein_accuracy"] for r in kept) / len(kept), abs=TOL
+    )
+    assert scoring.overall_cell(mine.values())["levenshtein_accuracy"] == pytest.approx(
+        scoring.mean_score(entries), abs=TOL
+    )
 
 
 def test_the_default_reading_differs_only_by_the_documented_differences(world, clip):
@@ -218,7 +237,7 @@ def test_a_harness_run_in_the_authors_reading_records_it(run_lmms_eval, world):
         ["--model", "scene_blind", "--tasks", "cooco_authors"],
         env={"LMMS_SCENE_CLIP_MODEL": str(world["clip"]), "LMMS_SCENE_COOCO_READING": "authors"},
         include=world["out"] / "tasks",
-    )  # fmt: skip
+    )
     assert code == 0, log[-3000:]
     report = results["results"]["cooco_authors"]["cooco_breakdown,none"]
     assert report["reading"]["reading"] == "authors" and report["scorer"]["reading"] == "authors"
@@ -237,5 +256,5 @@ def test_a_harness_run_in_the_authors_reading_records_it(run_lmms_eval, world):
         ["--model", "scene_blind", "--tasks", "cooco_authors"],
         env={"LMMS_SCENE_CLIP_MODEL": str(world["clip"]), "LMMS_SCENE_COOCO_READING": "paper"},
         include=world["out"] / "tasks",
-    )  # fmt: skip
+    )
     assert code != 0 and "LMMS_SCENE_COOCO_READING='paper'" in log

@@ -59,7 +59,7 @@ def expected() -> dict[str, str]:
         "kosmos2": f"<grounding>What is the object in <phrase>this part</phrase><object><patch_index_{patches[0]:04d}><patch_index_{patches[1]:04d}></object> of the image? {SUFFIX}",
         "molmo": f"What is the object at point x = {centre[0]:.1f}, y = {centre[1]:.1f} of the image? {SUFFIX}",
         "xgen_mm": f"What is the object in this part of the image <bbox>[{two[0]}, {two[1]}][{two[2]}, {two[3]}]</bbox>? {SUFFIX}",
-    }  # fmt: skip
+    }
 
 
 def test_expected_values_are_those_of_the_float_box_not_the_pixel_box():
@@ -92,9 +92,7 @@ def test_prompt_text_per_model_format(variant):
 
 def test_every_template_is_tested_and_wired_in_the_yaml():
     assert set(prompts.available("cooco")) == set(expected())
-    config = yaml.safe_load(
-        re.sub(r"!function \S+", "fn", (TASK_DIR / "_default_template_yaml").read_text())
-    )
+    config = yaml.safe_load(re.sub(r"!function \S+", "fn", (TASK_DIR / "_default_template_yaml").read_text()))
     kwargs = config["lmms_eval_specific_kwargs"]
     assert {k: v["template"] for k, v in kwargs.items()} == {
         ("default" if k == "default" else k): f"cooco/{k}.jinja" for k in expected()

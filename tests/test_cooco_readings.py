@@ -20,14 +20,29 @@ from lmms_scene.metrics.cooco import scoring
 
 def item(output: str, gold: str = "bat (sports)", reading: str = "cleaned", **extra) -> dict:
     return {
-        "image_id": "000000397133_kitchen_bottle_bat_(sports)_relscore_low", "condition": "low", "noise_area": "none",
-        "noise_level": 0.0, "scene": "kitchen", "target": "bottle", "gold": gold, "output": output,
-        "crop": Image.new("RGB", (8, 8), (10, 200, 30)), "reading": reading, **extra,
-    }  # fmt: skip
+        "image_id": "000000397133_kitchen_bottle_bat_(sports)_relscore_low",
+        "condition": "low",
+        "noise_area": "none",
+        "noise_level": 0.0,
+        "scene": "kitchen",
+        "target": "bottle",
+        "gold": gold,
+        "output": output,
+        "crop": Image.new("RGB", (8, 8), (10, 200, 30)),
+        "reading": reading,
+        **extra,
+    }
 
 
-@pytest.mark.parametrize("label, name", [("bat (sports)", "bat"), ("mouse (computer)", "mouse"),
-                                         ("cabinet (kitchen)", "cabinet"), ("stop sign", "stop sign")])  # fmt: skip
+@pytest.mark.parametrize(
+    "label, name",
+    [
+        ("bat (sports)", "bat"),
+        ("mouse (computer)", "mouse"),
+        ("cabinet (kitchen)", "cabinet"),
+        ("stop sign", "stop sign"),
+    ],
+)
 def test_gold_name_drops_the_parenthetical(label, name):
     assert scoring.gold_name(label) == name
 
@@ -44,8 +59,8 @@ def test_bat_is_a_correct_name_for_bat_sports_without_clip():
 
 def test_bat_is_a_correct_name_for_bat_sports_with_clip(tiny_clip):
     with settings.override(clip_model=str(tiny_clip)):
-        bat, = scoring.score_rows([item("bat")])
-        theirs, = scoring.score_rows([item("bat", reading="authors", gold_spelling="bat (sports)")])
+        (bat,) = scoring.score_rows([item("bat")])
+        (theirs,) = scoring.score_rows([item("bat", reading="authors", gold_spelling="bat (sports)")])
     assert bat["text_similarity"] == pytest.approx(1.0, abs=1e-6) and bat["accuracy"] == 1.0
     # the authors give CLIP the full label: the same answer is no exact match there
     assert theirs["text_similarity"] < 1.0 - 1e-6 and theirs["levenshtein_accuracy"] == 1.0
@@ -77,13 +92,19 @@ def test_the_authors_reading_drops_empty_and_over_77_token_answers_and_counts_th
     long_answer = "a wooden object with legs " * 6
     answers = ["", "a ", long_answer, "bat", "the bat of a player"]
     with settings.override(clip_model=str(tiny_clip)):
-        rows = scoring.score_rows([item(o, reading="authors", gold_spelling="bat (sports)", image_id=f"i{k}")
-                                   for k, o in enumerate(answers)])  # fmt: skip
+        rows = scoring.score_rows(
+            [item(o, reading="authors", gold_spelling="bat (sports)", image_id=f"i{k}") for k, o in enumerate(answers)]
+        )
     assert [r["dropped"] for r in rows] == ["empty", "empty", "over_77_clip_tokens", None, None]
     assert all(r["refclipscore"] is None and r["levenshtein_accuracy"] is None for r in rows[:3])
     kept, summary = scoring.reading_rows(rows)
-    assert summary == {"reading": "authors", "dropped_empty": 2, "dropped_over_77_clip_tokens": 1,
-                       "levenshtein_left_out_longer_than_longest_gold": 1, "longest_gold_chars": 3}  # fmt: skip
+    assert summary == {
+        "reading": "authors",
+        "dropped_empty": 2,
+        "dropped_over_77_clip_tokens": 1,
+        "levenshtein_left_out_longer_than_longest_gold": 1,
+        "longest_gold_chars": 3,
+    }
     assert len(kept) == 2
     cell = scoring.overall_cell(rows)
     assert cell["n"] == 2 and cell["levenshtein_accuracy"] == 1.0  # "bat" only: the long answer is left out
@@ -122,8 +143,11 @@ def test_every_cell_holds_the_median_refclipscore_with_an_interval():
 
 
 def test_show_draws_figure_3_as_the_paper_does_with_medians():
-    rows = [fake_row(k, c, "none", 0.0, refclipscore=v) for c in ("original", "low")
-            for k, v in zip("abc", (0.2, 0.6, 0.7 if c == "original" else 0.3))]  # fmt: skip
+    rows = [
+        fake_row(k, c, "none", 0.0, refclipscore=v)
+        for c in ("original", "low")
+        for k, v in zip("abc", (0.2, 0.6, 0.7 if c == "original" else 0.3))
+    ]
     view = cooco_view(m=[scoring.breakdown(rows)])
     fig3 = table(view, "COOCO Figure 3: median RefCLIPScore at noise level 0")
     assert row(fig3, "original")[1].startswith("0.600") and row(fig3, "low")[1].startswith("0.300")

@@ -60,12 +60,21 @@ def _fixations(target: str, box, rng) -> list[dict]:
     """Synthetic COCO-Search18-style gaze records (the shape the authors' docstring lists)."""
     x, y, w, h = box
     return [
-        {"name": "img", "subject": s, "condition": "present", "task": target.replace("_", " "),
-         "X": [float(x + w * rng.random()) for _ in range(3)], "Y": [float(y + h * rng.random()) for _ in range(3)],
-         "T": [int(rng.integers(80, 400)) for _ in range(3)], "length": 3, "split": "train",
-         "fixOnTarget": True, "correct": 1}
+        {
+            "name": "img",
+            "subject": s,
+            "condition": "present",
+            "task": target.replace("_", " "),
+            "X": [float(x + w * rng.random()) for _ in range(3)],
+            "Y": [float(y + h * rng.random()) for _ in range(3)],
+            "T": [int(rng.integers(80, 400)) for _ in range(3)],
+            "length": 3,
+            "split": "train",
+            "fixOnTarget": True,
+            "correct": 1,
+        }
         for s in (1, 2)
-    ]  # fmt: skip
+    ]
 
 
 def _edited(source: Path, box, colour) -> bytes:
@@ -104,9 +113,15 @@ def write_release(root: Path) -> tuple[Path, dict]:
             f"instances_{split}_annotations": [a for a in annotations["annotations"] if a["image_id"] == int(coco_id)],
         }
         metadata[original] = {
-            **extras, "scene": scene, "target": target, "swapped_object": None, "target_bbox": box,
-            "rel_level": None, "rel_score": 0.41, "excluded": False,
-        }  # fmt: skip
+            **extras,
+            "scene": scene,
+            "target": target,
+            "swapped_object": None,
+            "target_bbox": box,
+            "rel_level": None,
+            "rel_score": 0.41,
+            "excluded": False,
+        }
         # the clean image copies its original's entry (the authors' resizing script)
         clean = f"{coco_id}_{file_scene}_{target}_clean.jpg"
         (root / "generated" / clean).write_bytes(_edited(source, box, (128, 128, 128)))
@@ -122,22 +137,42 @@ def write_release(root: Path) -> tuple[Path, dict]:
         for k, (name, (swapped, level, score)) in enumerate(generated.items()):
             (root / "generated" / name).write_bytes(_edited(source, fitted, (40 * k, 200, 90)))
             metadata[name] = {
-                "scene": scene, "target": target, "swapped_object": swapped, "target_bbox": fitted,
-                "rel_level": level, "rel_score": score, "excluded": name == EXCLUDED,
-            }  # fmt: skip
+                "scene": scene,
+                "target": target,
+                "swapped_object": swapped,
+                "target_bbox": fitted,
+                "rel_level": level,
+                "rel_score": score,
+                "excluded": name == EXCLUDED,
+            }
     (root / METADATA).write_text(json.dumps(metadata))
     return root, metadata
 
 
 def build_cli(release: Path, out: Path, *extra: str) -> int:
-    return cli.main(["build", "cooco", "--from-folder", str(release), "--metadata", str(release / METADATA),
-                     "--out", str(out), "--name", "authors", *extra])  # fmt: skip
+    return cli.main(
+        [
+            "build",
+            "cooco",
+            "--from-folder",
+            str(release),
+            "--metadata",
+            str(release / METADATA),
+            "--out",
+            str(out),
+            "--name",
+            "authors",
+            *extra,
+        ]
+    )
 
 
 def load_built(out: Path):
     import datasets
 
-    return datasets.load_dataset("parquet", data_files={"test": str(out / "data" / "test-00000-of-00001.parquet")})["test"]
+    return datasets.load_dataset("parquet", data_files={"test": str(out / "data" / "test-00000-of-00001.parquet")})[
+        "test"
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -186,8 +221,10 @@ def test_the_authors_format_builds_with_their_spellings(release, built, capsys):
     assert (original["gold_label"], original["swapped_object"]) == ("potted plant", "")
     # the card says what was dropped and what the tasks leave out
     card = (built / "README.md").read_text()
-    assert "dropped the authors' extra fields `captions_val2017_annotations` (8 rows), `fixations` (8 rows), " \
-           "`instances_val2017_annotations` (8 rows)" in card
+    assert (
+        "dropped the authors' extra fields `captions_val2017_annotations` (8 rows), `fixations` (8 rows), "
+        "`instances_val2017_annotations` (8 rows)" in card
+    )
     assert re.search(r"leave out the\s+1 rows flagged `excluded`.*\s+4 clean images", card, re.S)
 
 
@@ -243,9 +280,10 @@ def test_a_release_storing_generated_boxes_as_x_w_y_h_builds_with_box_format(rel
     _, metadata = release
     ds = load_built(tmp_path / "out").remove_columns("image")
     assert all(r["target_bbox"] == pytest.approx(metadata[r["image_id"] + ".jpg"]["target_bbox"], abs=1e-4) for r in ds)
-    assert "target_bbox read as stored in high: xwyh, low: xwyh, medium: xwyh, same_target: xwyh" in (
-        tmp_path / "out" / "README.md"
-    ).read_text()
+    assert (
+        "target_bbox read as stored in high: xwyh, low: xwyh, medium: xwyh, same_target: xwyh"
+        in (tmp_path / "out" / "README.md").read_text()
+    )
 
 
 def test_a_box_that_makes_sense_in_no_order_is_an_error_naming_the_file(release, tmp_path, capsys):
@@ -255,8 +293,10 @@ def test_a_box_that_makes_sense_in_no_order_is_an_error_naming_the_file(release,
     copy = _rewrite(release, tmp_path, outside)
     assert build_cli(copy, tmp_path / "out") == 2
     err = capsys.readouterr().err
-    assert "(000000037777_cubicle_office_potted_plant_original.jpg): box [340.5, 220, 30, 30] read as [x, y, w, h] " \
-           "lies outside the 352x230 image" in err
+    assert (
+        "(000000037777_cubicle_office_potted_plant_original.jpg): box [340.5, 220, 30, 30] read as [x, y, w, h] "
+        "lies outside the 352x230 image" in err
+    )
     assert "--box-format" not in err
 
 
@@ -296,7 +336,10 @@ def test_an_aspect_outside_the_inpainting_range_is_an_error_or_on_request_a_card
     err = capsys.readouterr().err
     assert f"({name}): box [100, 100, 300, 60] read as [x, y, w, h] has aspect w/h = 5.00, outside [0.5, 2]" in err
     assert build_cli(copy, tmp_path / "out", "--accept-box-aspect") == 0
-    assert f"{name}): target_bbox [100.0, 100.0, 300.0, 60.0] has aspect w/h = 5.00" in (tmp_path / "out" / "README.md").read_text()
+    assert (
+        f"{name}): target_bbox [100.0, 100.0, 300.0, 60.0] has aspect w/h = 5.00"
+        in (tmp_path / "out" / "README.md").read_text()
+    )
 
 
 def test_a_bad_box_format_is_an_error_line(release, tmp_path, capsys):
@@ -334,7 +377,9 @@ def test_noise_regions_equal_an_independent_map_int_computation(release, built):
         if doc["noise_level"] != 1.0:
             continue
         clean, box = cooco.padded(doc)
-        rows, cols = authors_noise_region(metadata[doc["image_id"] + ".jpg"]["target_bbox"], doc["width"], doc["height"])
+        rows, cols = authors_noise_region(
+            metadata[doc["image_id"] + ".jpg"]["target_bbox"], doc["width"], doc["height"]
+        )
         theirs = np.zeros((clean.size[1], clean.size[0]), dtype=bool)
         theirs[rows, cols] = True
         target = imaging.noise_mask(clean.size, box, "target")
@@ -355,7 +400,9 @@ def test_the_crop_is_pils_crop_of_the_float_box_before_noise(release, built):
     _, metadata = release
     ds = load_built(built)
     # level 0 and the strongest target noise: the crop RefCLIPScore scores is the same
-    noisy = cooco.noise_grid_docs(ds).filter(lambda a, lv: a == "target" and lv == 1.0, input_columns=["noise_area", "noise_level"])
+    noisy = cooco.noise_grid_docs(ds).filter(
+        lambda a, lv: a == "target" and lv == 1.0, input_columns=["noise_area", "noise_level"]
+    )
     assert len(noisy) == 19
     for doc in [*cooco.naming_docs(ds), *noisy]:
         clean, _ = cooco.padded(doc)
@@ -374,30 +421,47 @@ def test_the_crop_is_pils_crop_of_the_float_box_before_noise(release, built):
 def hub_dataset(release):
     """The release as a hub dataset in the authors' columns (what a push of their
     metadata with the images would hold), images as bytes with their file names."""
-    from datasets import Dataset, Features, Image as HFImage, Sequence, Value
+    from datasets import Dataset, Features, Sequence, Value
+    from datasets import Image as HFImage
 
     folder, metadata = release
     records = []
     for name, meta in metadata.items():
         path = folder / name if (folder / name).exists() else folder / "generated" / name
-        records.append({
-            "image": {"bytes": path.read_bytes(), "path": name},
-            "scene": meta["scene"], "target": meta["target"], "swapped_object": meta["swapped_object"],
-            "target_bbox": [float(v) for v in meta["target_bbox"]], "rel_level": meta["rel_level"],
-            "rel_score": meta["rel_score"], "excluded": meta["excluded"],
-            "fixations": json.dumps(meta.get("fixations")) if "fixations" in meta else None,
-        })  # fmt: skip
-    features = Features({
-        "image": HFImage(), "scene": Value("string"), "target": Value("string"), "swapped_object": Value("string"),
-        "target_bbox": Sequence(Value("float64")), "rel_level": Value("string"), "rel_score": Value("float64"),
-        "excluded": Value("bool"), "fixations": Value("string"),
-    })  # fmt: skip
+        records.append(
+            {
+                "image": {"bytes": path.read_bytes(), "path": name},
+                "scene": meta["scene"],
+                "target": meta["target"],
+                "swapped_object": meta["swapped_object"],
+                "target_bbox": [float(v) for v in meta["target_bbox"]],
+                "rel_level": meta["rel_level"],
+                "rel_score": meta["rel_score"],
+                "excluded": meta["excluded"],
+                "fixations": json.dumps(meta.get("fixations")) if "fixations" in meta else None,
+            }
+        )
+    features = Features(
+        {
+            "image": HFImage(),
+            "scene": Value("string"),
+            "target": Value("string"),
+            "swapped_object": Value("string"),
+            "target_bbox": Sequence(Value("float64")),
+            "rel_level": Value("string"),
+            "rel_score": Value("float64"),
+            "excluded": Value("bool"),
+            "fixations": Value("string"),
+        }
+    )
     return Dataset.from_list(records, features=features)
 
 
 def _comparable(ds):
     keep = [c for c in ds.column_names if c != "image"]
-    return sorted((tuple(tuple(v) if isinstance(v, list) else v for v in (r[c] for c in keep)) for r in ds.select_columns(keep)))
+    return sorted(
+        tuple(tuple(v) if isinstance(v, list) else v for v in (r[c] for c in keep)) for r in ds.select_columns(keep)
+    )
 
 
 def test_the_hub_path_normalises_through_the_same_mapping(release, built, tmp_path):
@@ -426,7 +490,16 @@ def test_a_hub_dataset_with_unknown_columns_names_them_and_the_column_map(releas
     # the suggested map builds it
     saved = tmp_path / "hub"
     hub.save_to_disk(str(saved))
-    args = ["build", "cooco", "--from-hub", str(saved), "--out", str(tmp_path / "o"), "--column-map", "bbox=target_bbox"]
+    args = [
+        "build",
+        "cooco",
+        "--from-hub",
+        str(saved),
+        "--out",
+        str(tmp_path / "o"),
+        "--column-map",
+        "bbox=target_bbox",
+    ]
     assert cli.main(args) == 2
     assert "unknown COOCO source columns ['annotator']" in capsys.readouterr().err
     assert cli.main([*args, "--column-map", "annotator=-"]) == 0
@@ -450,7 +523,9 @@ def test_a_coco_id_that_contradicts_the_file_name_is_an_error(release, tmp_path,
 
     copy = _rewrite(release, tmp_path, wrong_id)
     assert build_cli(copy, tmp_path / "out") == 2
-    assert f"({name}): coco_id 37777 in the metadata contradicts the file name's '000000397133'" in capsys.readouterr().err
+    assert (
+        f"({name}): coco_id 37777 in the metadata contradicts the file name's '000000397133'" in capsys.readouterr().err
+    )
 
 
 # -- whole runs through the harness ------------------------------------------------------
@@ -461,11 +536,18 @@ def test_scene_blind_evaluates_the_authors_release_through_the_harness(run_lmms_
     include = built / "tasks"
     code, results, out, log = run_lmms_eval(
         ["--model", "scene_blind", "--tasks", "cooco_authors,cooco_noise_authors"],
-        env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}, include=include,
-    )  # fmt: skip
+        env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)},
+        include=include,
+    )
     assert code == 0, log[-3000:]
-    expected = {"release_rows": 24, "evaluated": 19, "skipped_excluded": 1, "skipped_clean": 4, "clean_included": False,
-                "reading": "cleaned"}
+    expected = {
+        "release_rows": 24,
+        "evaluated": 19,
+        "skipped_excluded": 1,
+        "skipped_clean": 4,
+        "clean_included": False,
+        "reading": "cleaned",
+    }
     for task, n in (("cooco_authors", 19), ("cooco_noise_authors", 19 * 6)):
         report = results["results"][task]["cooco_breakdown,none"]
         assert report["n_rows"] == n and report["output_statistics"]["n_unscored"] == 0
@@ -480,7 +562,9 @@ def test_scene_blind_evaluates_the_authors_release_through_the_harness(run_lmms_
         values = [r["accuracy"] for r in rows if r["accuracy"] is not None]
         assert results["results"][task]["accuracy,none"] == pytest.approx(sum(values) / len(values), abs=1e-9)
     # the blind prior answers from the scene label as the metadata spells it
-    answers = {r["cooco_breakdown"]["scene"]: r["cooco_breakdown"]["prediction"] for r in find_samples(out, "cooco_authors")}
+    answers = {
+        r["cooco_breakdown"]["scene"]: r["cooco_breakdown"]["prediction"] for r in find_samples(out, "cooco_authors")
+    }
     from lmms_scene.baselines.cooco import blind_answer
     from lmms_scene.metrics.cooco.scoring import normalise_output
 
@@ -490,15 +574,18 @@ def test_scene_blind_evaluates_the_authors_release_through_the_harness(run_lmms_
 
     text, _ = show_text([out])
     flat = " ".join(text.split())  # notes are wrapped to the terminal width
-    assert "Selection: scene_blind: 19 of 24 release rows evaluated; left out 1 excluded rows and 4 clean images" in flat
+    assert (
+        "Selection: scene_blind: 19 of 24 release rows evaluated; left out 1 excluded rows and 4 clean images" in flat
+    )
 
 
 @pytest.mark.e2e
 def test_clean_images_on_request_are_scored_against_the_removed_target(run_lmms_eval, built, tiny_clip):
     code, results, out, log = run_lmms_eval(
         ["--model", "scene_blind", "--tasks", "cooco_authors"],
-        env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip), "LMMS_SCENE_COOCO_CLEAN": "include"}, include=built / "tasks",
-    )  # fmt: skip
+        env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip), "LMMS_SCENE_COOCO_CLEAN": "include"},
+        include=built / "tasks",
+    )
     assert code == 0, log[-3000:]
     res = results["results"]["cooco_authors"]
     report = res["cooco_breakdown,none"]
@@ -521,8 +608,9 @@ def test_an_unknown_hub_layout_stops_the_run_before_anything_is_generated(run_lm
     record = tmp_path / "echo.jsonl"
     code, _results, _out, log = run_lmms_eval(
         ["--model", "echo", "--model_args", f"record={record}", "--tasks", "cooco_authors"],
-        env={"LMMS_SCENE_CLIP_MODEL": "none"}, include=copy / "tasks",
-    )  # fmt: skip
+        env={"LMMS_SCENE_CLIP_MODEL": "none"},
+        include=copy / "tasks",
+    )
     assert code != 0
     assert "unknown COOCO source columns ['bbox']" in log and "--column-map bbox=target_bbox" in log
     assert not record.exists(), "the model answered although the data could not be read"

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import datasets
 import pytest
-
 from conftest import REPO, clear_cache_keeping_jvm, clear_cache_keeping_models
+
 from lmms_scene import settings
 from lmms_scene.data import cooco
 from lmms_scene.metrics import clip
@@ -108,7 +108,9 @@ def test_a_missing_clip_stops_when_the_task_is_built(raw, tmp_path, monkeypatch)
     utils = importlib.import_module("lmms_scene.tasks.cooco.utils")
     clear_cache_keeping_models()
     with settings.override(clip_model=str(tmp_path / "no-such-clip")):
-        with pytest.raises(clip.ClipModelUnavailable, match="Could not load the CLIP checkpoint .*no-such-clip.*hf download"):
+        with pytest.raises(
+            clip.ClipModelUnavailable, match="Could not load the CLIP checkpoint .*no-such-clip.*hf download"
+        ):
             utils.process_docs(raw)
         with pytest.raises(clip.ClipModelUnavailable):
             utils.process_docs_noise(raw)
@@ -122,9 +124,13 @@ def test_clip_functions_validate_their_arguments(tiny_clip):
     image = Image.new("RGB", (16, 16), (10, 200, 30))
     # a bare string is one text, never its characters
     one = clip.ref_clip_components([image], ["A photo depicts a cup"], ["A photo depicts a mug"], model=str(tiny_clip))
-    two = clip.ref_clip_components([image], ["A photo depicts a cup"], [["A photo depicts a mug"]], model=str(tiny_clip))
+    two = clip.ref_clip_components(
+        [image], ["A photo depicts a cup"], [["A photo depicts a mug"]], model=str(tiny_clip)
+    )
     assert one == two
-    assert clip.text_similarity("cup", "mug", model=str(tiny_clip)) == clip.text_similarity(["cup"], ["mug"], model=str(tiny_clip))
+    assert clip.text_similarity("cup", "mug", model=str(tiny_clip)) == clip.text_similarity(
+        ["cup"], ["mug"], model=str(tiny_clip)
+    )
     assert len(clip.text_similarity("cup", "mug", model=str(tiny_clip))) == 1
     with pytest.raises(TypeError, match=r"references: expected one reference list per item, got a single string"):
         clip.ref_clip_components([image, image], ["a", "b"], "A photo depicts a mug", model=str(tiny_clip))
@@ -141,8 +147,12 @@ def test_a_registered_clip_is_found_on_the_device_encoder_uses(tiny_clip, monkey
     monkeypatch.setattr(clip, "torch_device", lambda requested=None: requested or "cpu-as-if-gpu")
     model = CLIPModel.from_pretrained(str(tiny_clip))
     model.to = lambda *a, **k: model  # the fake device name cannot be moved to
-    registered = clip.use_loaded("in-memory", model, AutoTokenizer.from_pretrained(str(tiny_clip)),
-                                 AutoImageProcessor.from_pretrained(str(tiny_clip)))  # fmt: skip
+    registered = clip.use_loaded(
+        "in-memory",
+        model,
+        AutoTokenizer.from_pretrained(str(tiny_clip)),
+        AutoImageProcessor.from_pretrained(str(tiny_clip)),
+    )
     assert registered.device == "cpu-as-if-gpu"
     assert clip.encoder("in-memory") is registered  # no attempt to load "in-memory" from disk
     clear_cache_keeping_models()
@@ -160,8 +170,15 @@ def test_an_extreme_image_warns_once_with_its_size():
     from PIL import Image
 
     clear_cache_keeping_jvm()
-    doc = {"image": Image.new("RGB", (5000, 40), (90, 90, 90)), "image_id": "wide", "width": 5000, "height": 40,
-           "target_bbox": [10.0, 5.0, 20.0, 20.0], "noise_area": "target", "noise_level": 0.5}  # fmt: skip
+    doc = {
+        "image": Image.new("RGB", (5000, 40), (90, 90, 90)),
+        "image_id": "wide",
+        "width": 5000,
+        "height": 40,
+        "target_bbox": [10.0, 5.0, 20.0, 20.0],
+        "noise_area": "target",
+        "noise_level": 0.5,
+    }
     with pytest.warns(UserWarning, match=r"COOCO wide: 5000x40 image .*padded to a 5000x5000 square"):
         cooco.visual(doc)
     import warnings

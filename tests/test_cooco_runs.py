@@ -4,15 +4,12 @@ numbers, and a dataset built locally is one printed command away from its result
 
 from __future__ import annotations
 
-import json
 import shlex
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import REPO, find_results, find_samples, harness_env, run_python
+
 from lmms_scene.data import cooco
 
 pytestmark = pytest.mark.e2e
@@ -50,15 +47,20 @@ def test_an_unscoreable_row_is_recorded_and_the_run_still_written(run_lmms_eval,
     # the simple blind class never decodes an image, so the broken row reaches scoring
     code, results, out, log = run_lmms_eval(
         ["--model", "scene_blind", "--force_simple", "--tasks", "cooco_broken"],
-        env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)}, include=written["include_path"],
-    )  # fmt: skip
+        env={"LMMS_SCENE_CLIP_MODEL": str(tiny_clip)},
+        include=written["include_path"],
+    )
     assert code == 0, log[-3000:]
     report = results["results"]["cooco_broken"]["cooco_breakdown,none"]
     stats = report["output_statistics"]
     assert stats["n"] == 29 and stats["n_unscored"] == 1
     # caught when the task loads the rows (data/recheck.py), named by row, field and value
     reason = stats["unscored"][0]["reason"]
-    assert stats["unscored"][0]["image_id"] == bad_id and "fields 'width', 'height'" in reason and "but its image is 96x72" in reason
+    assert (
+        stats["unscored"][0]["image_id"] == bad_id
+        and "fields 'width', 'height'" in reason
+        and "but its image is 96x72" in reason
+    )
     rows = [s["cooco_breakdown"] for s in find_samples(out, "cooco_broken")]
     assert len(rows) == 29 and sum(not r["scored"] for r in rows) == 1
     # the headline means are over the 28 scored rows: the broken one is not a zero
@@ -73,9 +75,23 @@ def test_a_saved_run_rescores_to_the_same_numbers(cooco_blind_run, tmp_path, tin
     assert code == 0, log[-3000:]
     again = tmp_path / "rescored"
     proc = run_python(
-        [sys.executable, "-m", "lmms_scene.cli", "rescore", str(out), "--output_path", str(again), "--verbosity", "DEBUG"],
-        capture_output=True, text=True, env=harness_env(env), timeout=600, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "lmms_scene.cli",
+            "rescore",
+            str(out),
+            "--output_path",
+            str(again),
+            "--verbosity",
+            "DEBUG",
+        ],
+        capture_output=True,
+        text=True,
+        env=harness_env(env),
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     second = find_results(again)
     assert second["config"]["model"] == "scene_from_samples"
@@ -83,8 +99,9 @@ def test_a_saved_run_rescores_to_the_same_numbers(cooco_blind_run, tmp_path, tin
         assert metrics.keys() == numbers(second)[task].keys()
         for key, value in metrics.items():
             assert numbers(second)[task][key] == pytest.approx(value, abs=1e-9), (task, key)
-    assert first["results"]["cooco_sample"]["cooco_breakdown,none"]["by_condition_noise"] == (
-        second["results"]["cooco_sample"]["cooco_breakdown,none"]["by_condition_noise"]
+    assert (
+        first["results"]["cooco_sample"]["cooco_breakdown,none"]["by_condition_noise"]
+        == (second["results"]["cooco_sample"]["cooco_breakdown,none"]["by_condition_noise"])
     )
 
 
@@ -95,9 +112,25 @@ def test_local_build_round_trip(tmp_path, tiny_clip):
     folder = make_folder(tmp_path)
     built = tmp_path / "built"
     proc = run_python(
-        [sys.executable, "-m", "lmms_scene.cli", "build", "cooco", "--from-folder", str(folder), "--out", str(built),
-         "--name", "my_cooco"], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "lmms_scene.cli",
+            "build",
+            "cooco",
+            "--from-folder",
+            str(folder),
+            "--out",
+            str(built),
+            "--name",
+            "my_cooco",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     # the printed blind-baseline command, run exactly as printed (plus a results folder)
     lines = proc.stdout.splitlines()
@@ -108,8 +141,12 @@ def test_local_build_round_trip(tmp_path, tiny_clip):
     argv = [a if a != "results/" else str(results_dir) for a in argv]
     run = run_python(
         [sys.executable, "-m", "lmms_scene.cli", *argv[1:], "--verbosity", "DEBUG"],
-        capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     results = find_results(results_dir)
     task = results["results"]["cooco_my_cooco"]
@@ -118,8 +155,12 @@ def test_local_build_round_trip(tmp_path, tiny_clip):
     # show recognises it as COOCO by what it declares
     show = run_python(
         [sys.executable, "-m", "lmms_scene.cli", "show", str(results_dir)],
-        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert show.returncode == 0, show.stderr[-2000:]
     assert show.stdout.startswith("# COOCO") and "| original |" in show.stdout and "(n=1)" in show.stdout
     assert "scene_blind" in show.stdout and "not lmms-scene tasks" not in show.stdout

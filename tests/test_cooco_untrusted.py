@@ -12,8 +12,8 @@ from pathlib import Path
 
 import datasets
 import pytest
-from PIL import Image
 from conftest import clear_cache_keeping_models
+from PIL import Image
 
 from lmms_scene import settings
 from lmms_scene.data import cooco, recheck
@@ -42,10 +42,20 @@ def folder_with(tmp_path: Path, file_name: str) -> Path:
     folder.mkdir()
     Image.new("RGB", (40, 30), (10, 200, 30)).save(folder / ORIGINAL, "JPEG")
     with (folder / "metadata.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["file_name", "scene", "target", "swapped_object", "target_bbox", "rel_level"])
+        writer = csv.DictWriter(
+            handle, fieldnames=["file_name", "scene", "target", "swapped_object", "target_bbox", "rel_level"]
+        )
         writer.writeheader()
-        writer.writerow({"file_name": file_name, "scene": "kitchen", "target": "cup", "swapped_object": "",
-                         "target_bbox": "[5, 5, 10, 8]", "rel_level": "original"})  # fmt: skip
+        writer.writerow(
+            {
+                "file_name": file_name,
+                "scene": "kitchen",
+                "target": "cup",
+                "swapped_object": "",
+                "target_bbox": "[5, 5, 10, 8]",
+                "rel_level": "original",
+            }
+        )
     return folder
 
 
@@ -78,15 +88,26 @@ def test_an_image_that_is_a_link_out_of_the_release_is_refused(tmp_path):
     outside = tmp_path / "secret.jpg"
     (folder / ORIGINAL).rename(outside)
     (folder / ORIGINAL).symlink_to(outside)
-    with pytest.raises(cooco.CoocoBuildError, match=r"row 0: field 'file_name': .* resolves to .*outside the release folder"):
+    with pytest.raises(
+        cooco.CoocoBuildError, match=r"row 0: field 'file_name': .* resolves to .*outside the release folder"
+    ):
         build(folder)
 
 
 def test_a_hub_row_naming_a_file_on_this_machine_is_not_read():
-    hub = datasets.Dataset.from_list([
-        {"image": {"bytes": None, "path": "/etc/passwd"}, "scene": "kitchen", "target": "cup", "swapped_object": "ham",
-         "target_bbox": [5.0, 5.0, 10.0, 8.0], "rel_level": "relscore_low", "coco_id": "11"},
-    ])  # fmt: skip
+    hub = datasets.Dataset.from_list(
+        [
+            {
+                "image": {"bytes": None, "path": "/etc/passwd"},
+                "scene": "kitchen",
+                "target": "cup",
+                "swapped_object": "ham",
+                "target_bbox": [5.0, 5.0, 10.0, 8.0],
+                "rel_level": "relscore_low",
+                "coco_id": "11",
+            },
+        ]
+    )
     with pytest.raises(cooco.CoocoBuildError, match=r"row 0.*the image is a path on this machine \('/etc/passwd'\)"):
         cooco.ensure_schema(hub)
 
@@ -94,7 +115,11 @@ def test_a_hub_row_naming_a_file_on_this_machine_is_not_read():
 def test_no_decoder_flips_pils_global_truncated_loading():
     # the builders and the load-time checks decode strictly without touching
     # ImageFile.LOAD_TRUNCATED_IMAGES (lmms-eval sets it; other threads may be decoding)
-    offenders = [str(p) for p in (REPO / "lmms_scene" / "data").rglob("*.py") if re.search(r"LOAD_TRUNCATED_IMAGES\s*=", p.read_text())]
+    offenders = [
+        str(p)
+        for p in (REPO / "lmms_scene" / "data").rglob("*.py")
+        if re.search(r"LOAD_TRUNCATED_IMAGES\s*=", p.read_text())
+    ]
     assert offenders == []
 
 
@@ -109,7 +134,11 @@ def _changed(sample, index: int, **fields):
     "index, fields, reason",
     [
         (2, {"width": 103}, r"row 2 \(.*\): fields 'width', 'height': the row says 103x72 but its image is 96x72"),
-        (1, {"target_bbox": [float("nan"), 5.0, 10.0, 8.0]}, r"row 1 \(.*\): field 'target_bbox': \[nan, 5.0, 10.0, 8.0\] is not 4 finite numbers"),
+        (
+            1,
+            {"target_bbox": [float("nan"), 5.0, 10.0, 8.0]},
+            r"row 1 \(.*\): field 'target_bbox': \[nan, 5.0, 10.0, 8.0\] is not 4 finite numbers",
+        ),
         (1, {"target_bbox": [90.0, 60.0, 40.0, 40.0]}, r"field 'target_bbox': box .* lies outside the 96x72 image"),
         (1, {"condition": "unrelated"}, r"field 'condition': 'unrelated' is not one of"),
         (1, {"gold_label": ""}, r"field 'gold_label': expected the name a correct answer gives"),
@@ -134,7 +163,9 @@ def test_a_bad_row_of_a_built_dataset_is_recorded_unscored_before_generation(sam
     with settings.override(clip_model="none"):
         entries = utils.process_results(doc, ["cup"])
         row = entries[scoring.BREAKDOWN_KEY]
-        assert row["scored"] is False and re.search(reason, row["unscored_reason"]) and row["levenshtein_accuracy"] is None
+        assert (
+            row["scored"] is False and re.search(reason, row["unscored_reason"]) and row["levenshtein_accuracy"] is None
+        )
         assert "score" not in entries["levenshtein_accuracy"]
         rows = [utils.process_results(d, [d["gold_label"]])[scoring.BREAKDOWN_KEY] for d in docs]
         stats = utils.breakdown(rows)["output_statistics"]
@@ -143,14 +174,19 @@ def test_a_bad_row_of_a_built_dataset_is_recorded_unscored_before_generation(sam
 
 def test_a_good_built_dataset_is_returned_as_it_is_and_every_row_bad_is_an_error(sample):
     assert cooco.ensure_schema(sample) is sample
-    with pytest.raises(cooco.CoocoBuildError, match=r"the COOCO dataset: nothing to evaluate: all 36 rows failed .*not 4 finite numbers"):
+    with pytest.raises(
+        cooco.CoocoBuildError,
+        match=r"the COOCO dataset: nothing to evaluate: all 36 rows failed .*not 4 finite numbers",
+    ):
         cooco.ensure_schema(sample.map(lambda row: {"target_bbox": [float("nan")] * 4}))
 
 
 def test_the_only_good_rows_excluded_is_nothing_to_evaluate_listing_the_bad_ones(sample):
     n = len(sample)
     bad = sample.map(lambda row, i: {"excluded": True} if i else {"width": 5}, with_indices=True)
-    with pytest.raises(cooco.CoocoBuildError, match=rf"all {n - 1} rows are excluded .*besides, 1 rows failed the check at load: row 0"):
+    with pytest.raises(
+        cooco.CoocoBuildError, match=rf"all {n - 1} rows are excluded .*besides, 1 rows failed the check at load: row 0"
+    ):
         cooco.ensure_schema(bad)
 
 
@@ -160,9 +196,13 @@ def test_an_exif_rotated_image_in_a_built_dataset_is_refused_at_load(sample):
     exif = image.getexif()
     exif[0x0112] = 6
     image.save(buffer, "JPEG", exif=exif.tobytes())
-    rotated = sample.cast_column("image", datasets.Image(decode=False)).map(
-        lambda row, i: {"image": {"bytes": buffer.getvalue(), "path": "r.jpg"}} if i == 0 else {}, with_indices=True
-    ).cast_column("image", datasets.Image())  # fmt: skip
+    rotated = (
+        sample.cast_column("image", datasets.Image(decode=False))
+        .map(
+            lambda row, i: {"image": {"bytes": buffer.getvalue(), "path": "r.jpg"}} if i == 0 else {}, with_indices=True
+        )
+        .cast_column("image", datasets.Image())
+    )
     with pytest.warns(UserWarning):
         checked = cooco.ensure_schema(rotated)
     assert "EXIF orientation 6" in recheck.problem_of(checked[0])
@@ -172,16 +212,30 @@ def test_a_bad_hub_row_among_good_ones_is_a_stand_in_not_a_lost_run(tmp_path):
     good = io.BytesIO()
     Image.new("RGB", (40, 30), (1, 2, 3)).save(good, "JPEG")
     rows = [
-        {"image": {"bytes": good.getvalue(), "path": LOW}, "scene": "kitchen", "target": "cup", "swapped_object": "ham",
-         "target_bbox": [5.0, 5.0, 10.0, 8.0], "rel_level": "relscore_low"},
-        {"image": {"bytes": good.getvalue()[:300], "path": ORIGINAL}, "scene": "kitchen", "target": "cup", "swapped_object": "",
-         "target_bbox": [5.0, 5.0, 10.0, 8.0], "rel_level": "original"},
-    ]  # fmt: skip
+        {
+            "image": {"bytes": good.getvalue(), "path": LOW},
+            "scene": "kitchen",
+            "target": "cup",
+            "swapped_object": "ham",
+            "target_bbox": [5.0, 5.0, 10.0, 8.0],
+            "rel_level": "relscore_low",
+        },
+        {
+            "image": {"bytes": good.getvalue()[:300], "path": ORIGINAL},
+            "scene": "kitchen",
+            "target": "cup",
+            "swapped_object": "",
+            "target_bbox": [5.0, 5.0, 10.0, 8.0],
+            "rel_level": "original",
+        },
+    ]
     with pytest.warns(UserWarning, match="1 of 2 rows failed"):
         converted = cooco.ensure_schema(datasets.Dataset.from_list(rows))
     assert converted[0][recheck.PROBLEM] == "" and converted[0]["gold_label"] == "ham"
     assert converted[1]["image_id"] == Path(ORIGINAL).stem and converted[1]["condition"] == "original"
-    assert re.search(rf"row 1 \({ORIGINAL}\): image {ORIGINAL} cannot be decoded in full", recheck.problem_of(converted[1]))
+    assert re.search(
+        rf"row 1 \({ORIGINAL}\): image {ORIGINAL} cannot be decoded in full", recheck.problem_of(converted[1])
+    )
 
 
 # -- the row function: outputs of any shape ------------------------------------------------------
@@ -216,7 +270,10 @@ def test_an_output_that_is_not_one_text_is_recorded_unscored(sample, utils, resu
         rep = scoring.report([row])
     result = TaskResult("cooco_sample", "cooco", {scoring.BREAKDOWN_KEY: rep}, {}, "m", "", Path("."))
     view = cooco_tables.view([result], label_runs([result])[0])
-    assert f"m (cooco_sample): 1 rows not scored (left out of every column): {row['image_id']}/{row['condition']}" in " ".join(view.notes)
+    assert (
+        f"m (cooco_sample): 1 rows not scored (left out of every column): {row['image_id']}/{row['condition']}"
+        in " ".join(view.notes)
+    )
     assert reason in view.text()
     counts, reasons = cooco_tables.failures(rep)
     assert counts["n_unscored"] == 1 and "1 rows could not be scored" in reasons

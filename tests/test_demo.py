@@ -4,18 +4,25 @@ as not computed (null), never as zeros or from another model."""
 from __future__ import annotations
 
 import pytest
+from conftest import find_results
 from PIL import Image
 
-from conftest import find_results
 from lmms_scene.metrics import clip
 from lmms_scene.metrics.cooco import scoring
 
 
 def _item(output: str, condition: str = "low", image_id: str = "1") -> dict:
     return {
-        "image_id": image_id, "condition": condition, "noise_area": "none", "noise_level": 0.0,
-        "scene": "kitchen", "target": "oven", "gold": "ham", "output": output, "crop": Image.new("RGB", (8, 8)),
-    }  # fmt: skip
+        "image_id": image_id,
+        "condition": condition,
+        "noise_area": "none",
+        "noise_level": 0.0,
+        "scene": "kitchen",
+        "target": "oven",
+        "gold": "ham",
+        "output": output,
+        "crop": Image.new("RGB", (8, 8)),
+    }
 
 
 def test_clip_off_records_clip_metrics_as_not_computed():
@@ -53,7 +60,10 @@ def test_demo_runs_offline_and_says_what_it_did_not_compute(demo_run):
     assert "# COOCO" in proc.stdout and "## COOCO Figure 3: Levenshtein accuracy at noise level 0" in proc.stdout
     # CLIP is off here: the CLIP figures say so instead of printing empty tables
     flat = " ".join(proc.stdout.split())  # notes are wrapped at 160 characters
-    assert "RefCLIPScore: not computed in these results: openai/clip-vit-base-patch32 is not in the local Hugging Face cache" in flat
+    assert (
+        "RefCLIPScore: not computed in these results: openai/clip-vit-base-patch32 is not in the local Hugging Face cache"
+        in flat
+    )
     assert "`hf download openai/clip-vit-base-patch32`" in flat
     assert "## COOCO Figure 3: RefCLIPScore" not in proc.stdout
     # a demo you want to read: no INFO flood, no progress bars, no line over 160 characters,
@@ -62,11 +72,19 @@ def test_demo_runs_offline_and_says_what_it_did_not_compute(demo_run):
     assert not [line for line in lines if len(line) > 160]
     assert not [line for line in lines if " INFO " in line or "%|" in line]
     at = next(i for i, line in enumerate(lines) if line.startswith("lmms-scene demo: results:"))
-    assert [line.split(":")[0] + ":" + line.split(":")[1] for line in lines[at:at + 3]] == [
-        "lmms-scene demo: results", "lmms-scene demo: report", "lmms-scene demo: tables"]
-    summary = " ".join(lines[at + 3:]).replace("   ", " ").split("lmms-scene demo: ")[1:]  # wrapped lines joined
+    assert [line.split(":")[0] + ":" + line.split(":")[1] for line in lines[at : at + 3]] == [
+        "lmms-scene demo: results",
+        "lmms-scene demo: report",
+        "lmms-scene demo: tables",
+    ]
+    summary = " ".join(lines[at + 3 :]).replace("   ", " ").split("lmms-scene demo: ")[1:]  # wrapped lines joined
     assert [part.split(":")[0].split(",")[0] for part in summary] == [
-        "measured", "headline", "these are the embedded samples", "next", "next"], summary
+        "measured",
+        "headline",
+        "these are the embedded samples",
+        "next",
+        "next",
+    ], summary
     results = find_results(out)["results"]
     tasks = [t for b in benchmarks.built() for t in b.sample_tasks]
     assert all(t in summary[0] for t in tasks) and "scene_blind" in summary[0]

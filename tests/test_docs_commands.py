@@ -27,8 +27,26 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), *sorted((REPO / "tasks").glob("*/README.md"))]
 #: what starts a command line in an untagged block (everything else is output or a diagram)
-COMMAND_WORDS = {"lmms-scene", "python", "python3", "lmms_eval", "lmms-eval", "accelerate", "make", "pip", "hf",
-                 "huggingface-cli", "source", "sudo", "apt-get", "export", "git", "cd", "chromium", "npm"}  # fmt: skip
+COMMAND_WORDS = {
+    "lmms-scene",
+    "python",
+    "python3",
+    "lmms_eval",
+    "lmms-eval",
+    "accelerate",
+    "make",
+    "pip",
+    "hf",
+    "huggingface-cli",
+    "source",
+    "sudo",
+    "apt-get",
+    "export",
+    "git",
+    "cd",
+    "chromium",
+    "npm",
+}
 #: executables a command may use that are not ours (checked to exist on PATH or in the venv)
 SYSTEM = {"cd", "source", "export", "git", "sudo", "apt-get", "chromium", "npm", "pip", "echo", "cat", "ls"}
 
@@ -119,10 +137,12 @@ def check_scene(args: list[str]) -> str | None:
         if "|" in name:  # alternatives in a command list: "pfram extract|score|correlate"
             rest = args[args.index(name) + 1 :]
             for alt in name.split("|"):
-                problem = check_scene([*chain, alt, *rest][len(chain):]) if not chain else None
+                problem = check_scene([*chain, alt, *rest][len(chain) :]) if not chain else None
                 if chain:
                     sub = subs.get(alt)
-                    problem = None if sub is not None else f"`lmms-scene {' '.join([*chain, alt])}`: no such sub-command"
+                    problem = (
+                        None if sub is not None else f"`lmms-scene {' '.join([*chain, alt])}`: no such sub-command"
+                    )
                 if problem:
                     return problem
             return None
@@ -221,8 +241,11 @@ def check(command: str) -> str | None:
         return None if args and hf_command(args[0]) else f"`hf {' '.join(args[:1])}`: no such hf command"
     if exe in SYSTEM:
         return None
-    return f"`{exe}`: no such executable (the harness installs `lmms-eval` and `python -m lmms_eval`)" \
-        if exe in ("lmms_eval",) else f"`{exe}`: not an executable the docs may name"  # fmt: skip
+    return (
+        f"`{exe}`: no such executable (the harness installs `lmms-eval` and `python -m lmms_eval`)"
+        if exe in ("lmms_eval",)
+        else f"`{exe}`: not an executable the docs may name"
+    )
 
 
 COMMANDS = documented_commands()
@@ -248,12 +271,16 @@ def test_the_checker_finds_what_is_wrong():
     assert "unknown option(s) ['--dryrun']" in check("lmms-scene publish cooco --repo a/b --dryrun OUT")
     assert "unknown option(s) ['--taks']" in check("python -m lmms_eval --model echo --taks cooco")
     # the harness's own sub-commands have flags of their own (tasks: --include-path, with a hyphen)
-    assert "unknown option(s) ['--include_path']" in check('python -m lmms_eval tasks --include_path "$(lmms-scene tasks-path)"')
+    assert "unknown option(s) ['--include_path']" in check(
+        'python -m lmms_eval tasks --include_path "$(lmms-scene tasks-path)"'
+    )
     assert "unexpected argument(s) ['lsit']" in check("python -m lmms_eval tasks lsit")
     assert check('python -m lmms_eval tasks list --include-path "$(lmms-scene tasks-path)"') is None
     assert "no such target" in check("make tests")
     assert "no such hf command" in check("hf downlaod openai/clip-vit-base-patch32")
-    assert "needs one of ['--dataset', '--from-folder', '--from-hub']" in check("lmms-scene publish snus --repo a/b --dry-run OUT")
+    assert "needs one of ['--dataset', '--from-folder', '--from-hub']" in check(
+        "lmms-scene publish snus --repo a/b --dry-run OUT"
+    )
     assert "the required option --out is missing" in check("lmms-scene report results/")
     assert check("lmms-scene build cooco --from-folder D --out E") is None
     assert check("lmms-scene eval --model qwen2_5_vl --tasks cooco --batch_size 1") is None

@@ -14,13 +14,25 @@ import pytest
 from lmms_scene.evaluate_modules import NAMES, path
 
 PAIRS = [
-    ("The worker is not wearing a helmet. There is no guardrail.", ["The worker has no helmet and there is no guardrail."]),
+    (
+        "The worker is not wearing a helmet. There is no guardrail.",
+        ["The worker has no helmet and there is no guardrail."],
+    ),
     ("There is no ladder.", ["The ladder is not secured to the wall."]),
     ("", ["There is no fire extinguisher."]),
     ("A man stands on the roof.", ["The man on the roof is not wearing a harness."]),
 ]
-NAMING = [("A teddy bear.", "teddy_bear"), ("cup", "teddy_bear"), ("", "cup"), ("the dog<|im_end|>", "dog"), ("banana", "apple")]
-CAPTIONS = [("A photo depicts a dog", ["A photo depicts a dog", "A photo depicts a cat"]), ("A photo depicts a cup", ["A photo depicts a bowl"])]
+NAMING = [
+    ("A teddy bear.", "teddy_bear"),
+    ("cup", "teddy_bear"),
+    ("", "cup"),
+    ("the dog<|im_end|>", "dog"),
+    ("banana", "apple"),
+]
+CAPTIONS = [
+    ("A photo depicts a dog", ["A photo depicts a dog", "A photo depicts a cat"]),
+    ("A photo depicts a cup", ["A photo depicts a bowl"]),
+]
 
 SCRIPT = r"""
 import json, sys
@@ -45,7 +57,12 @@ print("RESULT " + json.dumps(out, default=str))
 def test_layout_matches_evaluate_cli_create():
     for name in NAMES:
         folder = path(name)
-        assert {p.name for p in folder.iterdir() if p.is_file()} >= {f"{name}.py", "README.md", "app.py", "requirements.txt"}
+        assert {p.name for p in folder.iterdir() if p.is_file()} >= {
+            f"{name}.py",
+            "README.md",
+            "app.py",
+            "requirements.txt",
+        }
         card = (folder / "README.md").read_text()
         assert card.startswith("---\n") and "app_file: app.py" in card and "- metric" in card
         for heading in ("## Metric Description", "## How to Use", "### Inputs", "### Output Values", "## Citation"):
@@ -67,10 +84,18 @@ def test_import_scanner_accepts_every_module():
 @pytest.fixture(scope="module")
 def module_outputs(tiny_clip, tmp_path_factory):
     home = tmp_path_factory.mktemp("hf_home")
-    env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "HF_EVALUATE_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}  # fmt: skip
+    env = {
+        **os.environ,
+        "HF_HOME": str(home),
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "HF_EVALUATE_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     spec = json.dumps({"pairs": PAIRS, "naming": NAMING, "captions": CAPTIONS, "clip": str(tiny_clip)})
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, spec], env=env, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, spec], env=env, capture_output=True, text=True, timeout=600, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
     # evaluate copied the modules under the fresh HF_HOME
@@ -96,10 +121,19 @@ def test_naming_accuracy_module_equals_the_cooco_rows(module_outputs, tiny_clip)
     from lmms_scene.metrics.cooco import scoring
 
     items = [
-        {"image_id": f"i{k}", "condition": "original", "noise_area": "none", "noise_level": 0.0, "scene": "kitchen",
-         "target": gold, "gold": gold, "output": output, "crop": Image.new("RGB", (32, 32), (10 * k, 50, 90))}
+        {
+            "image_id": f"i{k}",
+            "condition": "original",
+            "noise_area": "none",
+            "noise_level": 0.0,
+            "scene": "kitchen",
+            "target": gold,
+            "gold": gold,
+            "output": output,
+            "crop": Image.new("RGB", (32, 32), (10 * k, 50, 90)),
+        }
         for k, (output, gold) in enumerate(NAMING)
-    ]  # fmt: skip
+    ]
     rows = scoring.score_rows(items, model=str(tiny_clip))
     out = module_outputs["naming"]
     assert [r["accuracy"] for r in out["per_item"]] == [r["accuracy"] for r in rows]
@@ -108,7 +142,9 @@ def test_naming_accuracy_module_equals_the_cooco_rows(module_outputs, tiny_clip)
     assert out["levenshtein_accuracy"] == pytest.approx(scoring.mean_of(rows, "levenshtein_accuracy"))
     sims = [r["text_similarity"] for r in out["per_item"]]
     assert sims[2] is None and rows[2]["text_similarity"] is None  # the empty answer: not computed, counted wrong
-    assert [s for s in sims if s is not None] == pytest.approx([r["text_similarity"] for r in rows if r["text_similarity"] is not None])
+    assert [s for s in sims if s is not None] == pytest.approx(
+        [r["text_similarity"] for r in rows if r["text_similarity"] is not None]
+    )
     assert out["n_empty"] == 1 and out["per_item"][0]["accuracy"] == 1.0  # "A teddy bear." is "teddy bear"
     assert out["provenance"]["checkpoint"] == str(tiny_clip)
 

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import find_results, find_samples, harness_env, popen_python, run_python
+
 from lmms_scene import journal as J
 from lmms_scene.harness import round_outputs
 from lmms_scene.metrics.outputs import clean_response
@@ -39,7 +39,9 @@ def _cli(*args: str) -> list[str]:
 
 
 def _run(args: list[str], cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    return run_python(_cli(*args), capture_output=True, text=True, env=harness_env({**ENV, **(env or {})}), timeout=timeout, cwd=cwd)
+    return run_python(
+        _cli(*args), capture_output=True, text=True, env=harness_env({**ENV, **(env or {})}), timeout=timeout, cwd=cwd
+    )
 
 
 def _numbers(results: dict) -> dict:
@@ -52,9 +54,27 @@ def _outputs(journal_file: Path) -> dict[tuple[str, int, int], object]:
 
 
 def _qwen_eval(model_dir: Path, out: Path, limit: int, tokens: int, tasks: str = "layered_vqa_sample") -> list[str]:
-    return ["eval", "--model", "qwen2_5_vl", "--force_simple", "--model_args", QWEN.format(model_dir), "--gen_kwargs",
-            f"max_new_tokens={tokens}", "--batch_size", "1", "--limit", str(limit), "--tasks", tasks,
-            "--output_path", str(out), "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
+    return [
+        "eval",
+        "--model",
+        "qwen2_5_vl",
+        "--force_simple",
+        "--model_args",
+        QWEN.format(model_dir),
+        "--gen_kwargs",
+        f"max_new_tokens={tokens}",
+        "--batch_size",
+        "1",
+        "--limit",
+        str(limit),
+        "--tasks",
+        tasks,
+        "--output_path",
+        str(out),
+        "--log_samples",
+        "--verbosity",
+        "DEBUG",
+    ]
 
 
 def _interrupt(cmd: list[str], out: Path, cwd: Path, signum: int, min_outputs: int = 2) -> tuple:
@@ -94,7 +114,11 @@ def test_a_signal_during_eval_keeps_what_was_generated_and_rescore_scores_it(tmp
     assert end["requests_done"] == len(outputs) >= 2 and end["requests_total"] == 16
     for line in lines:
         if line["kind"] == "output":  # each output with the request that produced it
-            assert line["task"] == "layered_vqa_sample" and line["arguments"][0] and line["arguments"][1]["max_new_tokens"] == 48
+            assert (
+                line["task"] == "layered_vqa_sample"
+                and line["arguments"][0]
+                and line["arguments"][1]["max_new_tokens"] == 48
+            )
     # rescore scores exactly what was generated: the first N documents
     again = tmp_path / "rescored"
     done = _run(["rescore", str(out), "--output_path", str(again), "--verbosity", "DEBUG"], tmp_path)
@@ -109,15 +133,25 @@ def test_a_signal_during_eval_keeps_what_was_generated_and_rescore_scores_it(tmp
     assert sorted(s["doc_id"] for s in rows) == list(range(n))
     for sample in rows:
         # the journal keeps the model's raw text; the rows hold it sanitised (metrics/outputs.py)
-        assert sample["layered_vqa_report"]["outputs"] == clean_response(round_outputs([outputs[("layered_vqa_sample", sample["doc_id"], 0)]]))
+        assert sample["layered_vqa_report"]["outputs"] == clean_response(
+            round_outputs([outputs[("layered_vqa_sample", sample["doc_id"], 0)]])
+        )
 
 
 def test_the_journal_changes_no_number_of_an_uninterrupted_run(tmp_path, tiny_qwen_vl):
     pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
     tasks = "layered_vqa_sample,cooco_sample"
-    off = _run(_qwen_eval(tiny_qwen_vl, tmp_path / "off", limit=3, tokens=6, tasks=tasks), tmp_path, {"LMMS_SCENE_JOURNAL": "off"})
+    off = _run(
+        _qwen_eval(tiny_qwen_vl, tmp_path / "off", limit=3, tokens=6, tasks=tasks),
+        tmp_path,
+        {"LMMS_SCENE_JOURNAL": "off"},
+    )
     assert off.returncode == 0, (off.stdout + off.stderr)[-3000:]
-    on = _run(_qwen_eval(tiny_qwen_vl, tmp_path / "on", limit=3, tokens=6, tasks=tasks), tmp_path, {"LMMS_SCENE_JOURNAL_CHUNK": "2"})
+    on = _run(
+        _qwen_eval(tiny_qwen_vl, tmp_path / "on", limit=3, tokens=6, tasks=tasks),
+        tmp_path,
+        {"LMMS_SCENE_JOURNAL_CHUNK": "2"},
+    )
     assert on.returncode == 0, (on.stdout + on.stderr)[-3000:]
     assert not (tmp_path / "off" / J.FOLDER).exists()
     (journal_file,) = (tmp_path / "on" / J.FOLDER).glob("*.jsonl")
@@ -140,8 +174,25 @@ def test_rescore_replays_every_repeat_as_logged(tmp_path):
     from lmms_scene.metrics.layered_vqa import aggregation
 
     run = tmp_path / "run"
-    first = _run(["eval", "--model", "scene_blind", "--tasks", "layered_vqa_sample,cooco_sample", "--limit", "16", "--repeats", "2",
-                  "--output_path", str(run), "--log_samples", "--verbosity", "DEBUG"], tmp_path)  # fmt: skip
+    first = _run(
+        [
+            "eval",
+            "--model",
+            "scene_blind",
+            "--tasks",
+            "layered_vqa_sample,cooco_sample",
+            "--limit",
+            "16",
+            "--repeats",
+            "2",
+            "--output_path",
+            str(run),
+            "--log_samples",
+            "--verbosity",
+            "DEBUG",
+        ],
+        tmp_path,
+    )
     assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
     # a model that varies between samples: on every other document, the second repeat
     # gives the gold answer where the first was wrong
@@ -194,12 +245,16 @@ def test_an_interrupted_run_resumes_to_the_numbers_of_an_uninterrupted_one(tmp_p
     samples equal those of the same run never interrupted."""
     pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
     first = tmp_path / "first"
-    proc, log, journal_file = _interrupt(_qwen_eval(tiny_qwen_vl, first, limit=8, tokens=16), first, tmp_path, signal.SIGTERM)
+    proc, log, journal_file = _interrupt(
+        _qwen_eval(tiny_qwen_vl, first, limit=8, tokens=16), first, tmp_path, signal.SIGTERM
+    )
     assert proc.returncode == 128 + signal.SIGTERM, log[-3000:]
     served = len(_outputs(journal_file))
     assert 2 <= served < 8
     resumed = tmp_path / "resumed"
-    done = _run(["eval", "--resume", str(journal_file), *_qwen_eval(tiny_qwen_vl, resumed, limit=8, tokens=16)[1:]], tmp_path)
+    done = _run(
+        ["eval", "--resume", str(journal_file), *_qwen_eval(tiny_qwen_vl, resumed, limit=8, tokens=16)[1:]], tmp_path
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert f"{served} outputs served from it" in done.stderr
     (new_journal,) = (resumed / J.FOLDER).glob("*.jsonl")
@@ -210,7 +265,14 @@ def test_an_interrupted_run_resumes_to_the_numbers_of_an_uninterrupted_one(tmp_p
     assert never.returncode == 0, (never.stdout + never.stderr)[-3000:]
     assert _numbers(find_results(resumed)) == _numbers(find_results(whole))
     strip = lambda s: {k: v for k, v in s.items() if k != "token_counts"}  # noqa: E731
-    assert [strip(x) for x in find_samples(resumed, "layered_vqa_sample")] == [strip(x) for x in find_samples(whole, "layered_vqa_sample")]
+    assert [strip(x) for x in find_samples(resumed, "layered_vqa_sample")] == [
+        strip(x) for x in find_samples(whole, "layered_vqa_sample")
+    ]
     # a resume with other arguments is refused before anything is generated
-    other = _run(["eval", "--resume", str(journal_file), *_qwen_eval(tiny_qwen_vl, tmp_path / "other", limit=4, tokens=16)[1:]], tmp_path)
-    assert other.returncode != 0 and "this run's limit 4.0 differs from the journal's 8.0" in other.stdout + other.stderr
+    other = _run(
+        ["eval", "--resume", str(journal_file), *_qwen_eval(tiny_qwen_vl, tmp_path / "other", limit=4, tokens=16)[1:]],
+        tmp_path,
+    )
+    assert (
+        other.returncode != 0 and "this run's limit 4.0 differs from the journal's 8.0" in other.stdout + other.stderr
+    )

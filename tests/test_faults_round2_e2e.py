@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, find_results, find_samples, harness_env, run_python
+
 from lmms_scene import journal as J
 
 pytestmark = pytest.mark.e2e
@@ -27,8 +27,24 @@ TASK = "layered_vqa_sample"
 
 def test_a_full_disk_run_exits_non_zero_and_its_outputs_are_rescored_from_the_journal(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, str(REPO / "tests" / "full_disk.py"), str(out), "3000", "eval", "--model", "scene_blind", "--tasks", TASK,
-           "--limit", "4", "--output_path", str(out), "--log_samples", "--verbosity", "WARNING"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(REPO / "tests" / "full_disk.py"),
+        str(out),
+        "3000",
+        "eval",
+        "--model",
+        "scene_blind",
+        "--tasks",
+        TASK,
+        "--limit",
+        "4",
+        "--output_path",
+        str(out),
+        "--log_samples",
+        "--verbosity",
+        "WARNING",
+    ]
     run = subprocess.run(cmd, capture_output=True, text=True, env=harness_env(ENV), cwd=tmp_path, timeout=900)
     log = run.stdout + run.stderr
     assert run.returncode == 1, log[-3000:]
@@ -43,10 +59,16 @@ def test_a_full_disk_run_exits_non_zero_and_its_outputs_are_rescored_from_the_jo
     command = re.search(r"score them with (lmms-scene rescore \S+ --output_path \S+)$", line).group(1).split()
     assert command[2] == str(journal_file)
     # the exact command it printed scores the journaled outputs
-    done = run_python([sys.executable, "-m", "lmms_scene.cli", *command[1:]], env=harness_env(ENV), cwd=tmp_path, timeout=900)
+    done = run_python(
+        [sys.executable, "-m", "lmms_scene.cli", *command[1:]], env=harness_env(ENV), cwd=tmp_path, timeout=900
+    )
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     rescored = Path(command[-1])
     assert find_results(rescored)["results"][TASK]["layered_vqa_report,none"]["n_rows"] == 4
-    outputs = {json.loads(x)["doc_id"]: json.loads(x)["output"] for x in journal_file.read_text().splitlines() if '"kind": "output"' in x}
+    outputs = {
+        json.loads(x)["doc_id"]: json.loads(x)["output"]
+        for x in journal_file.read_text().splitlines()
+        if '"kind": "output"' in x
+    }
     rows = find_samples(rescored, TASK)
     assert sorted(s["doc_id"] for s in rows) == [0, 1, 2, 3] and len(outputs) == 4

@@ -10,12 +10,21 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import _FORK_SERVER, FORK_ENV, find_results, find_samples, harness_env, run_python
 
 pytestmark = pytest.mark.e2e
 
-BLIND = ["--model", "scene_blind", "--tasks", "layered_vqa_sample", "--limit", "6", "--log_samples", "--verbosity", "DEBUG"]
+BLIND = [
+    "--model",
+    "scene_blind",
+    "--tasks",
+    "layered_vqa_sample",
+    "--limit",
+    "6",
+    "--log_samples",
+    "--verbosity",
+    "DEBUG",
+]
 
 
 def _harness(tmp_path, name: str, extra: list[str], fork: bool) -> subprocess.CompletedProcess:
@@ -36,8 +45,9 @@ def test_a_forked_run_equals_a_fresh_process(tmp_path):
     assert json.dumps(a["results"], sort_keys=True) == json.dumps(b["results"], sort_keys=True)
     assert a["config"]["model"] == b["config"]["model"] == "scene_blind"
     drop = lambda s: {k: v for k, v in s.items() if k != "token_counts"}  # noqa: E731
-    assert [drop(s) for s in find_samples(tmp_path / "forked", "layered_vqa_sample")] == \
-        [drop(s) for s in find_samples(tmp_path / "fresh", "layered_vqa_sample")]  # fmt: skip
+    assert [drop(s) for s in find_samples(tmp_path / "forked", "layered_vqa_sample")] == [
+        drop(s) for s in find_samples(tmp_path / "fresh", "layered_vqa_sample")
+    ]
     # the printed table is in the fork's stdout, as in the process's
     assert "layered_vqa_sample" in forked.stdout and "layered_vqa_sample" in fresh.stdout
 
@@ -53,17 +63,22 @@ def test_the_cli_runs_forked_with_its_exit_codes(tmp_path):
     cmd = [sys.executable, "-m", "lmms_scene.cli", "show", str(tmp_path / "absent")]
     forked = run_python(cmd, env=harness_env(), cwd=tmp_path)
     fresh = subprocess.run(cmd, capture_output=True, text=True, env=harness_env(), cwd=tmp_path, timeout=120)
-    assert forked.returncode == fresh.returncode == 2 and forked.stderr == fresh.stderr and forked.stdout == fresh.stdout
+    assert (
+        forked.returncode == fresh.returncode == 2 and forked.stderr == fresh.stderr and forked.stdout == fresh.stdout
+    )
 
 
 def test_what_a_fork_cannot_reproduce_runs_as_a_fresh_process(monkeypatch):
-    assert run_python([sys.executable, "-m", "lmms_scene.cli", "--version"], env=harness_env()).returncode == 0  # started
+    assert (
+        run_python([sys.executable, "-m", "lmms_scene.cli", "--version"], env=harness_env()).returncode == 0
+    )  # started
     cmd = [sys.executable, "-m", "lmms_eval", "--tasks", "list"]
     assert _FORK_SERVER.accepts(cmd, harness_env({"LMMS_SCENE_CLIP_MODEL": "x", "PATH": "/bin"}), None)
     # what the server's imports set (torch's KMP_* and inductor folder) is the same in a fresh process
     assert _FORK_SERVER.accepts(cmd, harness_env(_FORK_SERVER.set_by_imports), None)
     assert "TORCHINDUCTOR_CACHE_DIR" not in _FORK_SERVER.set_by_imports or not _FORK_SERVER.accepts(
-        cmd, harness_env({"TORCHINDUCTOR_CACHE_DIR": "/elsewhere"}), None)  # fmt: skip
+        cmd, harness_env({"TORCHINDUCTOR_CACHE_DIR": "/elsewhere"}), None
+    )
     # read when used: the task hook's switch (each time the harness indexes), a launcher's rank
     for extra in ({"LMMS_SCENE_NO_TASK_HOOK": "1"}, {"RANK": "1", "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"}):
         assert _FORK_SERVER.accepts(cmd, harness_env(extra), None), extra

@@ -8,8 +8,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import SELFTEST_TASKS, find_results, find_samples, harness_env, launch_ranks
+
 from lmms_scene import benchmarks
 
 pytestmark = pytest.mark.e2e
@@ -26,7 +26,13 @@ def test_echo_single_and_multi_round(run_lmms_eval, tmp_path, force_simple):
     rc, results, _out, log = run_lmms_eval(args + (["--force_simple"] if force_simple else []), include=SELFTEST_TASKS)
     assert rc == 0, log[-3000:]
     assert _metric(results, "scene_selftest_rounds", "selftest_rounds_ok") == 1.0
-    assert _metric(results, "scene_selftest_rounds", "selftest_by_item") == {"s0": 3, "s1": 2, "s2": 3, "s3": 1, "s4": 2}
+    assert _metric(results, "scene_selftest_rounds", "selftest_by_item") == {
+        "s0": 3,
+        "s1": 2,
+        "s2": 3,
+        "s3": 1,
+        "s4": 2,
+    }
     lines = [json.loads(l) for l in record.read_text().splitlines()]
     assert {l["variant"] for l in lines} == {"simple" if force_simple else "chat"}
     multi = {l["doc_id"]: l for l in lines if l["task"] == "scene_selftest_rounds"}
@@ -75,15 +81,35 @@ def test_two_cpu_processes_give_the_single_process_results(run_lmms_eval, tmp_pa
     assert rc == 0, log[-3000:]
 
     out = tmp_path / "multi"
-    harness = ["-m", "lmms_eval", "--include_path", str(SELFTEST_TASKS), "--output_path", str(out), "--verbosity", "DEBUG", *common]
+    harness = [
+        "-m",
+        "lmms_eval",
+        "--include_path",
+        str(SELFTEST_TASKS),
+        "--output_path",
+        str(out),
+        "--verbosity",
+        "DEBUG",
+        *common,
+    ]
     ranks = launch_ranks([sys.executable, *harness], 2, env=harness_env(env), cwd=tmp_path, timeout=900)
     if ranks is None:  # no fork: the real launcher
         cmd = [
-            sys.executable, "-m", "accelerate.commands.launch",
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
             # --multi_gpu picks torchrun; with no GPU the processes join a gloo group on the CPU.
-            "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-            "--dynamo_backend", "no", *harness,
-        ]  # fmt: skip
+            "--multi_gpu",
+            "--num_processes",
+            "2",
+            "--num_machines",
+            "1",
+            "--mixed_precision",
+            "no",
+            "--dynamo_backend",
+            "no",
+            *harness,
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, env=harness_env(env), timeout=900, cwd=tmp_path)
         codes, log = [proc.returncode], proc.stdout + proc.stderr
     else:

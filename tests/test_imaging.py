@@ -74,7 +74,9 @@ def test_to_rgb_converts_grey_cmyk_and_palette_pixel_by_pixel():
 
 def test_to_rgb_scales_16_bit_grey_instead_of_clipping():
     values = np.array([[0, 257 * 100, 65535]], dtype=np.uint16)
-    image = Image.fromarray(values).convert("I;16") if Image.fromarray(values).mode != "I;16" else Image.fromarray(values)
+    image = (
+        Image.fromarray(values).convert("I;16") if Image.fromarray(values).mode != "I;16" else Image.fromarray(values)
+    )
     assert image.mode.startswith("I;16")
     out = imaging.to_rgb(image)
     # 65535 -> 255 and 25700 -> 100: scaled by 255/65535, where a plain convert would clip at 255
@@ -180,7 +182,9 @@ def test_noise_is_independent_across_pixels_and_channels():
 
 def test_noise_clips_at_both_ends():
     black = px(imaging.add_gaussian_noise(Image.new("RGB", (100, 100), (0, 0, 0)), (0, 0, 5, 5), "all", 0.5, seed=2))
-    white = px(imaging.add_gaussian_noise(Image.new("RGB", (100, 100), (255, 255, 255)), (0, 0, 5, 5), "all", 0.5, seed=2))
+    white = px(
+        imaging.add_gaussian_noise(Image.new("RGB", (100, 100), (255, 255, 255)), (0, 0, 5, 5), "all", 0.5, seed=2)
+    )
     # half of the draws are negative: on black they clip to 0, on white the positive half clips to 255
     assert 0.45 < (black == 0).mean() < 0.55
     assert 0.45 < (white == 255).mean() < 0.55

@@ -50,7 +50,9 @@ print(json.dumps({"light": light, "modules": modules, "attempts": attempts, "loa
 
 
 def test_imports_load_no_model_and_touch_no_network():
-    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=harness_env(), cwd=REPO, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, env=harness_env(), cwd=REPO, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     # `import lmms_scene` alone is cheap: no torch, no harness.

@@ -23,23 +23,75 @@ from conftest import REPO
 #: name matches the package and everything under it). Keep docs/architecture.md's table
 #: ("Floors") the same.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("core", ("lmms_scene", "lmms_scene.settings", "lmms_scene.cache", "lmms_scene.validation", "lmms_scene.provenance",
-              "lmms_scene.files", "lmms_scene.progress", "lmms_scene.prompts", "lmms_scene.imaging", "lmms_scene.compositing",
-              "lmms_scene.compat", "lmms_scene.data", "lmms_scene.data.layered_vqa", "lmms_scene.data.layered_vqa.schedules")),
+    (
+        "core",
+        (
+            "lmms_scene",
+            "lmms_scene.settings",
+            "lmms_scene.cache",
+            "lmms_scene.validation",
+            "lmms_scene.provenance",
+            "lmms_scene.files",
+            "lmms_scene.progress",
+            "lmms_scene.prompts",
+            "lmms_scene.imaging",
+            "lmms_scene.compositing",
+            "lmms_scene.compat",
+            "lmms_scene.data",
+            "lmms_scene.data.layered_vqa",
+            "lmms_scene.data.layered_vqa.schedules",
+        ),
+    ),
     ("registry", ("lmms_scene.registration", "lmms_scene.benchmarks", "lmms_scene.harness")),
     ("services", ("lmms_scene.nlp", "lmms_scene.judges")),
-    ("generic metrics", ("lmms_scene.metrics", "lmms_scene.metrics.rows", "lmms_scene.metrics.outputs", "lmms_scene.metrics.clip")),
-    ("data", ("lmms_scene.data.card", "lmms_scene.data.local", "lmms_scene.data.release", "lmms_scene.data.recheck",
-              "lmms_scene.data.samples", "lmms_scene.data.cooco", "lmms_scene.data.snus", "lmms_scene.data.layered_vqa.schema",
-              "lmms_scene.data.layered_vqa.delivery", "lmms_scene.data.layered_vqa.rounds", "lmms_scene.data.layered_vqa.views",
-              "lmms_scene.data.layered_vqa.builder", "lmms_scene.data.layered_vqa.card", "lmms_scene.data.layered_vqa.sample",
-              "lmms_scene.data.layered_vqa.synth")),
+    (
+        "generic metrics",
+        ("lmms_scene.metrics", "lmms_scene.metrics.rows", "lmms_scene.metrics.outputs", "lmms_scene.metrics.clip"),
+    ),
+    (
+        "data",
+        (
+            "lmms_scene.data.card",
+            "lmms_scene.data.local",
+            "lmms_scene.data.release",
+            "lmms_scene.data.recheck",
+            "lmms_scene.data.samples",
+            "lmms_scene.data.cooco",
+            "lmms_scene.data.snus",
+            "lmms_scene.data.layered_vqa.schema",
+            "lmms_scene.data.layered_vqa.delivery",
+            "lmms_scene.data.layered_vqa.rounds",
+            "lmms_scene.data.layered_vqa.views",
+            "lmms_scene.data.layered_vqa.builder",
+            "lmms_scene.data.layered_vqa.card",
+            "lmms_scene.data.layered_vqa.sample",
+            "lmms_scene.data.layered_vqa.synth",
+        ),
+    ),
     ("results", ("lmms_scene.results", "lmms_scene.report", "lmms_scene.report.tables", "lmms_scene.report.plots")),
-    ("benchmark metrics", ("lmms_scene.metrics.cooco", "lmms_scene.metrics.snus", "lmms_scene.metrics.layered_vqa",
-                           "lmms_scene.metrics.cesg", "lmms_scene.metrics.captioning", "lmms_scene.baselines",
-                           "lmms_scene.analysis", "lmms_scene.evaluate_modules")),
-    ("reports", ("lmms_scene.report.html", "lmms_scene.report.text", "lmms_scene.report.submission",
-                 "lmms_scene.report.leaderboard", "lmms_scene.report.publish")),
+    (
+        "benchmark metrics",
+        (
+            "lmms_scene.metrics.cooco",
+            "lmms_scene.metrics.snus",
+            "lmms_scene.metrics.layered_vqa",
+            "lmms_scene.metrics.cesg",
+            "lmms_scene.metrics.captioning",
+            "lmms_scene.baselines",
+            "lmms_scene.analysis",
+            "lmms_scene.evaluate_modules",
+        ),
+    ),
+    (
+        "reports",
+        (
+            "lmms_scene.report.html",
+            "lmms_scene.report.text",
+            "lmms_scene.report.submission",
+            "lmms_scene.report.leaderboard",
+            "lmms_scene.report.publish",
+        ),
+    ),
     ("runs", ("lmms_scene.models", "lmms_scene.journal", "lmms_scene.evaluate", "lmms_scene.preflight")),
     ("tasks", ("lmms_scene.tasks",)),
     ("cli", ("lmms_scene.cli",)),
@@ -90,7 +142,9 @@ def _never_on_import(node: ast.AST) -> bool:
     return isinstance(test, ast.Compare) and getattr(test.left, "id", None) == "__name__"
 
 
-def imports(module: str, source: str, modules: dict[str, Path]) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]]:
+def imports(
+    module: str, source: str, modules: dict[str, Path]
+) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]]:
     """(top-level imports of our modules as (line, module); in-function ones as (line, module, line text))."""
     tree = ast.parse(source)
     lines = source.splitlines()
@@ -99,7 +153,9 @@ def imports(module: str, source: str, modules: dict[str, Path]) -> tuple[list[tu
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module for a in node.names]
+            names = [
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module for a in node.names
+            ]
         else:
             return []
         return [r for n in names if n.split(".")[0] == "lmms_scene" and (r := _resolve(n, modules))]
@@ -145,8 +201,10 @@ def check(root: Path = REPO) -> list[str]:
                         f"(floor '{FLOORS[floor_of(dep)][0]}', higher); floors bottom to top: "
                         + " < ".join(name for name, _ in FLOORS)
                     )
-        for line, target in top:
-            graph[module].update(d for d in _with_parents(target, modules) if d != module and not module.startswith(d + "."))
+        for _line, target in top:
+            graph[module].update(
+                d for d in _with_parents(target, modules) if d != module and not module.startswith(d + ".")
+            )
         for line, target, text in inner:
             if not DEFERRED.search(text):
                 problems.append(
@@ -176,7 +234,11 @@ def other_function_imports(source: str) -> list[tuple[int, str]]:
                     continue
                 seen.add(node.lineno)
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                if isinstance(node, ast.ImportFrom) and node.level or any(n.split(".")[0] == "lmms_scene" for n in names):
+                if (
+                    isinstance(node, ast.ImportFrom)
+                    and node.level
+                    or any(n.split(".")[0] == "lmms_scene" for n in names)
+                ):
                     continue  # ours: the check above
                 text = "\n".join(lines[node.lineno - 1 : node.end_lineno])
                 if not DEFERRED.search(text):
@@ -256,29 +318,42 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_an_upward_import_is_named_with_the_floors(tmp_path):
-    root = _tree(tmp_path, {"lmms_scene/settings.py": "from lmms_scene.cli import main\n", "lmms_scene/cli/__init__.py": ""})
+    root = _tree(
+        tmp_path, {"lmms_scene/settings.py": "from lmms_scene.cli import main\n", "lmms_scene/cli/__init__.py": ""}
+    )
     (problem,) = check(root)
-    assert problem.startswith("lmms_scene/settings.py:1: lmms_scene.settings (floor 'core') imports lmms_scene.cli (floor 'cli', higher)")
+    assert problem.startswith(
+        "lmms_scene/settings.py:1: lmms_scene.settings (floor 'core') imports lmms_scene.cli (floor 'cli', higher)"
+    )
     assert "core < registry < " in problem
 
 
 def test_a_cycle_and_an_unexplained_function_import_are_named(tmp_path):
-    root = _tree(tmp_path, {
-        "lmms_scene/cache.py": "from lmms_scene import files\n",
-        "lmms_scene/files.py": "import lmms_scene.cache\n\ndef f():\n    from lmms_scene import settings\n",
-        "lmms_scene/settings.py": "def g():\n    from lmms_scene import cache  # deferred: torch\n",
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "lmms_scene/cache.py": "from lmms_scene import files\n",
+            "lmms_scene/files.py": "import lmms_scene.cache\n\ndef f():\n    from lmms_scene import settings\n",
+            "lmms_scene/settings.py": "def g():\n    from lmms_scene import cache  # deferred: torch\n",
+        },
+    )
     problems = check(root)
     assert "import cycle: lmms_scene.cache -> lmms_scene.files -> lmms_scene.cache" in problems
-    assert any(p.startswith("lmms_scene/files.py:4: lmms_scene.files imports lmms_scene.settings inside a function") for p in problems)
+    assert any(
+        p.startswith("lmms_scene/files.py:4: lmms_scene.files imports lmms_scene.settings inside a function")
+        for p in problems
+    )
     assert len(problems) == 2  # settings.g says why it defers its import
 
 
 def test_type_checking_imports_are_not_edges(tmp_path):
-    root = _tree(tmp_path, {
-        "lmms_scene/cache.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lmms_scene import files\n",
-        "lmms_scene/files.py": "from lmms_scene import cache\n",
-    })  # fmt: skip
+    root = _tree(
+        tmp_path,
+        {
+            "lmms_scene/cache.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lmms_scene import files\n",
+            "lmms_scene/files.py": "from lmms_scene import cache\n",
+        },
+    )
     assert check(root) == []
 
 
@@ -290,11 +365,16 @@ def test_a_task_module_is_on_the_tasks_floor_and_the_rest_defaults_to_core():
 
 
 def test_a_third_party_or_stdlib_import_inside_a_function_needs_its_reason(tmp_path):
-    root = _tree(tmp_path, {
-        "lmms_scene/files.py": "def f():\n    import json\n\ndef g():\n    import torch  # deferred: torch is heavy to import\n",
-    })
+    root = _tree(
+        tmp_path,
+        {
+            "lmms_scene/files.py": "def f():\n    import json\n\ndef g():\n    import torch  # deferred: torch is heavy to import\n",
+        },
+    )
     problems = check(root)
-    assert len(problems) == 1 and "files.py:2" in problems[0] and "`import json` inside a function" in problems[0], problems
+    assert len(problems) == 1 and "files.py:2" in problems[0] and "`import json` inside a function" in problems[0], (
+        problems
+    )
 
 
 def test_every_folder_of_modules_is_a_package_the_wheel_ships():

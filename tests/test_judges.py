@@ -10,8 +10,21 @@ from lmms_scene.judges import JudgeSpec, ask, consensus, is_self_judge, panel, p
 
 @pytest.mark.parametrize(
     "text",
-    ["Yes", "yes.", "YES!", "**Yes**", "Correct", "Correct.", "The answer is correct.", "Verdict: yes",
-     "Yes, the answer is correct.", "It is correct", "Final answer: Yes", "right", "The model's answer is right."],
+    [
+        "Yes",
+        "yes.",
+        "YES!",
+        "**Yes**",
+        "Correct",
+        "Correct.",
+        "The answer is correct.",
+        "Verdict: yes",
+        "Yes, the answer is correct.",
+        "It is correct",
+        "Final answer: Yes",
+        "right",
+        "The model's answer is right.",
+    ],
 )
 def test_clear_yes(text):
     assert parse_verdict(text) is True
@@ -19,8 +32,21 @@ def test_clear_yes(text):
 
 @pytest.mark.parametrize(
     "text",
-    ["No", "no.", "Not correct.", "not correct", "Incorrect", "INCORRECT.", "The answer is incorrect.", "Wrong",
-     "No, the answer is wrong.", "The prediction is not correct.", "Verdict: no", "No. The correct answer is red.", "False"],
+    [
+        "No",
+        "no.",
+        "Not correct.",
+        "not correct",
+        "Incorrect",
+        "INCORRECT.",
+        "The answer is incorrect.",
+        "Wrong",
+        "No, the answer is wrong.",
+        "The prediction is not correct.",
+        "Verdict: no",
+        "No. The correct answer is red.",
+        "False",
+    ],
 )
 def test_clear_no(text):
     assert parse_verdict(text) is False
@@ -28,9 +54,29 @@ def test_clear_no(text):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   ", "1", "0", "Score: 0/10", "Score: 10/10", "Yes and no", "Yes, but it is incorrect", "Partially correct",
-     "Correctness: 1", "yes/no", "True/False", "I think so", "dummy", "Maybe", "No, it is correct? yes", "Yesterday",
-     "Nope", "The answer is partially correct", None, 1],
+    [
+        "",
+        "   ",
+        "1",
+        "0",
+        "Score: 0/10",
+        "Score: 10/10",
+        "Yes and no",
+        "Yes, but it is incorrect",
+        "Partially correct",
+        "Correctness: 1",
+        "yes/no",
+        "True/False",
+        "I think so",
+        "dummy",
+        "Maybe",
+        "No, it is correct? yes",
+        "Yesterday",
+        "Nope",
+        "The answer is partially correct",
+        None,
+        1,
+    ],
 )
 def test_ambiguous_is_none(text):
     assert parse_verdict(text) is None
@@ -63,8 +109,11 @@ def test_ask_parses_and_sends_prompt():
 
 @pytest.mark.parametrize(
     ("exc", "kind"),
-    [(TimeoutError("read timed out"), "timeout"), (RuntimeError("connection refused"), "error"),
-     (type("APITimeoutError", (Exception,), {})("slow"), "timeout")],
+    [
+        (TimeoutError("read timed out"), "timeout"),
+        (RuntimeError("connection refused"), "error"),
+        (type("APITimeoutError", (Exception,), {})("slow"), "timeout"),
+    ],
 )
 def test_ask_records_failures_instead_of_raising(exc, kind):
     reply = ask(JudgeSpec("j", "m"), "q", client=_Client(exc=exc))
@@ -102,7 +151,13 @@ def test_unreachable_local_server_is_a_recorded_failure():
 
 def test_consensus_majority_ties_and_counts():
     R = judges.JudgeReply
-    votes = [R("a", "yes", True), R("b", "no", False), R("c", "yes", True), R("d", None, None, "timeout", "t"), R("e", "hm", None)]
+    votes = [
+        R("a", "yes", True),
+        R("b", "no", False),
+        R("c", "yes", True),
+        R("d", None, None, "timeout", "t"),
+        R("e", "hm", None),
+    ]
     c = consensus(votes)
     assert (c.correct, c.yes, c.no, c.failed, c.unparsed) == (True, 2, 1, 1, 1)
     assert consensus(votes[:2]).correct is None  # tie
@@ -127,7 +182,11 @@ def test_panel_asks_every_judge_and_self_judgments_do_not_vote():
     assert result.excluded == ("b",) and len(clients["b"].requests) == 1
     assert (result.correct, result.yes, result.no, result.failed) == (True, 1, 0, 1)
     replies = result.to_dict()["replies"]
-    assert [(r["judge"], r["status"], r["self"]) for r in replies] == [("a", "yes", False), ("b", "no", True), ("c", "timeout", False)]
+    assert [(r["judge"], r["status"], r["self"]) for r in replies] == [
+        ("a", "yes", False),
+        ("b", "no", True),
+        ("c", "timeout", False),
+    ]
     # with the self-judge alone left, there is no consensus (never its own vote)
     alone = panel(specs[1:2], "q", model="vllm", model_args="model=org/B", clients=clients)
     assert alone.correct is None and alone.voters == 0 and len(alone.replies) == 1
@@ -135,7 +194,11 @@ def test_panel_asks_every_judge_and_self_judgments_do_not_vote():
 
 def test_hf_judge_paths_and_spec():
     (spec,) = parse_judges("hf:/models/SmolLM2-135M-Instruct.Q4_1.gguf")
-    assert (spec.provider, spec.model, spec.name) == ("hf", "/models/SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct.Q4_1")
+    assert (spec.provider, spec.model, spec.name) == (
+        "hf",
+        "/models/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "SmolLM2-135M-Instruct.Q4_1",
+    )
     (named,) = parse_judges("hf:smol=/m/a@b")  # a path keeps its "@"
     assert (named.name, named.model, named.base_url) == ("smol", "/m/a@b", None)
     with pytest.raises(FileNotFoundError, match="neither a model folder nor a .gguf file"):

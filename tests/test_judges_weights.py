@@ -44,8 +44,10 @@ def smollm2_judge(smollm2_gguf):
 
 def test_local_judge_replies_are_parsed_strictly(smollm2_judge):
     spec = judges.JudgeSpec("smol", str(smollm2_judge.path / smollm2_judge.gguf_file), provider="hf", max_tokens=12)
-    replies = [judges.judge_answer(spec, "What shape is the red object?", "A circle.", answer, client=smollm2_judge)
-               for answer in ("It is a circle.", "A square.")]  # fmt: skip
+    replies = [
+        judges.judge_answer(spec, "What shape is the red object?", "A circle.", answer, client=smollm2_judge)
+        for answer in ("It is a circle.", "A square.")
+    ]
     for reply in replies:
         assert reply.ok and isinstance(reply.content, str) and reply.content.strip(), reply
         assert reply.verdict is judges.parse_verdict(reply.content)  # the strict parser decides, nothing else
@@ -54,8 +56,10 @@ def test_local_judge_replies_are_parsed_strictly(smollm2_judge):
     # verdict, which the parser reads (the first parser read none of its 84 replies);
     # where a reply is in the labelled set, it reads as labelled
     assert any(reply.verdict is not None for reply in replies), [r.content for r in replies]
-    labelled = {json.loads(line)["reply"]: json.loads(line)["verdict"] for line in
-                (Path(__file__).parent / "data" / "judge_verdicts.jsonl").read_text().splitlines()}  # fmt: skip
+    labelled = {
+        json.loads(line)["reply"]: json.loads(line)["verdict"]
+        for line in (Path(__file__).parent / "data" / "judge_verdicts.jsonl").read_text().splitlines()
+    }
     for reply in replies:
         if reply.content in labelled:
             assert reply.status == (labelled[reply.content] or "unparsed"), reply
@@ -71,10 +75,15 @@ def test_judge_cli_with_a_real_local_model(tmp_path, smollm2_gguf, smollm2_judge
     rows = _rows({"full": lambda s, q: q != 1}, scenes=1)  # one scene: each question type once
     run = tmp_path / "out" / "model"
     run.mkdir(parents=True)
-    results = {"results": {"layered_vqa_sample": {"accuracy,none": 0.5}}, "configs": {"layered_vqa_sample": {"metadata": {"benchmark": "layered_vqa"}}},
-               "config": {"model": "qwen2_5_vl", "model_args": "pretrained=/models/smol"}}  # fmt: skip
+    results = {
+        "results": {"layered_vqa_sample": {"accuracy,none": 0.5}},
+        "configs": {"layered_vqa_sample": {"metadata": {"benchmark": "layered_vqa"}}},
+        "config": {"model": "qwen2_5_vl", "model_args": "pretrained=/models/smol"},
+    }
     (run / "20260101_results.json").write_text(json.dumps(results))
-    (run / "20260101_samples_layered_vqa_sample.jsonl").write_text("".join(json.dumps({"doc_id": i, "layered_vqa_report": r}) + "\n" for i, r in enumerate(rows)))
+    (run / "20260101_samples_layered_vqa_sample.jsonl").write_text(
+        "".join(json.dumps({"doc_id": i, "layered_vqa_report": r}) + "\n" for i, r in enumerate(rows))
+    )
     out = tmp_path / "judged.json"
     spec = f"hf:smol={smollm2_gguf};hf:other={smollm2_gguf}"
     assert main(["layered-vqa", "judge", str(tmp_path / "out"), "--judges", spec, "--out", str(out)]) == 0

@@ -54,8 +54,16 @@ def test_every_labelled_reply_reads_as_labelled(row):
 
 @pytest.mark.parametrize(
     "text",
-    ["Correct answer: red. The model answered blue.", "Right answer would be red.", "Correct answer: blue.",
-     "Yes and no", "yes/no", "Yesterday", "Yes, but it is incorrect", "Correct answers are hard to define here."],
+    [
+        "Correct answer: red. The model answered blue.",
+        "Right answer would be red.",
+        "Correct answer: blue.",
+        "Yes and no",
+        "yes/no",
+        "Yesterday",
+        "Yes, but it is incorrect",
+        "Correct answers are hard to define here.",
+    ],
 )
 def test_wording_that_looks_like_yes_is_never_yes(text):
     assert parse_verdict(text) is not True
@@ -102,7 +110,9 @@ def test_every_provider_reply_goes_through_the_one_parser(monkeypatch):
     assert hf_like.verdict is False and seen[-1] == smol_reply
     verifier = SynonymVerifier(JudgeSpec("v", "m"), client=_Client("A and B mean the same missing thing."))
     assert verifier("no helmet", "helmet missing") is True and seen[-1] == "A and B mean the same missing thing."
-    extra = ExtraJudge(JudgeSpec("e", "m"), "a worker, no helmet", client=_Client("The claim is not true of the scene."))
+    extra = ExtraJudge(
+        JudgeSpec("e", "m"), "a worker, no helmet", client=_Client("The claim is not true of the scene.")
+    )
     assert extra("helmet") is False and seen[-1] == "The claim is not true of the scene."
 
 
@@ -124,7 +134,14 @@ def test_no_other_module_parses_verdicts():
 
 
 def _doc(q=0, s=0, schedule="sharded-q"):
-    return dict(toy_item(4), scene_id=f"s{s}", question_id=f"s{s}-q{q}", question_type=QUESTION_TYPES[q], schedule=schedule, seed=0)
+    return dict(
+        toy_item(4),
+        scene_id=f"s{s}",
+        question_id=f"s{s}-q{q}",
+        question_type=QUESTION_TYPES[q],
+        schedule=schedule,
+        seed=0,
+    )
 
 
 def test_a_stopped_conversation_is_never_judged_and_a_yes_cannot_make_it_correct():
@@ -136,15 +153,28 @@ def test_a_stopped_conversation_is_never_judged_and_a_yes_cannot_make_it_correct
     empty = scoring.score_row(docs[2], ["Got it."] * (len(turns) - 1) + [""], turns_of(docs[2]))
     assert stopped["failure"] and stopped["correct"] is None and finished["correct"] is False
     yes = _Client("Yes.")
-    judged = judging.judge_rows([stopped, finished, empty], [JudgeSpec("a", "org/A")], model="m", model_args="", clients={"a": yes})
+    judged = judging.judge_rows(
+        [stopped, finished, empty], [JudgeSpec("a", "org/A")], model="m", model_args="", clients={"a": yes}
+    )
     assert yes.n == 1  # only the finished, non-empty conversation reached the judge
     by_output = {r["output"]: r for r in judged}
     s, f, e = by_output["A red square."], by_output["A green circle."], by_output[""]
-    assert s["correct"] is None and s["judge"] == {"judged": False, "reason": judging.NOT_JUDGED_STOPPED, "failure": stopped["failure"]}
+    assert s["correct"] is None and s["judge"] == {
+        "judged": False,
+        "reason": judging.NOT_JUDGED_STOPPED,
+        "failure": stopped["failure"],
+    }
     assert e["correct"] is False and e["judge"]["reason"] == judging.NOT_JUDGED_EMPTY
     assert f["correct"] is True and f["judge"]["judged"] and f["rule_correct"] is False
     summary = judging.judge_summary(judged)
-    assert summary == {**summary, "rows": 3, "judged": 1, "not_judged": 2, "not_judged_stopped": 1, "not_judged_empty": 1}
+    assert summary == {
+        **summary,
+        "rows": 3,
+        "judged": 1,
+        "not_judged": 2,
+        "not_judged_stopped": 1,
+        "not_judged_empty": 1,
+    }
     rep = aggregation.report(judged, n_boot=20)
     # the stopped conversation is left out of accuracy (counted), never a judged success
     assert rep["n_failed_conversations"] == 1 and rep["overall"]["accuracy"] == pytest.approx(0.5)
@@ -171,11 +201,23 @@ def test_rows_without_question_texts_are_refused_before_any_judge_is_asked():
     with pytest.raises(ValueError, match="no question text"):
         judging.judge_rows([old], [JudgeSpec("a", "m")], model="judged-model", model_args="", clients={"a": client})
     with pytest.raises(ValueError, match="differ from the run's own"):
-        judging.judge_rows([row], [JudgeSpec("a", "m")], model="judged-model", model_args="", clients={"a": client},
-                       questions={row["question_id"]: "What colour is the sky?"})  # fmt: skip
+        judging.judge_rows(
+            [row],
+            [JudgeSpec("a", "m")],
+            model="judged-model",
+            model_args="",
+            clients={"a": client},
+            questions={row["question_id"]: "What colour is the sky?"},
+        )
     assert client.n == 0
-    judged = judging.judge_rows([old], [JudgeSpec("a", "m")], model="judged-model", model_args="", clients={"a": client},
-                            questions={row["question_id"]: row["question"]})  # fmt: skip
+    judged = judging.judge_rows(
+        [old],
+        [JudgeSpec("a", "m")],
+        model="judged-model",
+        model_args="",
+        clients={"a": client},
+        questions={row["question_id"]: row["question"]},
+    )
     assert client.n == 1 and judged[0]["correct"] is True
 
 
@@ -198,10 +240,15 @@ def _built_run(tmp_path: Path, with_question: bool) -> tuple[Path, Path, list[di
         rows.append(row)
     run = tmp_path / "out" / "model"
     run.mkdir(parents=True)
-    results = {"results": {"layered_vqa_built": {"accuracy,none": 1.0}}, "configs": {"layered_vqa_built": {"metadata": {"benchmark": "layered_vqa"}}},
-               "config": {"model": "qwen2_5_vl", "model_args": "pretrained=org/judged"}}  # fmt: skip
+    results = {
+        "results": {"layered_vqa_built": {"accuracy,none": 1.0}},
+        "configs": {"layered_vqa_built": {"metadata": {"benchmark": "layered_vqa"}}},
+        "config": {"model": "qwen2_5_vl", "model_args": "pretrained=org/judged"},
+    }
     (run / "20260101_results.json").write_text(json.dumps(results))
-    (run / "20260101_samples_layered_vqa_built.jsonl").write_text("".join(json.dumps({"doc_id": i, "layered_vqa_report": r}) + "\n" for i, r in enumerate(rows)))
+    (run / "20260101_samples_layered_vqa_built.jsonl").write_text(
+        "".join(json.dumps({"doc_id": i, "layered_vqa_report": r}) + "\n" for i, r in enumerate(rows))
+    )
     return tmp_path / "out", tmp_path / "built", rows
 
 
@@ -213,8 +260,13 @@ def test_judge_refuses_the_embedded_sample_for_a_generated_build(tmp_path, capsy
 
     sample = tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet"
     out, built, rows = _built_run(tmp_path, with_question=False)
-    sample_texts = {r["question_id"]: r["question"] for r in pq.read_table(sample, columns=["question_id", "question"]).to_pylist()}
-    built_texts = {r["question_id"]: r["question"] for r in pq.read_table(next(built.rglob("*.parquet")), columns=["question_id", "question"]).to_pylist()}
+    sample_texts = {
+        r["question_id"]: r["question"] for r in pq.read_table(sample, columns=["question_id", "question"]).to_pylist()
+    }
+    built_texts = {
+        r["question_id"]: r["question"]
+        for r in pq.read_table(next(built.rglob("*.parquet")), columns=["question_id", "question"]).to_pylist()
+    }
     shared = set(sample_texts) & set(built_texts)
     assert len(shared) >= 10 and sum(sample_texts[q] != built_texts[q] for q in shared) >= 10  # the trap
     # no texts in the samples and no --data: refused, saying what to give
@@ -226,7 +278,10 @@ def test_judge_refuses_the_embedded_sample_for_a_generated_build(tmp_path, capsy
     assert "is not the data of" in err and "synth-0000-q" in err
     # the build itself: judged, against its own texts
     saved = tmp_path / "judged.json"
-    assert main(["layered-vqa", "judge", str(out), "--judges", "dummy:d=x", "--data", str(built), "--out", str(saved)]) == 0
+    assert (
+        main(["layered-vqa", "judge", str(out), "--judges", "dummy:d=x", "--data", str(built), "--out", str(saved)])
+        == 0
+    )
     judged = json.loads(saved.read_text())["rows"]["judged"]
     assert len(judged) == len(rows) and all(r["judge"]["judged"] for r in judged)
 

@@ -87,7 +87,9 @@ def test_a_layer_that_is_a_link_out_of_the_release_is_refused(tmp_path, items):
     outside.write_bytes(layer.read_bytes())
     layer.unlink()
     layer.symlink_to(outside)
-    assert re.search(r"layer 1: field 'image': .* resolves to .*outside the release folder", build_error(root, tmp_path / "out"))
+    assert re.search(
+        r"layer 1: field 'image': .* resolves to .*outside the release folder", build_error(root, tmp_path / "out")
+    )
 
 
 def test_a_question_file_that_is_a_link_out_of_the_release_is_refused(tmp_path, items):
@@ -109,7 +111,9 @@ def test_a_damaged_png_is_a_one_line_error_naming_it(tmp_path, items, capsys, mo
     scene = root / "scenes" / items[0]["scene_id"]
     path = sorted((scene / "layers").glob("1_*.png"))[0] if which == "layer" else scene / "composite.png"
     data = path.read_bytes()
-    path.write_bytes({"truncated": data[: int(len(data) * 0.6)], "html": b"<html>gone</html>", "stub": data[:40]}[damage])
+    path.write_bytes(
+        {"truncated": data[: int(len(data) * 0.6)], "html": b"<html>gone</html>", "stub": data[:40]}[damage]
+    )
     message = build_error(root, tmp_path / "out")
     assert f"image {path} cannot be decoded in full" in message and "line 1: scene" in message
     assert cli.main(["build", "layered-vqa", "--release", str(root), "--out", str(tmp_path / "o2")]) == 2
@@ -127,14 +131,22 @@ def test_a_40_layer_scene_is_refused_at_build_naming_the_limit(tmp_path):
     item["scene_id"], item["question_id"] = "deep", "deep-0"
     root = write_release(tmp_path / "rel", [item])
     message = build_error(root, tmp_path / "out")
-    assert f"40 layers, more than the {MAX_LAYERS} a scene may have" in message and f"at most {MAX_ROUNDS} rounds" in message
+    assert (
+        f"40 layers, more than the {MAX_LAYERS} a scene may have" in message
+        and f"at most {MAX_ROUNDS} rounds" in message
+    )
 
 
 def test_a_question_in_32_shards_is_refused_at_build(tmp_path, items):
     root = write_release(tmp_path / "rel", items[:1])
-    edit_questions(root, lambda q: {**q, "shards": [{"text": f"part {i}.", "supporting_layers": []} for i in range(MAX_ROUNDS)]})
+    edit_questions(
+        root, lambda q: {**q, "shards": [{"text": f"part {i}.", "supporting_layers": []} for i in range(MAX_ROUNDS)]}
+    )
     message = build_error(root, tmp_path / "out")
-    assert "schedule 'recap-q' needs 33 turns, more than the 32 rounds" in message and "every evaluation of this release would fail" in message
+    assert (
+        "schedule 'recap-q' needs 33 turns, more than the 32 rounds" in message
+        and "every evaluation of this release would fail" in message
+    )
 
 
 def test_the_longest_schedule_is_found_by_delivering_every_schedule(items):
@@ -202,16 +214,38 @@ def _with_row(data, index: int, change):
 @pytest.mark.parametrize(
     "change, reason",
     [
-        (lambda r: {**r, "layers": [r["layers"][0], {"bytes": r["layers"][1]["bytes"][:-40], "path": "1.png"}, *r["layers"][2:]]},
-         r"field 'layers\[1\]': image 1.png cannot be decoded in full"),
-        (lambda r: {**r, "composite": {"bytes": b"<html>", "path": "c.png"}}, r"field 'composite': image c.png cannot be decoded in full \(not an image"),
+        (
+            lambda r: {
+                **r,
+                "layers": [r["layers"][0], {"bytes": r["layers"][1]["bytes"][:-40], "path": "1.png"}, *r["layers"][2:]],
+            },
+            r"field 'layers\[1\]': image 1.png cannot be decoded in full",
+        ),
+        (
+            lambda r: {**r, "composite": {"bytes": b"<html>", "path": "c.png"}},
+            r"field 'composite': image c.png cannot be decoded in full \(not an image",
+        ),
         (lambda r: {**r, "question_type": "trivia"}, r"question_type: 'trivia' is not one of"),
         (lambda r: {**r, "minimal_sufficient_layers": [99]}, r"minimal_sufficient_layers: layer index 99 out of range"),
-        (lambda r: {**r, "composite": {"bytes": _png(Image.new("RGB", (10, 10))), "path": "c.png"}}, r"composite: size 10x10 differs from the layers' 64x48"),
+        (
+            lambda r: {**r, "composite": {"bytes": _png(Image.new("RGB", (10, 10))), "path": "c.png"}},
+            r"composite: size 10x10 differs from the layers' 64x48",
+        ),
         (lambda r: {**r, "shards": []}, r"shards: expected at least one shard"),
-        (lambda r: {**r, "layers": [{"bytes": None, "path": "/etc/passwd"}, *r["layers"][1:]]}, r"the image is a path on this machine \('/etc/passwd'\)"),
+        (
+            lambda r: {**r, "layers": [{"bytes": None, "path": "/etc/passwd"}, *r["layers"][1:]]},
+            r"the image is a path on this machine \('/etc/passwd'\)",
+        ),
     ],
-    ids=["truncated-layer", "html-composite", "unknown-type", "index-out-of-range", "size-mismatch", "no-shards", "path-outside"],
+    ids=[
+        "truncated-layer",
+        "html-composite",
+        "unknown-type",
+        "index-out-of-range",
+        "size-mismatch",
+        "no-shards",
+        "path-outside",
+    ],
 )
 def test_a_bad_row_at_load_is_a_stand_in_scored_as_unscored(data, change, reason):
     bad = _with_row(data, 1, change)
@@ -256,9 +290,12 @@ def test_a_good_dataset_is_not_copied(data):
 @pytest.fixture(scope="module")
 def sample_docs():
     import datasets
+
     from lmms_scene.tasks.layered_vqa import utils
 
-    raw = datasets.load_dataset("parquet", data_files={"test": str(Path(utils.__file__).parent / "sample" / "layered_vqa_sample.parquet")})["test"]
+    raw = datasets.load_dataset(
+        "parquet", data_files={"test": str(Path(utils.__file__).parent / "sample" / "layered_vqa_sample.parquet")}
+    )["test"]
     return utils.process_docs_sample(raw)
 
 
@@ -277,7 +314,10 @@ def test_a_lone_surrogate_and_control_characters_are_sanitised_before_grading(ut
     doc = _doc(sample_docs, "full")
     row = utils.process_results(doc, [[doc["answer"] + "\ud800\x00"]])["accuracy"]
     assert row["scored"] is True and row["correct"] is True
-    assert row["output"] == doc["answer"] + " " and row["output_changes"] == ["turn 0: 1 lone surrogate dropped", "turn 0: 1 control character replaced by a space"]
+    assert row["output"] == doc["answer"] + " " and row["output_changes"] == [
+        "turn 0: 1 lone surrogate dropped",
+        "turn 0: 1 control character replaced by a space",
+    ]
     json.dumps(row, ensure_ascii=False).encode("utf-8")
 
 
@@ -311,7 +351,10 @@ def test_a_conversation_that_stopped_early_is_counted_unscored_with_its_reason(u
 
     result = TaskResult("layered_vqa_sample", "layered_vqa", {"layered_vqa_report": rep}, {}, "m", "", Path("."))
     view = tables.view([result], label_runs([result])[0])
-    assert f"m (layered_vqa_sample): 1 rows not scored (left out of every column): {doc['question_id']}/sharded-q" in " ".join(view.notes)
+    assert (
+        f"m (layered_vqa_sample): 1 rows not scored (left out of every column): {doc['question_id']}/sharded-q"
+        in " ".join(view.notes)
+    )
     assert stopped["unscored_reason"] in view.text()
     counts, reasons = tables.failures(rep)
     assert counts["n_unscored"] == 1 and reasons == ["1 failed conversations"]

@@ -95,9 +95,14 @@ def test_shipped_sample_is_current():
 
     from lmms_scene.registration import tasks_path
 
-    shipped = pq.read_table(tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet", columns=["question_id", "question", "answer"]).to_pylist()
+    shipped = pq.read_table(
+        tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet",
+        columns=["question_id", "question", "answer"],
+    ).to_pylist()
     fresh = S.generate(4, seed=0, size=(160, 120))
-    assert [(r["question_id"], r["question"], r["answer"]) for r in shipped] == [(i["question_id"], i["question"], i["answer"]) for i in fresh]
+    assert [(r["question_id"], r["question"], r["answer"]) for r in shipped] == [
+        (i["question_id"], i["question"], i["answer"]) for i in fresh
+    ]
 
 
 def _release(root: Path, items):
@@ -119,7 +124,10 @@ def test_build_release_round_trip_and_checks(tmp_path, items):
     _release(tmp_path / "rel", some)
     report = build_release(tmp_path / "rel", tmp_path / "out", name="rel")
     assert report.rows == len(some) and report.scenes == 2 and set(report.max_difference.values()) == {0}
-    assert report.out == tmp_path / "out" / "data" / "test-00000-of-00001.parquet" and report.card == tmp_path / "out" / "README.md"
+    assert (
+        report.out == tmp_path / "out" / "data" / "test-00000-of-00001.parquet"
+        and report.card == tmp_path / "out" / "README.md"
+    )
     assert report.groups == ["layered_vqa_rel"] and len(report.tasks) == 16
     assert "max pixel difference 0" in report.card.read_text()
     data = datasets.load_dataset("parquet", data_files={"test": str(report.out)})["test"]
@@ -133,7 +141,10 @@ def test_build_release_round_trip_and_checks(tmp_path, items):
     img = Image.open(first).convert("RGBA")
     img.putpixel((0, 0), (255, 0, 255, 255))
     img.save(first)
-    with pytest.raises(ValueError, match=r"scene 'synth-0001': layers do not recompose the composite: max pixel difference \d+ > tolerance 2"):
+    with pytest.raises(
+        ValueError,
+        match=r"scene 'synth-0001': layers do not recompose the composite: max pixel difference \d+ > tolerance 2",
+    ):
         build_release(tmp_path / "rel", tmp_path / "out-bad")
     assert not (tmp_path / "out-bad").exists()  # nothing written when a check fails
 
@@ -160,8 +171,15 @@ def test_build_release_layer_size_mismatch(tmp_path, items):
 def test_cli_build_synth_and_errors(tmp_path, capsys):
     from lmms_scene.cli import main
 
-    assert main(["build", "layered-synth", "--scenes", "2", "--seed", "4", "--size", "64x48", "--out", str(tmp_path / "s")]) == 0
-    assert (tmp_path / "s" / "data" / "test-00000-of-00001.parquet").is_file() and (tmp_path / "s" / "README.md").is_file()
+    assert (
+        main(
+            ["build", "layered-synth", "--scenes", "2", "--seed", "4", "--size", "64x48", "--out", str(tmp_path / "s")]
+        )
+        == 0
+    )
+    assert (tmp_path / "s" / "data" / "test-00000-of-00001.parquet").is_file() and (
+        tmp_path / "s" / "README.md"
+    ).is_file()
     assert (tmp_path / "s" / "tasks" / "layered_vqa_s.yaml").is_file()
     assert main(["build", "layered-vqa", "--release", str(tmp_path / "missing"), "--out", str(tmp_path / "x")]) == 2
     assert "no question file" in capsys.readouterr().err
@@ -209,6 +227,7 @@ def _replay(monkeypatch, **kwargs):
 
 def _request(model, schedule):
     from lmms_eval.api.instance import Instance
+
     from lmms_scene.tasks.layered_vqa import utils
 
     doc = dict(toy_item(4), schedule=schedule, seed=0)
@@ -268,7 +287,9 @@ def test_generated_scenes_show_their_answers():
     seen: dict[tuple[str, int], tuple[float, float]] = {}
     for item in items:
         alphas = [np.asarray(layer)[..., 3] > 0 for layer in item["layers"]]
-        objects = {int(i) for s in item["shards"] for i in s["supporting_layers"]} | set(item["minimal_sufficient_layers"])
+        objects = {int(i) for s in item["shards"] for i in s["supporting_layers"]} | set(
+            item["minimal_sufficient_layers"]
+        )
         for k in sorted(objects - {0}):
             key = (item["scene_id"], k)
             if key not in seen:
@@ -287,7 +308,10 @@ def test_generated_scenes_show_their_answers():
             assert in_layer >= 0.5, (item["question_id"], k, in_layer)
     # every palette colour is far from the background generated scenes' lone layers get
     for name, rgb in S.COLOURS.items():
-        assert np.linalg.norm(np.subtract(rgb, compositing.BACKGROUND_CANDIDATES[0])) >= compositing.MIN_BACKGROUND_DISTANCE, name
+        assert (
+            np.linalg.norm(np.subtract(rgb, compositing.BACKGROUND_CANDIDATES[0]))
+            >= compositing.MIN_BACKGROUND_DISTANCE
+        ), name
 
 
 def test_a_release_layer_gets_a_background_far_from_its_own_colours():

@@ -28,7 +28,9 @@ def _turn_counts():
 
     from lmms_scene.registration import tasks_path
 
-    data = datasets.load_dataset("parquet", data_files={"test": str(tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet")})["test"]
+    data = datasets.load_dataset(
+        "parquet", data_files={"test": str(tasks_path() / "layered_vqa" / "sample" / "layered_vqa_sample.parquet")}
+    )["test"]
     docs = schedule_docs(data, list(SCHEDULES))
     return [len(turns_of(docs[i])) for i in range(len(docs))], docs
 
@@ -73,9 +75,22 @@ def test_sample_through_qwen2_5_vl_multi_round(run_lmms_eval, tiny_qwen_vl):
     pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
     n = len(SCHEDULES)  # item-major docs: the first item under every schedule
     code, results, out, log = run_lmms_eval(
-        ["--model", "qwen2_5_vl", "--force_simple", "--model_args", f"pretrained={tiny_qwen_vl},{QWEN_ARGS}",
-         "--gen_kwargs", "max_new_tokens=4", "--batch_size", "1", "--limit", str(n), "--tasks", TASK]
-    )  # fmt: skip
+        [
+            "--model",
+            "qwen2_5_vl",
+            "--force_simple",
+            "--model_args",
+            f"pretrained={tiny_qwen_vl},{QWEN_ARGS}",
+            "--gen_kwargs",
+            "max_new_tokens=4",
+            "--batch_size",
+            "1",
+            "--limit",
+            str(n),
+            "--tasks",
+            TASK,
+        ]
+    )
     assert code == 0, log[-3000:]
     rep, _rows = check_run(results, out, n)
     assert list(rep["by_schedule"]) == list(SCHEDULES)
@@ -85,9 +100,21 @@ def test_sample_through_scene_replay(run_lmms_eval, tiny_qwen_vl):
     pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl module imports decord")
     n = len(SCHEDULES)
     code, results, out, log = run_lmms_eval(
-        ["--model", "scene_replay", "--model_args", f"inner=qwen2_5_vl,pretrained={tiny_qwen_vl},{QWEN_ARGS}",
-         "--gen_kwargs", "max_new_tokens=4", "--batch_size", "1", "--limit", str(n), "--tasks", TASK]
-    )  # fmt: skip
+        [
+            "--model",
+            "scene_replay",
+            "--model_args",
+            f"inner=qwen2_5_vl,pretrained={tiny_qwen_vl},{QWEN_ARGS}",
+            "--gen_kwargs",
+            "max_new_tokens=4",
+            "--batch_size",
+            "1",
+            "--limit",
+            str(n),
+            "--tasks",
+            TASK,
+        ]
+    )
     assert code == 0, log[-3000:]
     check_run(results, out, n)
 
@@ -121,7 +148,9 @@ def test_llava_hf_has_no_multi_round_and_runs_through_scene_replay(run_lmms_eval
     llava = f"pretrained={tiny_llava},device=cpu,device_map=cpu"
     code, _results, _out, log = run_lmms_eval(["--model", "llava_hf", "--model_args", llava, *args])
     assert code != 0 and "multi-round generation for LLaVAHF" in log
-    code, results, out, log = run_lmms_eval(["--model", "scene_replay", "--model_args", f"inner=llava_hf,{llava}", *args])
+    code, results, out, log = run_lmms_eval(
+        ["--model", "scene_replay", "--model_args", f"inner=llava_hf,{llava}", *args]
+    )
     assert code == 0, log[-3000:]
     rep, rows = check_run(results, out, n)
     # llava_hf 0.7.3 cannot answer a turn with no image so far (it logs an error and
@@ -147,7 +176,9 @@ def test_headline_group_on_generated_data_and_show(run_lmms_eval, tmp_path):
     template = folder / "layered_vqa" / "_default_template_yaml"
     text = template.read_text()
     assert text.count(f"    test: {PLACEHOLDER_FILE.as_posix()}\n") == 1
-    template.write_text(text.replace(f"    test: {PLACEHOLDER_FILE.as_posix()}\n", f"    test: {report.out.resolve()}\n"))
+    template.write_text(
+        text.replace(f"    test: {PLACEHOLDER_FILE.as_posix()}\n", f"    test: {report.out.resolve()}\n")
+    )
     code, results, out, log = run_lmms_eval(
         ["--model", "scene_blind", "--tasks", "layered_vqa"], include=folder, env={"LMMS_SCENE_NO_TASK_HOOK": "1"}
     )
@@ -172,5 +203,8 @@ def test_headline_group_on_generated_data_and_show(run_lmms_eval, tmp_path):
     text, code = show_text([out])
     assert code == 0 and "## Layered-VQA Table 1: retained accuracy" in text and "| scene_blind |" in text
     # the per-schedule tasks pooled from their logged samples into the tables that compare schedules
-    assert f"## Layered-VQA Table 8: relational extra loss (scene_blind; pooled from the logged samples of its {len(SCHEDULES)}" in text
+    assert (
+        f"## Layered-VQA Table 8: relational extra loss (scene_blind; pooled from the logged samples of its {len(SCHEDULES)}"
+        in text
+    )
     assert "## Layered-VQA Figure 9:" in text

@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from lmms_scene.metrics.layered_vqa import scoring
-from lmms_scene.metrics.layered_vqa.grader import CANNOT_TELL, CORRECT, WRONG, answer_kind, grade, grade_answers, read_answers
+from lmms_scene.metrics.layered_vqa.grader import (
+    CANNOT_TELL,
+    CORRECT,
+    WRONG,
+    answer_kind,
+    grade,
+    grade_answers,
+    read_answers,
+)
 
 DATA = Path(__file__).parent / "data"
 #: 245 replies written while the grader was built, 72 written before it was run on them
@@ -78,14 +86,25 @@ def test_the_issue_examples():
     assert grade("one triangle and two circles", "Two triangles and one circle.", "counting").verdict == WRONG
     # a second colour in the reply that belongs to another object
     q = "What colour is the large triangle?"
-    assert grade("The large triangle is blue; the small circle is red.", "Blue.", "attribute binding", q).verdict == CORRECT
+    assert (
+        grade("The large triangle is blue; the small circle is red.", "Blue.", "attribute binding", q).verdict
+        == CORRECT
+    )
 
 
 def test_answer_kinds():
-    assert [answer_kind(g, t) for g, t in [("Yes.", "spatial"), ("Two.", "counting"), ("To the left of the cat.", "spatial"),
-            ("Red.", "attribute binding"), ("A circle.", "direct ask"), ("A teddy bear.", "multi-hop"),
-            ("There are five lions visible in the field.", "counting")]] == [
-        "yes/no", "count", "relation", "colour", "shape", "object", "count"]  # fmt: skip
+    assert [
+        answer_kind(g, t)
+        for g, t in [
+            ("Yes.", "spatial"),
+            ("Two.", "counting"),
+            ("To the left of the cat.", "spatial"),
+            ("Red.", "attribute binding"),
+            ("A circle.", "direct ask"),
+            ("A teddy bear.", "multi-hop"),
+            ("There are five lions visible in the field.", "counting"),
+        ]
+    ] == ["yes/no", "count", "relation", "colour", "shape", "object", "count"]
 
 
 def test_empty_and_cannot_tell_are_their_own_outcomes():
@@ -98,9 +117,21 @@ def test_cli_grade_text_json_and_bad_input(tmp_path, capsys):
     from lmms_scene.cli import main
 
     path = tmp_path / "answers.jsonl"
-    lines = [{"id": "a", "gold": "Two.", "question_type": "counting", "answer": "Layer 4 and layer 2 each show a square, so there are two squares."},
-             {"id": "b", "gold": "Yellow.", "question_type": "attribute binding", "answer": "Not yellow.", "label": "wrong"},
-             {"id": "c", "gold": "A circle.", "question_type": "direct ask", "answer": "It could be a circle, a square or a triangle."}]  # fmt: skip
+    lines = [
+        {
+            "id": "a",
+            "gold": "Two.",
+            "question_type": "counting",
+            "answer": "Layer 4 and layer 2 each show a square, so there are two squares.",
+        },
+        {"id": "b", "gold": "Yellow.", "question_type": "attribute binding", "answer": "Not yellow.", "label": "wrong"},
+        {
+            "id": "c",
+            "gold": "A circle.",
+            "question_type": "direct ask",
+            "answer": "It could be a circle, a square or a triangle.",
+        },
+    ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     assert main(["layered-vqa", "grade", "--input", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -109,14 +140,25 @@ def test_cli_grade_text_json_and_bad_input(tmp_path, capsys):
     assert "agreement with the labels: 1.000 (1/1)" in out[-1]
     assert main(["layered-vqa", "grade", "--input", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert [g["verdict"] for g in doc["grades"]] == ["correct", "wrong", "cannot_tell"] and doc["summary"]["verdicts"]["cannot_tell"] == 1
+    assert [g["verdict"] for g in doc["grades"]] == ["correct", "wrong", "cannot_tell"] and doc["summary"]["verdicts"][
+        "cannot_tell"
+    ] == 1
     assert doc["summary"]["grader"]["grader"] == "lmms_scene.metrics.layered_vqa.grader.grade"
     for bad, message in [
         ({"id": "x", "gold": "Two.", "answer": "2"}, "line 1: missing field 'question_type'"),
-        ({"id": "x", "gold": "Two.", "question_type": "trivia", "answer": "2"}, "line 1: question_type: 'trivia' is not one of"),
+        (
+            {"id": "x", "gold": "Two.", "question_type": "trivia", "answer": "2"},
+            "line 1: question_type: 'trivia' is not one of",
+        ),
         ({"id": "x", "gold": "Two.", "question_type": "counting", "answer": 2}, "line 1: answer: expected a string"),
-        ({"id": "x", "gold": "", "question_type": "counting", "answer": "2"}, "line 1: gold: expected a non-empty string"),
-        ({"id": "x", "gold": "Two.", "question_type": "counting", "answer": "2", "label": "maybe"}, "line 1: label: 'maybe' is not one of"),
+        (
+            {"id": "x", "gold": "", "question_type": "counting", "answer": "2"},
+            "line 1: gold: expected a non-empty string",
+        ),
+        (
+            {"id": "x", "gold": "Two.", "question_type": "counting", "answer": "2", "label": "maybe"},
+            "line 1: label: 'maybe' is not one of",
+        ),
     ]:
         path.write_text(json.dumps(bad) + "\n")
         assert main(["layered-vqa", "grade", "--input", str(path)]) == 2

@@ -15,8 +15,12 @@ from lmms_scene.metrics.layered_vqa.scoring import parse_selection, selection_sc
 
 def fake_lemmas(word):
     # stands in for WordNet (lmms_scene.nlp.wordnet.lemma_names) in unit tests
-    table = {"bottle": {"bottle", "flask"}, "range": {"range", "mountain range", "chain"}, "bear": {"bear"},
-             "mountain range": {"mountain range", "range of mountains", "mountain chain"}}  # fmt: skip
+    table = {
+        "bottle": {"bottle", "flask"},
+        "range": {"range", "mountain range", "chain"},
+        "bear": {"bear"},
+        "mountain range": {"mountain range", "range of mountains", "mountain chain"},
+    }
     return table.get(word, {word})
 
 
@@ -43,7 +47,12 @@ def fake_lemmas(word):
         ("One square and two circles", "Two circles and one square.", "counting", True),  # bound to nouns
         ("two squares and one circle", "Two circles and one square.", "counting", False),
         ("2 and 1", "Two circles and one square.", "counting", True),  # in order
-        ("Two dogs face the camera and one faces away", "Two dogs are facing frontward, and one dog is facing backward.", "counting", True),
+        (
+            "Two dogs face the camera and one faces away",
+            "Two dogs are facing frontward, and one dog is facing backward.",
+            "counting",
+            True,
+        ),
         ("It is above the black square.", "Above the black square.", "spatial", True),
         ("below it", "Above the black square.", "spatial", False),
         ("To the left of the white bird", "The brown hawk is to the left of the white bird.", "spatial", True),
@@ -73,7 +82,13 @@ def test_selection_parsing_and_scores():
     assert parse_selection("A bottle. Layers: 9", 4)[0] is None  # out of range: invalid
     assert parse_selection("A bottle.", 4) == (None, "A bottle.")
     s = selection_scores([1, 2, 3], minimal=[1, 2], distractors=[3])
-    assert s["precision"] == pytest.approx(2 / 3) and s["recall"] == 1.0 and s["complete"] and s["excess"] and s["distractor"]
+    assert (
+        s["precision"] == pytest.approx(2 / 3)
+        and s["recall"] == 1.0
+        and s["complete"]
+        and s["excess"]
+        and s["distractor"]
+    )
     assert not s["exact"] and not s["invalid"]
     assert selection_scores([1, 2], [1, 2], [3])["exact"]
     bad = selection_scores(None, [1], [])
@@ -84,7 +99,9 @@ def test_attempt_detection_and_bins():
     assert scoring.is_attempt("A red square.")
     # an ordinary answer after an acknowledgment is an answer
     assert scoring.is_attempt("Got it. The object is a triangle.")
-    assert scoring.is_attempt("Got it. The object is a triangle.", grade("Got it. The object is a triangle.", "A triangle.", "direct ask"))
+    assert scoring.is_attempt(
+        "Got it. The object is a triangle.", grade("Got it. The object is a triangle.", "A triangle.", "direct ask")
+    )
     assert not scoring.is_attempt("Got it.") and not scoring.is_attempt("Okay, I'm ready for the next part.")
     hedge = "It could be a circle, a square or a triangle."
     assert not scoring.is_attempt(hedge, grade(hedge, "A circle.", "direct ask"))
@@ -104,7 +121,9 @@ def _doc(schedule):
 def test_score_row_grounding_commit_and_failures():
     doc = _doc("sharded-v")  # 4 turns, evidence complete at turn 2
     turns = turns_of(doc)
-    row = scoring.score_row(doc, ["Please show me more.", "A red square.", "A red square.", "A red square."], turns, lemma_names=fake_lemmas)
+    row = scoring.score_row(
+        doc, ["Please show me more.", "A red square.", "A red square.", "A red square."], turns, lemma_names=fake_lemmas
+    )
     assert row["correct"] and row["first_attempt"] == 1 and row["grounded"] is False and row["committed"]
     assert row["attempt_bin"] == "early" and row["grounded_correct"] is False and row["n_turns"] == 4
     late = scoring.score_row(doc, ["Go ahead.", "Waiting for more.", "A blue square.", "A red square."], turns)
@@ -142,7 +161,14 @@ def _rows(correct_by_schedule, scenes=4):
 
 
 def test_report_retained_accuracy_depth_and_relational():
-    rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "concat-v": lambda s, q: q != 2, "oracle": lambda s, q: True})
+    rows = _rows(
+        {
+            "full": lambda s, q: True,
+            "sharded-v": lambda s, q: q == 0,
+            "concat-v": lambda s, q: q != 2,
+            "oracle": lambda s, q: True,
+        }
+    )
     rep = aggregation.report(rows, n_boot=200)
     assert rep["n_rows"] == len(rows) and rep["grader"] == "rule"
     assert rep["by_schedule"]["full"]["accuracy"] == 1.0
@@ -150,7 +176,10 @@ def test_report_retained_accuracy_depth_and_relational():
     assert rep["retained"]["sharded-v"]["retained_accuracy"] == pytest.approx(1 / 3)
     # Visual: mean(accuracy sharded-v 1/3, concat-v 2/3) over full's 1
     assert rep["retained"]["by_column"]["visual"]["retained_accuracy"] == pytest.approx(0.5)
-    assert rep["overall"]["retained_visual"] == pytest.approx(0.5) and not rep["retained"]["by_column"]["visual"]["complete"]
+    assert (
+        rep["overall"]["retained_visual"] == pytest.approx(0.5)
+        and not rep["retained"]["by_column"]["visual"]["complete"]
+    )
     lo, hi = rep["by_schedule"]["sharded-v"]["ci95"]["accuracy"]
     assert lo <= 1 / 3 <= hi
     # question type 2 ("occlusion") is relational, types 0-1 are not; concat-v loses only on type 2
@@ -190,7 +219,9 @@ def test_judge_rows_majority_self_exclusion_and_failures():
     assert summary["no_consensus"] == len(rows) and summary["self_judges_excluded"] == ["c"]
     rep = aggregation.report(judged, n_boot=50)
     assert rep["grader"] == "llm_judge_majority" and rep["overall"]["not_computed"]["accuracy"] == len(rows)
-    judged = judging.judge_rows(rows, judges, model="other", model_args="pretrained=org/D", clients={**clients, "b": Client("Correct")})
+    judged = judging.judge_rows(
+        rows, judges, model="other", model_args="pretrained=org/D", clients={**clients, "b": Client("Correct")}
+    )
     assert all(r["correct"] is True and r["judge"]["failed"] == 1 for r in judged)
     matrix = judging.self_preference({"other": judged})
     assert matrix == {"a": {"other": 1.0}, "b": {"other": 1.0}}
@@ -200,9 +231,25 @@ def test_tables_render_from_results():
     from lmms_scene.metrics.layered_vqa import tables
     from lmms_scene.results import TaskResult, label_runs
 
-    rows = _rows({"full": lambda s, q: True, "sharded-v": lambda s, q: q == 0, "recap-v": lambda s, q: True,
-                  "concat-v": lambda s, q: q != 2, "oracle": lambda s, q: True})  # fmt: skip
-    res = TaskResult("layered_vqa_sample", "layered_vqa", {}, {}, "m", "pretrained=x/tiny", None, samples=[{"layered_vqa_report": r} for r in rows])
+    rows = _rows(
+        {
+            "full": lambda s, q: True,
+            "sharded-v": lambda s, q: q == 0,
+            "recap-v": lambda s, q: True,
+            "concat-v": lambda s, q: q != 2,
+            "oracle": lambda s, q: True,
+        }
+    )
+    res = TaskResult(
+        "layered_vqa_sample",
+        "layered_vqa",
+        {},
+        {},
+        "m",
+        "pretrained=x/tiny",
+        None,
+        samples=[{"layered_vqa_report": r} for r in rows],
+    )
     view = tables.view([res], label_runs([res])[0])
     text = view.text()
     titles = [t.title for t in view.tables]
@@ -210,7 +257,13 @@ def test_tables_render_from_results():
         assert any(t.startswith((f"Layered-VQA {name}:", f"Layered-VQA {name} (")) for t in titles), (name, titles)
     # the headline first, in percent: Visual = mean(sharded-v 1/3, recap-v 1, concat-v 2/3) / full 1
     t1 = view.tables[0]
-    assert t1.title.startswith("Layered-VQA Table 1") and t1.header[:5] == ["model", "retained text", "retained visual", "retained layered", "full"]
+    assert t1.title.startswith("Layered-VQA Table 1") and t1.header[:5] == [
+        "model",
+        "retained text",
+        "retained visual",
+        "retained layered",
+        "full",
+    ]
     (line,) = t1.rows
     assert line[0] == "tiny" and line[1] is None  # no question-in-text schedule ran: no Text column, never a 0
     assert line[2].mean == pytest.approx(2 / 3) and line[2].scale == 100
@@ -218,10 +271,14 @@ def test_tables_render_from_results():
     rep = aggregation.report(rows, n_boot=50)
     # Figure 9: sharded-v costs 2/3 against full, recap-v recovers it all: no overshoot
     fig9 = rep["restoration"]["visual"]
-    assert fig9["cost"] == pytest.approx(-2 / 3) and fig9["recovery"] == pytest.approx(2 / 3) and fig9["overshoot"] == 0.0
+    assert (
+        fig9["cost"] == pytest.approx(-2 / 3) and fig9["recovery"] == pytest.approx(2 / 3) and fig9["overshoot"] == 0.0
+    )
     # Figure 8: concat-v loses on question type 2 only: a third of the questions hold all of the loss
     conc = rep["loss_concentration"]["concat-v"]
-    assert conc["share_of_questions_for_half"] == pytest.approx(1 / 6) and conc["share_of_questions_for_80"] == pytest.approx(4 / 12)
+    assert conc["share_of_questions_for_half"] == pytest.approx(1 / 6) and conc[
+        "share_of_questions_for_80"
+    ] == pytest.approx(4 / 12)
     assert conc["running_share"][3] == 1.0 and rep["loss_concentration"]["oracle"]["running_share"] is None
     # Figure 6: every turn of a multi-turn schedule is an attempt here ("A red square." / "A green circle.")
     by_attempt = rep["attempts"]["by_attempt"]
@@ -247,7 +304,11 @@ def test_repeats_expand_and_reliability():
     assert rep["n_rows"] == 3
     cell = rep["reliability"]["full"]
     # Laban et al.: aptitude = P90, unreliability = P90 - P10 (numpy linear percentiles of [0, 1, 1]); the mean beside them
-    assert cell["aptitude"] == 1.0 and cell["unreliability"] == pytest.approx(0.8) and cell["average"] == pytest.approx(2 / 3)
+    assert (
+        cell["aptitude"] == 1.0
+        and cell["unreliability"] == pytest.approx(0.8)
+        and cell["average"] == pytest.approx(2 / 3)
+    )
     # one repeat: a single conversation, however the harness shapes it
     assert conversations([["a", "b"]]) == [[["a", "b"]]]
     assert conversations(["('a', 'b')"]) == [["('a', 'b')"]]
@@ -265,12 +326,27 @@ def test_cli_judge_over_a_results_folder_with_offline_dummy_judges(tmp_path, cap
     rows = _rows({"full": lambda s, q: True, "oracle": lambda s, q: q == 0}, scenes=2)
     run = tmp_path / "out" / "model"
     run.mkdir(parents=True)
-    results = {"results": {"layered_vqa_sample": {"accuracy,none": 0.5}}, "configs": {"layered_vqa_sample": {"metadata": {"benchmark": "layered_vqa"}}},
-               "config": {"model": "qwen2_5_vl", "model_args": "pretrained=org/judged"}}  # fmt: skip
+    results = {
+        "results": {"layered_vqa_sample": {"accuracy,none": 0.5}},
+        "configs": {"layered_vqa_sample": {"metadata": {"benchmark": "layered_vqa"}}},
+        "config": {"model": "qwen2_5_vl", "model_args": "pretrained=org/judged"},
+    }
     (run / "20260101_results.json").write_text(json.dumps(results))
-    (run / "20260101_samples_layered_vqa_sample.jsonl").write_text("".join(json.dumps({"doc_id": i, "layered_vqa_report": r}) + "\n" for i, r in enumerate(rows)))
+    (run / "20260101_samples_layered_vqa_sample.jsonl").write_text(
+        "".join(json.dumps({"doc_id": i, "layered_vqa_report": r}) + "\n" for i, r in enumerate(rows))
+    )
     # "judged" is the evaluated model: excluded; the dummy providers answer "dummy" (no verdict)
-    code = main(["layered-vqa", "judge", str(tmp_path / "out"), "--judges", "dummy:d1=x;dummy:judged=org/judged", "--out", str(tmp_path / "j.json")])
+    code = main(
+        [
+            "layered-vqa",
+            "judge",
+            str(tmp_path / "out"),
+            "--judges",
+            "dummy:d1=x;dummy:judged=org/judged",
+            "--out",
+            str(tmp_path / "j.json"),
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert f"{len(rows)} without consensus" in text and "self-judges excluded: ['judged']" in text
@@ -282,7 +358,7 @@ def test_cli_judge_over_a_results_folder_with_offline_dummy_judges(tmp_path, cap
 
 
 def test_group_retained_accuracy_from_the_schedules_parts():
-    from lmms_scene.metrics.layered_vqa import aggregation, judging, scoring
+    from lmms_scene.metrics.layered_vqa import aggregation
 
     def rows(schedule, correct):
         return [{"schedule": schedule, "correct": c, "scene_id": f"s{k}"} for k, c in enumerate(correct)]
@@ -310,7 +386,16 @@ def test_retained_accuracy_reproduces_the_papers_surviving_value():
     accs = {"full": 0.559, "concat-q": 0.549, "sharded-q": 0.533, "recap-q": 0.711, "snowball-q": 0.630}
     for schedule, acc in accs.items():
         n_right = round(acc * 1000)
-        rows += [{"scene_id": f"s{k % 10}", "question_id": f"q{k}", "schedule": schedule, "repeat": 0, "correct": k < n_right} for k in range(1000)]
+        rows += [
+            {
+                "scene_id": f"s{k % 10}",
+                "question_id": f"q{k}",
+                "schedule": schedule,
+                "repeat": 0,
+                "correct": k < n_right,
+            }
+            for k in range(1000)
+        ]
     got = aggregation._retained(rows, list(accs), n_boot=50, seed=0)["by_column"]["text"]
     assert round(100 * got["retained_accuracy"]) == 108 and got["complete"]
     lo, hi = got["ci95"]

@@ -34,8 +34,22 @@ ALL = ("composite", (0, 1, 2, 3))
 
 def test_sixteen_schedules_with_the_issue_spelling():
     assert list(SCHEDULES) == [
-        "full", "concat-q", "sharded-q", "recap-q", "snowball-q", "concat-v", "sharded-v", "recap-v", "snowball-v",
-        "aligned", "misaligned", "ev-first", "ev-last", "shuffled", "all-lyr", "oracle",
+        "full",
+        "concat-q",
+        "sharded-q",
+        "recap-q",
+        "snowball-q",
+        "concat-v",
+        "sharded-v",
+        "recap-v",
+        "snowball-v",
+        "aligned",
+        "misaligned",
+        "ev-first",
+        "ev-last",
+        "shuffled",
+        "all-lyr",
+        "oracle",
     ]
     assert task_name("sharded-q") == "layered_vqa_sharded_q" and schedule_of_task("layered_vqa_all_lyr") == "all-lyr"
 
@@ -107,12 +121,18 @@ def test_order_schedules(item):
 
 def test_order_schedules_with_more_shards_than_layers():
     item = toy_item(3)  # 3 layers, supporting 1, 2
-    item["shards"] = [*item["shards"], {"text": "Look closely.", "supporting_layers": []}, {"text": "Answer briefly.", "supporting_layers": []}]
+    item["shards"] = [
+        *item["shards"],
+        {"text": "Look closely.", "supporting_layers": []},
+        {"text": "Answer briefly.", "supporting_layers": []},
+    ]
     last, first = deliver(item, "ev-last"), deliver(item, "ev-first")
     # one layer a turn: ev-last in the final turns, ev-first in the first ones
     assert [t.layers for t in last] == [(), (), (0,), (1,), (2,)]
     assert [t.layers for t in first] == [(2,), (1,), (0,), (), ()]
     assert [t.evidence_complete for t in last] == [False] * 4 + [True]
+
+
 def test_all_layers_and_oracle_image_sets(item):
     (a,) = deliver(item, "all-lyr")
     assert a.layers == (0, 1, 2, 3) and all(v.kind == LAYER for v in a.views) and a.selection
@@ -166,7 +186,12 @@ def test_harness_rounds_carry_history(item):
     assert simple_round(doc) == item["shards"][0]["text"]
     visuals, text, terminal, prev, _ = simple_round(doc, ["A1"], round_idx=1)
     assert not terminal and len(visuals) == 1 and prev == ["A1"]
-    assert text.splitlines() == [f"User: {item['shards'][0]['text']}", "Assistant: A1", f"User: {item['shards'][1]['text']}", "Assistant:"]
+    assert text.splitlines() == [
+        f"User: {item['shards'][0]['text']}",
+        "Assistant: A1",
+        f"User: {item['shards'][1]['text']}",
+        "Assistant:",
+    ]
     assert simple_round(doc, ["A1", "A2", "A3"], round_idx=3)[2] is True
     msgs = chat_messages(doc)
     assert [m["role"] for m in msgs] == ["user"] and msgs[0]["content"][0]["type"] == "image"
@@ -191,6 +216,7 @@ def test_registry_lists_one_task_per_schedule_and_yamls_exist():
 def test_chat_rounds_validate_as_lmms_eval_chat_messages_and_always_end(item, schedule):
     # the loop chat vllm runs (lmms-eval 0.7.3): round 0 plain, then until terminal, no cap of its own
     from lmms_eval.protocol import ChatMessages
+
     from lmms_scene.tasks.layered_vqa import utils
 
     doc = dict(item, schedule=schedule, seed=0)
@@ -221,7 +247,9 @@ def test_table_10_schedules_exactly_as_printed(item):
     assert len(recap) == n + 1 and [(t.text, _views(t)) for t in recap[:n]] == [(t.text, _views(t)) for t in sharded]
     assert (recap[-1].text, _views(recap[-1])) == (q, scene)
     snow = deliver(item, "snowball-q")  # q1 with I; then q1 q2; then q1 q2 q3; ...
-    assert [(t.text, _views(t)) for t in snow] == [(" ".join(shards[: k + 1]), scene if k == 0 else []) for k in range(n)]
+    assert [(t.text, _views(t)) for t in snow] == [
+        (" ".join(shards[: k + 1]), scene if k == 0 else []) for k in range(n)
+    ]
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-
 from conftest import harness_env, run_python
+
 from lmms_scene.data.layered_vqa import sample
 from lmms_scene.registration import read_task_yaml, tasks_path
 
@@ -45,8 +45,15 @@ def test_the_task_says_it_reads_generated_scenes_and_a_submission_of_it_is_refus
     assert config["task"] == "layered_vqa_synth" and config["metadata"]["benchmark"] == "layered_vqa"
     assert config["metadata"]["generated"] == sample.synth_description()
     assert config["dataset_kwargs"]["data_files"]["test"] == sample.SYNTH_FILE.as_posix()
-    result = TaskResult(task="layered_vqa_synth", benchmark="layered_vqa", metrics={}, config=config, model="m",
-                        model_args="", source=FOLDER / "x_results.json")  # fmt: skip
+    result = TaskResult(
+        task="layered_vqa_synth",
+        benchmark="layered_vqa",
+        metrics={},
+        config=config,
+        model="m",
+        model_args="",
+        source=FOLDER / "x_results.json",
+    )
     assert "generated scenes" in sample_reason(result) and "not the benchmark" in sample_reason(result)
 
 
@@ -54,20 +61,55 @@ def test_a_local_build_may_not_take_the_shipped_names(tmp_path, capsys):
     from lmms_scene.cli import main
 
     # the shipped task is one of lmms-scene's own names: a build named "synth" would shadow it
-    assert main(["build", "layered-synth", "--scenes", "1", "--size", "64x48", "--out", str(tmp_path / "o"), "--name", "synth"]) == 2
+    assert (
+        main(
+            [
+                "build",
+                "layered-synth",
+                "--scenes",
+                "1",
+                "--size",
+                "64x48",
+                "--out",
+                str(tmp_path / "o"),
+                "--name",
+                "synth",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
-    assert "'layered_vqa_synth' would be the name of a task or group this build writes" in err and "lmms-scene's own" in err
+    assert (
+        "'layered_vqa_synth' would be the name of a task or group this build writes" in err
+        and "lmms-scene's own" in err
+    )
     assert not (tmp_path / "o").exists()
 
 
 @pytest.mark.e2e
 def test_the_blind_baseline_runs_the_generated_split_offline_and_show_labels_it(tmp_path):
     env = harness_env({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
-    cmd = [sys.executable, "-m", "lmms_eval", "--model", "scene_blind", "--tasks", "layered_vqa_synth", "--limit", "32",
-           "--output_path", str(tmp_path / "out"), "--log_samples", "--verbosity", "DEBUG"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "lmms_eval",
+        "--model",
+        "scene_blind",
+        "--tasks",
+        "layered_vqa_synth",
+        "--limit",
+        "32",
+        "--output_path",
+        str(tmp_path / "out"),
+        "--log_samples",
+        "--verbosity",
+        "DEBUG",
+    ]
     proc = run_python(cmd, env=env, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    show = run_python([sys.executable, "-m", "lmms_scene.cli", "show", str(tmp_path / "out"), "--width", "0"], env=env, cwd=tmp_path)
+    show = run_python(
+        [sys.executable, "-m", "lmms_scene.cli", "show", str(tmp_path / "out"), "--width", "0"], env=env, cwd=tmp_path
+    )
     assert show.returncode == 0, show.stderr[-2000:]
     assert "Layered-VQA Table 1" in show.stdout
     assert "(layered_vqa_synth): generated scenes (lmms-scene's procedural generator v1" in show.stdout

@@ -18,7 +18,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from results_kit import by_schedule, write_run
 
 from lmms_scene import benchmarks
@@ -33,14 +32,19 @@ def fingerprints(run: Path) -> dict[str, list[str]]:
     for task, metrics in data["results"].items():
         for value in metrics.values():
             if isinstance(value, dict) and isinstance(value.get("dataset"), dict):
-                out.setdefault(data["configs"][task]["metadata"]["benchmark"], []).append(value["dataset"]["fingerprint"])
+                out.setdefault(data["configs"][task]["metadata"]["benchmark"], []).append(
+                    value["dataset"]["fingerprint"]
+                )
     return out
 
 
 def full_run(folder: Path, items, k: int = 0, **kw) -> Path:
     sched = by_schedule(items[k]["layered"])
-    tasks = {"cooco": ("cooco", items[k]["cooco"]), "snus": ("snus", items[k]["snus"]),
-             **{t: ("layered_vqa", v) for t, v in sched.items()}}  # fmt: skip
+    tasks = {
+        "cooco": ("cooco", items[k]["cooco"]),
+        "snus": ("snus", items[k]["snus"]),
+        **{t: ("layered_vqa", v) for t, v in sched.items()},
+    }
     write_run(folder, tasks, groups={"layered_vqa": ("layered_vqa", list(sched))}, **kw)
     return folder
 
@@ -95,8 +99,13 @@ def test_a_self_claimed_hub_source_vouches_for_nothing(good):
     assert S.verify(sub, official=official) == []  # vouched for by the operator: ranked
     problems = problems_of(sub, only("cooco", official))  # the file's own claim: not enough
     fp = sub["benchmarks"]["cooco"]["dataset"]["fingerprint"]
-    assert any("$.benchmarks.cooco.dataset: not the benchmark" in p and fp in p and "'fmerlo/COOCO', which is not checked" in p
-               and json.dumps({"cooco": [fp]}) in p for p in problems), problems  # fmt: skip
+    assert any(
+        "$.benchmarks.cooco.dataset: not the benchmark" in p
+        and fp in p
+        and "'fmerlo/COOCO', which is not checked" in p
+        and json.dumps({"cooco": [fp]}) in p
+        for p in problems
+    ), problems
 
 
 def test_a_resealed_refclipscore_of_2_everywhere_is_refused(good):
@@ -106,7 +115,10 @@ def test_a_resealed_refclipscore_of_2_everywhere_is_refused(good):
         for r in rows["cooco"]:
             r["refclipscore"] = 2.0
 
-    assert any("refclipscore 2.0 is not the harmonic mean of its parts" in p for p in problems_of(reseal(sub, "cooco", edit), official))
+    assert any(
+        "refclipscore 2.0 is not the harmonic mean of its parts" in p
+        for p in problems_of(reseal(sub, "cooco", edit), official)
+    )
 
 
 def test_a_one_row_submission_and_one_missing_its_unscored_rows_are_not_the_data(good):
@@ -122,10 +134,14 @@ def test_duplicated_rows_are_refused_by_id(good):
 
     def perfect_copies_first(rows):
         for t, rs in rows.items():
-            rows[t] = [{**r, "output": r["answer"], "correct": True, "cannot_tell": False, "empty": False} for r in rs] + rs
+            rows[t] = [
+                {**r, "output": r["answer"], "correct": True, "cannot_tell": False, "empty": False} for r in rs
+            ] + rs
 
     problems = problems_of(reseal(sub, "layered_vqa", perfect_copies_first), official)
-    assert any("appears more than once (duplicates are refused)" in p and "question_id=" in p for p in problems), problems
+    assert any("appears more than once (duplicates are refused)" in p and "question_id=" in p for p in problems), (
+        problems
+    )
 
     def one_perfect_copy(rows):
         rows["snus"].insert(0, {**rows["snus"][0], "CESG": 1.0})
@@ -138,7 +154,9 @@ def test_missing_schedules_are_counted_as_failures_and_strays_refused(good):
     _, official, sub = good
     task = next(t for t in sub["benchmarks"]["layered_vqa"]["rows"] if t.endswith("oracle"))
     problems = problems_of(reseal(sub, "layered_vqa", lambda rows: rows.pop(task)), official)
-    assert any("21 of the 336 rows its data has are missing (counted as failures): unrankable" in p for p in problems), problems
+    assert any(
+        "21 of the 336 rows its data has are missing (counted as failures): unrankable" in p for p in problems
+    ), problems
 
     def stray(rows):
         rows["cooco"].append({**rows["cooco"][0], "noise_area": "context", "noise_level": 0.5})
@@ -212,15 +230,42 @@ def test_clip_text_scores_are_rederived_when_the_checkpoint_is_here(good, tmp_pa
 
 def test_a_hidden_failure_is_refused(good):
     _, official, sub = good
-    snus = [("an unknown status", {"status": "Unscored", **{k: None for k in ("CESG", "F1_o")}}, "is not one of the allowed values"),
-            ("a failure relabelled", {"status": "reference_without_absent_information", "CESG": None, "F1_o": None, "P_o": None,
-                                      "R_o": None, "F1_a": None, "P_a": None, "R_a": None, "F1_r": None, "P_r": None, "R_r": None},
-             "status is 'reference_without_absent_information' but its output gives 'scored'")]  # fmt: skip
+    snus = [
+        (
+            "an unknown status",
+            {"status": "Unscored", **{k: None for k in ("CESG", "F1_o")}},
+            "is not one of the allowed values",
+        ),
+        (
+            "a failure relabelled",
+            {
+                "status": "reference_without_absent_information",
+                "CESG": None,
+                "F1_o": None,
+                "P_o": None,
+                "R_o": None,
+                "F1_a": None,
+                "P_a": None,
+                "R_a": None,
+                "F1_r": None,
+                "P_r": None,
+                "R_r": None,
+            },
+            "status is 'reference_without_absent_information' but its output gives 'scored'",
+        ),
+    ]
     for what, change, reason in snus:
-        forged = reseal(sub, "snus", lambda rows, change=change: next(r for r in rows["snus"] if r["status"] == "scored").update(change))
+        forged = reseal(
+            sub,
+            "snus",
+            lambda rows, change=change: next(r for r in rows["snus"] if r["status"] == "scored").update(change),
+        )
         assert any(reason in p for p in problems_of(forged, official)), what
-    cooco = [({"scored": None}, "scored: null where a value is required"), ({"refclipscore": True}, "refclipscore: True is not a num"),
-             ({"accuracy": "0.9"}, "accuracy: '0.9' is not a 0-or-1 score")]  # fmt: skip
+    cooco = [
+        ({"scored": None}, "scored: null where a value is required"),
+        ({"refclipscore": True}, "refclipscore: True is not a num"),
+        ({"accuracy": "0.9"}, "accuracy: '0.9' is not a 0-or-1 score"),
+    ]
     for change, reason in cooco:
         forged = reseal(sub, "cooco", lambda rows, change=change: rows["cooco"][0].update(change))
         assert any(reason in p for p in problems_of(forged, official)), reason
@@ -246,13 +291,20 @@ def test_a_constant_answer_ranks_below_the_blind_baseline(tmp_path):
 
     subs, official = tmp_path / "subs", {}
     subs.mkdir()
-    finals = {"blind": lambda d: blind_answer(d, "Layers:" if d["schedule"] in SELECTION else ""), "red": lambda d: "Red."}
+    finals = {
+        "blind": lambda d: blind_answer(d, "Layers:" if d["schedule"] in SELECTION else ""),
+        "red": lambda d: "Red.",
+    }
     made = {}
     for name, final in finals.items():
         run = tmp_path / name
         sched = by_schedule(_layered_items(final))
-        write_run(run, {t: ("layered_vqa", v) for t, v in sched.items()}, groups={"layered_vqa": ("layered_vqa", list(sched))},
-                  model_args=f"pretrained=/m/{name}")  # fmt: skip
+        write_run(
+            run,
+            {t: ("layered_vqa", v) for t, v in sched.items()},
+            groups={"layered_vqa": ("layered_vqa", list(sched))},
+            model_args=f"pretrained=/m/{name}",
+        )
         official.setdefault("layered_vqa", []).extend(fingerprints(run)["layered_vqa"])
         made[name] = S.build(run, official=official)
         S.write(made[name], subs / f"{name}.json")
@@ -263,7 +315,11 @@ def test_a_constant_answer_ranks_below_the_blind_baseline(tmp_path):
     board = leaderboard.build(subs, official=official)
     entries = board.groups["layered_vqa"][0].entries
     assert [e.file for e in entries] == ["blind.json", "red.json"] and [e.rank for e in entries] == [1, 2]
-    assert entries[0].metric == "accuracy" and "accuracy_full" in entries[0].others and "retained_text" in entries[0].others
+    assert (
+        entries[0].metric == "accuracy"
+        and "accuracy_full" in entries[0].others
+        and "retained_text" in entries[0].others
+    )
     assert "Ranked by final-turn accuracy" in leaderboard.markdown(board)
 
 
@@ -329,7 +385,12 @@ def test_names_are_normalised_escaped_and_the_submitter_words_labelled(good, tmp
     md = leaderboard.markdown(board)
     page = leaderboard.html(board)
     for text in (md, page):
-        assert "VERIFIED official release" not in text and "\x00" not in text and "\x1b" not in text and "\u200b" not in text
+        assert (
+            "VERIFIED official release" not in text
+            and "\x00" not in text
+            and "\x1b" not in text
+            and "\u200b" not in text
+        )
     assert "](javascript:" not in md  # Markdown: no live link; HTML: no element at all
     assert "\\[x\\]\\(javascript\\:alert\\(1\\)\\)" in md
     assert "the submitter's, not checked" in md and "VERIFIED-BY-LMMS-SCENE" in md
@@ -361,5 +422,10 @@ def test_a_refused_run_prints_the_official_file_that_vouches_for_it(good, tmp_pa
             for bench, fps in json.loads(line.split("FILE holding ", 1)[1]).items():
                 merged.setdefault(bench, []).extend(fps)
     (tmp_path / "official.json").write_text(json.dumps(merged))
-    assert main(["leaderboard", str(subs), "--out", str(tmp_path / "lb.md"), "--official", str(tmp_path / "official.json")]) == 0
+    assert (
+        main(
+            ["leaderboard", str(subs), "--out", str(tmp_path / "lb.md"), "--official", str(tmp_path / "official.json")]
+        )
+        == 0
+    )
     assert "1 verified submissions, 0 refused" in (tmp_path / "lb.md").read_text()

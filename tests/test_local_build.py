@@ -6,7 +6,6 @@ location is a placeholder, and the whole trip from a build to `lmms-scene show`.
 from __future__ import annotations
 
 import shlex
-import subprocess
 import sys
 
 import pytest
@@ -25,9 +24,7 @@ from lmms_scene.data.layered_vqa.views import (
 
 
 def _synth(tmp_path, name="mine", scenes=1):
-    return build_synthetic(
-        tmp_path / "built", scenes=scenes, seed=3, size=(64, 48), name=name
-    )
+    return build_synthetic(tmp_path / "built", scenes=scenes, seed=3, size=(64, 48), name=name)
 
 
 def test_slug_and_check_free_name_the_clash():
@@ -57,36 +54,25 @@ def test_layered_build_writes_the_layout_and_tasks_derived_from_ours(tmp_path):
     assert report.out == out / local.DATA_FILE and report.card == out / "README.md"
     tasks, group = local_names("mine")
     assert report.tasks == tasks and report.groups == [group] == ["layered_vqa_mine"]
-    assert sorted(p.name for p in (out / "tasks").iterdir()) == sorted(
-        f"{t}.yaml" for t in [*tasks, group]
-    )
+    assert sorted(p.name for p in (out / "tasks").iterdir()) == sorted(f"{t}.yaml" for t in [*tasks, group])
     # the hub layout: datasets reads the folder (the card's configs point at data/)
     data = datasets.load_dataset(str(out), cache_dir=str(tmp_path / "cache"))["test"]
     assert data.features == features() and len(data) == report.rows
     ours = our_task_configs()
     for schedule, task in zip(SCHEDULES, tasks):
         written = read_task_yaml(out / "tasks" / f"{task}.yaml")
-        mine = {
-            k: v
-            for k, v in ours[task_name(schedule)].items()
-            if not k.startswith("__")
-        }
+        mine = {k: v for k, v in ours[task_name(schedule)].items() if not k.startswith("__")}
         # ours, with the data, the name and the metadata swapped, nothing else
         for key in set(mine) | set(written):
             if key in ("task", "dataset_path", "dataset_kwargs", "metadata"):
                 continue
             assert written.get(key) == mine.get(key), (task, key)
-        assert written["dataset_kwargs"] == {
-            "data_files": {"test": "../data/test-00000-of-00001.parquet"}
-        }
-        assert written["metadata"]["benchmark"] == "layered_vqa" and written[
-            "metadata"
-        ]["built_from"] == str(out.resolve())
+        assert written["dataset_kwargs"] == {"data_files": {"test": "../data/test-00000-of-00001.parquet"}}
+        assert written["metadata"]["benchmark"] == "layered_vqa" and written["metadata"]["built_from"] == str(
+            out.resolve()
+        )
     header = f"# Written by `lmms-scene build layered-synth`: evaluates {(out / local.DATA_FILE).resolve()}.\n"
-    assert all(
-        (out / "tasks" / f"{t}.yaml").read_text().startswith(header)
-        for t in [*tasks, group]
-    )
+    assert all((out / "tasks" / f"{t}.yaml").read_text().startswith(header) for t in [*tasks, group])
     group_yaml = read_task_yaml(out / "tasks" / f"{group}.yaml")
     shipped = local.our_group_configs()["layered_vqa"]
     assert group_yaml["task"] == tasks
@@ -115,15 +101,10 @@ def test_name_clashes_are_errors_naming_them_and_write_nothing(tmp_path, capsys)
     )
     assert code == 2
     err = capsys.readouterr().err
-    assert (
-        "--name 'sample': 'layered_vqa_sample' would be the name" in err
-        and "lmms-scene's own tasks" in err
-    )
+    assert "--name 'sample': 'layered_vqa_sample' would be the name" in err and "lmms-scene's own tasks" in err
     assert not out.exists()
     # COOCO through the same check
-    with pytest.raises(
-        ValueError, match=r"--name 'sample': 'cooco_sample' .* lmms-scene's own tasks"
-    ):
+    with pytest.raises(ValueError, match=r"--name 'sample': 'cooco_sample' .* lmms-scene's own tasks"):
         from lmms_scene.data import cooco
 
         cooco.local_task_configs(tmp_path, "sample")
@@ -154,16 +135,10 @@ def test_a_folder_rebuilt_in_place_loads_the_new_rows(tmp_path):
 
     cache = str(tmp_path / "cache")
     first = _synth(tmp_path, scenes=1)
-    assert (
-        len(datasets.load_dataset(str(tmp_path / "built"), cache_dir=cache)["test"])
-        == first.rows
-    )
+    assert len(datasets.load_dataset(str(tmp_path / "built"), cache_dir=cache)["test"]) == first.rows
     again = _synth(tmp_path, scenes=3)
     assert again.rows != first.rows
-    assert (
-        len(datasets.load_dataset(str(tmp_path / "built"), cache_dir=cache)["test"])
-        == again.rows
-    )
+    assert len(datasets.load_dataset(str(tmp_path / "built"), cache_dir=cache)["test"]) == again.rows
     # rebuilt under another name: the earlier build's task files are gone, a user's file stays
     (tmp_path / "built" / "tasks" / "mine_by_hand.yaml").write_text("task: by_hand\n")
     renamed = _synth(tmp_path, name="other")
@@ -187,9 +162,7 @@ def test_local_card_drops_only_configs():
     card = '---\nlicense: other\nconfigs:\n- config_name: default\n  data_files:\n  - split: test\n    path: "*.parquet"\n---\n# T\n'
     assert local.local_card(card) == "---\nlicense: other\n---\n# T\n"
     assert local.local_card("# no front matter\n") == "# no front matter\n"
-    assert (
-        local.local_card("---\nlicense: x\n---\n# T\n") == "---\nlicense: x\n---\n# T\n"
-    )
+    assert local.local_card("---\nlicense: x\n---\n# T\n") == "---\nlicense: x\n---\n# T\n"
 
 
 def test_shipped_schedule_tasks_read_the_placeholder_which_stops_with_how_to_build(
@@ -204,34 +177,25 @@ def test_shipped_schedule_tasks_read_the_placeholder_which_stops_with_how_to_bui
     for schedule in SCHEDULES:
         config = ours[task_name(schedule)]
         assert config["dataset_path"] == "parquet"
-        assert (
-            config["dataset_kwargs"]["data_files"]["test"]
-            == PLACEHOLDER_FILE.as_posix()
-        )
+        assert config["dataset_kwargs"]["data_files"]["test"] == PLACEHOLDER_FILE.as_posix()
     # the sample keeps its own data whatever the template's location says
     assert ours["layered_vqa_sample"]["dataset_path"] == "parquet"
-    assert (
-        ours["layered_vqa_sample"]["dataset_kwargs"]["data_files"]["test"]
-        == "sample/layered_vqa_sample.parquet"
-    )
-    data = datasets.load_dataset(
-        "parquet", data_files={"test": str(placeholder)}, cache_dir=str(tmp_path / "c")
-    )["test"]
+    assert ours["layered_vqa_sample"]["dataset_kwargs"]["data_files"]["test"] == "sample/layered_vqa_sample.parquet"
+    data = datasets.load_dataset("parquet", data_files={"test": str(placeholder)}, cache_dir=str(tmp_path / "c"))[
+        "test"
+    ]
     with pytest.raises(FileNotFoundError) as err:
         schedule_docs(data, ["full"])
     message = str(err.value)
     assert "lmms-scene build layered-synth" in message and "--out DIR" in message
-    assert (
-        "lmms-scene build layered-vqa --release" in message
-        and "lmms-scene eval --include_path DIR/tasks" in message
-    )
+    assert "lmms-scene build layered-vqa --release" in message and "lmms-scene eval --include_path DIR/tasks" in message
     assert "_default_template_yaml" in message
     # the shipped placeholder is what write_placeholder writes
     fresh = write_placeholder(tmp_path)
     assert (
-        datasets.load_dataset(
-            "parquet", data_files={"test": str(fresh)}, cache_dir=str(tmp_path / "c")
-        )["test"].column_names
+        datasets.load_dataset("parquet", data_files={"test": str(fresh)}, cache_dir=str(tmp_path / "c"))[
+            "test"
+        ].column_names
         == data.column_names
     )
 
@@ -252,7 +216,8 @@ def test_shipped_tasks_without_data_stop_before_generating(run_lmms_eval, tmp_pa
     assert code != 0
     # the pre-flight names the placeholder and the ways to get data, before the model loads
     assert (
-        "lmms-scene pre-flight: layered_vqa_full: Layered-VQA has no public release yet, and the shipped tasks read a placeholder" in log
+        "lmms-scene pre-flight: layered_vqa_full: Layered-VQA has no public release yet, and the shipped tasks read a placeholder"
+        in log
         and "lmms-scene build layered-synth" in log
         and "--tasks layered_vqa_synth" in log
     )
@@ -265,38 +230,51 @@ def test_layered_local_build_round_trip(tmp_path):
     env = harness_env()
     built = tmp_path / "built"
     proc = run_python(
-        [sys.executable, "-m", "lmms_scene.cli", "build", "layered-synth", "--scenes", "1", "--seed", "3",
-         "--size", "64x48", "--out", str(built), "--name", "trip"], check=False, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "lmms_scene.cli",
+            "build",
+            "layered-synth",
+            "--scenes",
+            "1",
+            "--seed",
+            "3",
+            "--size",
+            "64x48",
+            "--out",
+            str(built),
+            "--name",
+            "trip",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     model_cmd = next(
-        lines[i + 1].strip()
-        for i, line in enumerate(lines)
-        if line.startswith("evaluate it with a multi-round")
+        lines[i + 1].strip() for i, line in enumerate(lines) if line.startswith("evaluate it with a multi-round")
     )
-    assert (
-        "--model qwen2_5_vl" in model_cmd
-        and "--batch_size 1" in model_cmd
-        and "--force_simple" in model_cmd
-    )
-    command = next(
-        lines[i + 1].strip()
-        for i, line in enumerate(lines)
-        if line.startswith("the blind baseline")
-    )
+    assert "--model qwen2_5_vl" in model_cmd and "--batch_size 1" in model_cmd and "--force_simple" in model_cmd
+    command = next(lines[i + 1].strip() for i, line in enumerate(lines) if line.startswith("the blind baseline"))
     argv = shlex.split(command)
-    assert (
-        argv[:2] == ["lmms-scene", "eval"]
-        and argv[argv.index("--tasks") + 1] == "layered_vqa_trip"
-    )
+    assert argv[:2] == ["lmms-scene", "eval"] and argv[argv.index("--tasks") + 1] == "layered_vqa_trip"
     assert argv[argv.index("--include_path") + 1] == str((built / "tasks").resolve())
     results_dir = tmp_path / "results"
     argv = [a if a != "results/" else str(results_dir) for a in argv]
     run = run_python(
         [sys.executable, "-m", "lmms_scene.cli", *argv[1:], "--limit", "2", "--verbosity", "DEBUG"],
-        check=False, capture_output=True, text=True, env=env, timeout=600, cwd=tmp_path,
-    )  # fmt: skip
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     results = find_results(results_dir)
     tasks, group = local_names("trip")
@@ -307,17 +285,20 @@ def test_layered_local_build_round_trip(tmp_path):
         assert rep["n_rows"] == 2 and list(rep["by_schedule"]) == [schedule]
     show = run_python(
         [sys.executable, "-m", "lmms_scene.cli", "show", str(results_dir)],
-        check=False, capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert show.returncode == 0, show.stderr[-2000:]
     out = show.stdout
     assert out.startswith("# Layered-VQA") and "| scene_blind |" in out, out[:2000]
     assert "Layered-VQA Table 1" in out and "Layered-VQA Table 8" in out
     # every schedule pooled into Table 1 (a column each), the tasks recognised by what they declare
-    table1 = out[out.index("Layered-VQA Table 1"):]
+    table1 = out[out.index("Layered-VQA Table 1") :]
     header = " ".join(line for line in table1.split("## Layered-VQA:")[0].splitlines() if line.startswith("| model |"))
     assert all(f"| {s} |" in header for s in ("full", "oracle", "ev-last")), table1[:3000]
-    unknown = [
-        line for line in out.splitlines() if line.startswith("not lmms-scene tasks")
-    ]
+    unknown = [line for line in out.splitlines() if line.startswith("not lmms-scene tasks")]
     assert not any(task in line for line in unknown for task in tasks), unknown

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from lmms_eval.api.instance import Instance
 from PIL import Image
 
-from lmms_eval.api.instance import Instance
 from lmms_scene.harness import round_outputs
 from lmms_scene.models import MANIFESTS
 from lmms_scene.models.blind import SceneBlind, SceneBlindChat, benchmark_of, prior_for
@@ -29,10 +29,20 @@ def _doc_to_text(doc, previous_output=None, round_idx=None, previous_round_info=
 
 def _doc_to_messages(doc, round_idx=None, previous_output=None, previous_round_info=None):
     if round_idx is None:
-        return [{"role": "user", "content": [{"type": "image", "url": Image.new("RGB", (8, 8))}, {"type": "text", "text": "first"}]}]
+        return [
+            {
+                "role": "user",
+                "content": [{"type": "image", "url": Image.new("RGB", (8, 8))}, {"type": "text", "text": "first"}],
+            }
+        ]
     if round_idx >= doc["rounds"]:
         return None, True, previous_output, previous_round_info
-    return [{"role": "user", "content": [{"type": "text", "text": f"chat round {round_idx}"}]}], False, previous_output, None
+    return (
+        [{"role": "user", "content": [{"type": "text", "text": f"chat round {round_idx}"}]}],
+        False,
+        previous_output,
+        None,
+    )
 
 
 def _inst(request_type: str, args: tuple) -> Instance:

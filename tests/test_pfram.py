@@ -406,9 +406,7 @@ def test_undefined_knn_anchor_raises_skips_or_zeroes():
         zero = P.pfram_per_anchor(feats, labels, phi="knn", k=3, ties=ties, on_undefined="zero")
         assert np.isnan(skip[2]) and np.isfinite(np.delete(skip, 2)).all() and zero[2] == 0.0
         np.testing.assert_allclose(np.delete(zero, 2), np.delete(skip, 2))
-        assert P.pfram(feats, labels, phi="knn", k=3, ties=ties, on_undefined="skip") == pytest.approx(
-            np.nanmean(skip)
-        )
+        assert P.pfram(feats, labels, phi="knn", k=3, ties=ties, on_undefined="skip") == pytest.approx(np.nanmean(skip))
     # the other anchors keep the reference scores
     sim = P.image_similarity(feats).double().numpy()
     want = ref_knn(sim, shared_counts(labels), 3)
@@ -420,8 +418,11 @@ def test_two_d_input_is_a_similarity_and_must_be_square():
     rng = np.random.default_rng(0)
     vecs = rng.normal(size=(8, 5)).astype(np.float32)  # one vector per image, [n, d]
     labels = [{f"l{i % 3}"} for i in range(8)]
-    with pytest.raises(ValueError, match=r"a 2-D input is a precomputed \[n, n\] similarity, got shape \(8, 5\)"
-                       r".*\[n, 1, d\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"a 2-D input is a precomputed \[n, n\] similarity, got shape \(8, 5\)"
+        r".*\[n, 1, d\]",
+    ):
         P.pfram(vecs, labels, k=2)
     with pytest.raises(ValueError, match=r"\[n, 1, d\]"):
         P.pfram(torch.from_numpy(vecs), labels, k=2, first="similarity")

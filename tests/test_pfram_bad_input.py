@@ -92,9 +92,12 @@ def _write_raw_shard(path: Path, ids: list[str], layer: str, per_image: list[tor
         meta = {"image_ids": json.dumps(ids)}
     else:
         record = {
-            "format": FORMAT, "format_version": FORMAT_VERSION, "image_ids": ids, "layers": [layer],
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "image_ids": ids,
+            "layers": [layer],
             "sha256": {n: X._digest(t) for n, t in tensors.items()},
-        }  # fmt: skip
+        }
         meta = {X.SHARD_KEY: json.dumps(record)}
     save_file(tensors, str(path), metadata=meta)
 
@@ -102,10 +105,19 @@ def _write_raw_shard(path: Path, ids: list[str], layer: str, per_image: list[tor
 def _synthetic_dir(d: Path, ids: list[str], per_image: list[torch.Tensor], *, version: int = FORMAT_VERSION) -> Path:
     d.mkdir(parents=True)
     meta = {
-        "format": FORMAT, "format_version": version, "model": "synthetic", "architecture": "test",
-        "layers": ["llm.0"], "instruction": None, "model_dtype": "float32", "processor_kwargs": {},
-        "stored_dtype": "float16", "image_ids": ids, "shard_size": 10_000, "lmms_scene_version": "test",
-    }  # fmt: skip
+        "format": FORMAT,
+        "format_version": version,
+        "model": "synthetic",
+        "architecture": "test",
+        "layers": ["llm.0"],
+        "instruction": None,
+        "model_dtype": "float32",
+        "processor_kwargs": {},
+        "stored_dtype": "float16",
+        "image_ids": ids,
+        "shard_size": 10_000,
+        "lmms_scene_version": "test",
+    }
     (d / "meta.json").write_text(json.dumps(meta))
     _write_raw_shard(_shard(d, 0), ids, "llm.0", per_image, v1=version == 1)
     return d
@@ -330,8 +342,19 @@ def test_truncated_image_fails_before_the_model_loads(images, tmp_path, monkeypa
 def test_cli_extract_truncated_image_and_not_an_image(images, tmp_path, capsys):
     paths = _truncated_copy(images, tmp_path / "imgs")
     (paths[5].parent / "im5.jpg").write_text("not an image")
-    rc = pfram_cli.main(["extract", "--model", "unused", "--images", str(paths[0].parent), "--out", str(tmp_path / "f"),
-                         "--layers", "vision.-1"])  # fmt: skip
+    rc = pfram_cli.main(
+        [
+            "extract",
+            "--model",
+            "unused",
+            "--images",
+            str(paths[0].parent),
+            "--out",
+            str(tmp_path / "f"),
+            "--layers",
+            "vision.-1",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "2 image(s) cannot be decoded" in err and "'im3.jpg'" in err and "'im5.jpg'" in err
     assert "Traceback" not in err
@@ -340,8 +363,19 @@ def test_cli_extract_truncated_image_and_not_an_image(images, tmp_path, capsys):
 def test_unknown_or_unsupported_model(images, tmp_path, capsys):
     from transformers import BertConfig
 
-    rc = pfram_cli.main(["extract", "--model", str(tmp_path / "no-such-model"), "--images", str(images[0].parent),
-                         "--out", str(tmp_path / "f"), "--layers", "vision.-1"])  # fmt: skip
+    rc = pfram_cli.main(
+        [
+            "extract",
+            "--model",
+            str(tmp_path / "no-such-model"),
+            "--images",
+            str(images[0].parent),
+            "--out",
+            str(tmp_path / "f"),
+            "--layers",
+            "vision.-1",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "model: cannot load" in err and "no-such-model" in err and "Traceback" not in err
     empty = tmp_path / "empty"
@@ -364,8 +398,19 @@ def test_forward_failure_names_the_images(images, tmp_path, monkeypatch):
 
 
 def test_cli_extract_warns_when_it_re_extracts(tiny_clip, images, tmp_path, capsys):
-    args = ["extract", "--model", str(tiny_clip), "--images", str(images[0].parent), "--out", str(tmp_path / "f"),
-            "--layers", "vision.-1", "--shard-size", "3"]  # fmt: skip
+    args = [
+        "extract",
+        "--model",
+        str(tiny_clip),
+        "--images",
+        str(images[0].parent),
+        "--out",
+        str(tmp_path / "f"),
+        "--layers",
+        "vision.-1",
+        "--shard-size",
+        "3",
+    ]
     assert pfram_cli.main(args) == 0
     _shard(tmp_path / "f", 2).write_bytes(b"\0" * 10)
     capsys.readouterr()
@@ -407,8 +452,11 @@ def test_malformed_labels_name_the_file(tmp_path):
     bad.write_text(json.dumps([{"id": 7, "type": "generative", "truth": "cat"}]))
     with pytest.raises(ValueError, match=r"AMBER record 0 \(id 7\): 'truth' must be a list"):
         L.read_labels(bad)
-    coco = {"images": [{"id": 1, "file_name": "a.jpg"}], "categories": [{"id": 1, "name": "cat"}],
-            "annotations": [{"image_id": 1, "category_id": 1}, {"image_id": 1, "category_id": 9}]}  # fmt: skip
+    coco = {
+        "images": [{"id": 1, "file_name": "a.jpg"}],
+        "categories": [{"id": 1, "name": "cat"}],
+        "annotations": [{"image_id": 1, "category_id": 1}, {"image_id": 1, "category_id": 9}],
+    }
     bad.write_text(json.dumps(coco))
     with pytest.raises(ValueError, match=r"annotations\[1\] \(image_id 1\): unknown category_id 9"):
         L.read_labels(bad)
@@ -478,10 +526,13 @@ def test_cli_correlate_bad_files(tmp_path, capsys):
     lst.write_text("[1, 2]")
     cases = [
         ([str(lst), *good[1:]], accs, f"{lst}: not a `pfram score` output (a JSON list)"),
-        ([_score_file(tmp_path / "x.json", "mx", "high"), *good[1:]], accs,
-         "x.json: Pfram_input for phi=ndcg, k=100, ties=index is 'high', not a number in [0, 1]"),
+        (
+            [_score_file(tmp_path / "x.json", "mx", "high"), *good[1:]],
+            accs,
+            "x.json: Pfram_input for phi=ndcg, k=100, ties=index is 'high', not a number in [0, 1]",
+        ),
         ([_score_file(tmp_path / "y.json", "my", 1.7), *good[1:]], accs, "is 1.7, not a number in [0, 1]"),
-    ]  # fmt: skip
+    ]
     broken = tmp_path / "broken.json"
     broken.write_text('{"model": "m", "rows": [')
     cases.append(([str(broken), *good[1:]], accs, f"{broken}: not valid JSON"))

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import fixture_dir as fixture
 
 from lmms_scene.analysis import labels as L
 from lmms_scene.analysis import pfram as P
@@ -23,8 +24,6 @@ from lmms_scene.analysis.extract import (
 from lmms_scene.cli import pfram as pfram_cli
 
 torch.set_num_threads(1)
-
-from conftest import fixture_dir as fixture
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +69,18 @@ def test_read_coco_labels():
     labs = L.read_coco(path)
     assert "000000226111.jpg" not in labs  # no instances in this JSON: dropped
     assert labs["000000397133.jpg"] == {
-        "bottle", "bowl", "broccoli", "carrot", "cup", "dining table", "knife", "oven", "person", "sink", "spoon",
-    }  # fmt: skip
+        "bottle",
+        "bowl",
+        "broccoli",
+        "carrot",
+        "cup",
+        "dining table",
+        "knife",
+        "oven",
+        "person",
+        "sink",
+        "spoon",
+    }
     present = L.read_coco(path, image_dir=fixture("tiny_coco", "val2017"))
     assert len(present) == 8  # 9 copied images, one without instances
     assert len(L.read_coco(path, min_objects=5)) < len(labs)
@@ -139,17 +148,23 @@ def test_extraction_resumes_and_refuses_other_runs(tiny_clip, coco_images, tmp_p
 def test_processes_split_the_shards_and_together_equal_one_process(tiny_clip, coco_images, tmp_path):
     single = extract_features(str(tiny_clip), coco_images[:5], tmp_path / "one", layers="vision.-1", shard_size=2)
     split = tmp_path / "two"
-    extract_features(str(tiny_clip), coco_images[:5], split, layers="vision.-1", shard_size=2, process_index=1, num_processes=2)
+    extract_features(
+        str(tiny_clip), coco_images[:5], split, layers="vision.-1", shard_size=2, process_index=1, num_processes=2
+    )
     # process 1 of 2 wrote shard 1 only: the store is not complete yet
     assert sorted(p.name for p in split.glob("shard_*.safetensors")) == ["shard_00001.safetensors"]
     with pytest.raises(RuntimeError, match="incomplete"):
         FeatureStore(split).load("vision.2")
-    extract_features(str(tiny_clip), coco_images[:5], split, layers="vision.-1", shard_size=2, process_index=0, num_processes=2)
+    extract_features(
+        str(tiny_clip), coco_images[:5], split, layers="vision.-1", shard_size=2, process_index=0, num_processes=2
+    )
     (ids_a, a), (ids_b, b) = FeatureStore(single).load("vision.2"), FeatureStore(split).load("vision.2")
     assert ids_a == ids_b and len(a) == 5
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     with pytest.raises(ValueError, match="process_index"):
-        extract_features(str(tiny_clip), coco_images[:5], split, layers="vision.-1", shard_size=2, process_index=2, num_processes=2)
+        extract_features(
+            str(tiny_clip), coco_images[:5], split, layers="vision.-1", shard_size=2, process_index=2, num_processes=2
+        )
 
 
 def test_qwen_llm_layer0_is_the_projector_output(tiny_qwen_vl, coco_images, tmp_path):
@@ -202,6 +217,7 @@ def test_llava_llm_layer0_is_the_projector_output(tiny_llava, coco_images, tmp_p
         proj = model.model.get_image_features(pixel_values=pix).pooler_output
     proj = proj[0] if isinstance(proj, (list, tuple)) else proj.reshape(-1, 16, 48)[0]
     torch.testing.assert_close(llm0[2].float(), proj.reshape(16, 48), atol=2e-3, rtol=2e-3)
+
     # the instruction comes before the image (Pfram paper, Sec. 5): the projector output
     # (llm.0) is the same with or without it, while two different instructions give
     # different LLM states at the image positions (impossible if the text came after
@@ -229,16 +245,45 @@ def test_cli_extract_and_score_on_coco(tiny_llava, tmp_path, capsys):
     ann = fixture("tiny_coco", "annotations", "instances_val2017.json")
     feats = tmp_path / "feats"
     rc = pfram_cli.main(
-        ["extract", "--model", str(tiny_llava), "--images", str(images), "--labels", str(ann), "--skip-missing",
-         "--out", str(feats), "--layers", "vision.-1,llm.all", "--batch-size", "4"]
-    )  # fmt: skip
+        [
+            "extract",
+            "--model",
+            str(tiny_llava),
+            "--images",
+            str(images),
+            "--labels",
+            str(ann),
+            "--skip-missing",
+            "--out",
+            str(feats),
+            "--layers",
+            "vision.-1,llm.all",
+            "--batch-size",
+            "4",
+        ]
+    )
     assert rc == 0
     extracted = json.loads(capsys.readouterr().out)
     assert extracted["n_images"] == 8 and extracted["skipped_missing"] == 40  # 48 labelled, 8 copied
     rc = pfram_cli.main(
-        ["score", "--features", str(feats), "--labels", str(ann), "--phi", "ndcg,knn", "--k", "2,7",
-         "--ties", "index,expected", "--on-undefined", "skip", "--output", str(tmp_path / "s.json")]
-    )  # fmt: skip
+        [
+            "score",
+            "--features",
+            str(feats),
+            "--labels",
+            str(ann),
+            "--phi",
+            "ndcg,knn",
+            "--k",
+            "2,7",
+            "--ties",
+            "index,expected",
+            "--on-undefined",
+            "skip",
+            "--output",
+            str(tmp_path / "s.json"),
+        ]
+    )
     assert rc == 0
     table = json.loads(capsys.readouterr().out)
     assert table == json.loads((tmp_path / "s.json").read_text())
@@ -272,10 +317,19 @@ def test_cli_score_errors_are_clear(tiny_clip, tmp_path, capsys):
 def _fake_store(out: Path, ids: list[str], feats: list[torch.Tensor], layer: str = "llm.0") -> Path:
     out.mkdir(parents=True)
     meta = {
-        "format": "lmms-scene-pfram-features", "format_version": FORMAT_VERSION, "model": "synthetic", "architecture": "test",
-        "layers": [layer], "instruction": None, "model_dtype": "float32", "processor_kwargs": {},
-        "stored_dtype": "float16", "image_ids": ids, "shard_size": 10_000, "lmms_scene_version": "test",
-    }  # fmt: skip
+        "format": "lmms-scene-pfram-features",
+        "format_version": FORMAT_VERSION,
+        "model": "synthetic",
+        "architecture": "test",
+        "layers": [layer],
+        "instruction": None,
+        "model_dtype": "float32",
+        "processor_kwargs": {},
+        "stored_dtype": "float16",
+        "image_ids": ids,
+        "shard_size": 10_000,
+        "lmms_scene_version": "test",
+    }
     (out / "meta.json").write_text(json.dumps(meta))
     _write_shard(out / "shard_00000.safetensors", ids, {layer: feats})
     return out

@@ -14,7 +14,10 @@ from lmms_scene.analysis import labels
     [
         ('{"a.jpg": ["cat", "sofa"], "b.jpg": ["dog"], "a.jpg": ["car"]}', "a.jpg"),
         ('[{"id": 1, "type": "generative", "truth": ["cat"], "truth": ["dog", "car", "bus", "cup", "pen"]}]', "truth"),
-        ('{"images": [{"id": 1, "file_name": "a.jpg", "file_name": "b.jpg"}], "annotations": [], "categories": []}', "file_name"),
+        (
+            '{"images": [{"id": 1, "file_name": "a.jpg", "file_name": "b.jpg"}], "annotations": [], "categories": []}',
+            "file_name",
+        ),
     ],
     ids=["label-map", "amber-record", "coco-image"],
 )

@@ -8,11 +8,10 @@ the end-to-end runs are offline, as on the machine a user without network has.""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
-
 from conftest import harness_env, run_python
+
 from lmms_scene import preflight, settings
 from lmms_scene.registration import tasks_path
 
@@ -47,7 +46,10 @@ def test_the_three_benchmarks_offline_each_get_their_own_fix(ours):
     hub = preflight.Hub(ask=Asked("unreachable"), offline=True)
     found = lines(preflight.check(["cooco", "snus", "layered_vqa"], ours, hub))
     assert set(found) == {"cooco", "snus", "layered_vqa"}
-    assert "`hf download --repo-type dataset fmerlo/COOCO`" in found["cooco"] and "lmms-scene build cooco --from-folder" in found["cooco"]
+    assert (
+        "`hf download --repo-type dataset fmerlo/COOCO`" in found["cooco"]
+        and "lmms-scene build cooco --from-folder" in found["cooco"]
+    )
     assert "offline mode is on" in found["cooco"]
     assert "no public release" in found["snus"] and "`lmms-scene build snus --from-folder DIR --out D`" in found["snus"]
     assert "placeholder" in found["layered_vqa"] and "layered_vqa_synth" in found["layered_vqa"]
@@ -73,12 +75,19 @@ def test_cached_data_leaves_the_clip_checkpoint_which_says_how_to_skip_it(ours, 
     with settings.override(clip_model=settings.DEFAULT_CLIP_MODEL):
         found = lines(preflight.check(["cooco", "snus"], ours, preflight.Hub(ask=asked, offline=False)))
     # the dataset and the checkpoint are on a reachable hub: nothing stops cooco (they download)
-    assert "cooco" not in found and ("fmerlo/COOCO", "dataset") in asked.calls and ("openai/clip-vit-base-patch32", "model") in asked.calls
+    assert (
+        "cooco" not in found
+        and ("fmerlo/COOCO", "dataset") in asked.calls
+        and ("openai/clip-vit-base-patch32", "model") in asked.calls
+    )
     # offline, with the dataset in the cache and the checkpoint not
     monkeypatch.setattr(preflight, "cached", lambda repo, repo_type, revision=None: repo_type == "dataset")
     with settings.override(clip_model=settings.DEFAULT_CLIP_MODEL):
         found = lines(preflight.check(["cooco"], ours, preflight.Hub(ask=Asked("found"), offline=True)))
-    assert "openai/clip-vit-base-patch32" in found["cooco"] and "`hf download openai/clip-vit-base-patch32`" in found["cooco"]
+    assert (
+        "openai/clip-vit-base-patch32" in found["cooco"]
+        and "`hf download openai/clip-vit-base-patch32`" in found["cooco"]
+    )
     assert "LMMS_SCENE_CLIP_MODEL=none" in found["cooco"]
 
 
@@ -99,7 +108,12 @@ def test_clip_switched_off_or_a_local_folder_needs_nothing_and_a_bad_folder_is_n
 def test_sample_tasks_and_other_harness_tasks_pass_offline(ours):
     hub = preflight.Hub(ask=Asked("unreachable"), offline=True)
     with settings.override(clip_model=settings.DEFAULT_CLIP_MODEL):
-        assert preflight.check(["cooco_sample", "cooco_noise_sample", "snus_sample", "layered_vqa_sample", "mme"], ours, hub) == []
+        assert (
+            preflight.check(
+                ["cooco_sample", "cooco_noise_sample", "snus_sample", "layered_vqa_sample", "mme"], ours, hub
+            )
+            == []
+        )
 
 
 def test_a_local_build_whose_file_is_gone_names_the_file(tmp_path):
@@ -122,7 +136,11 @@ def test_a_local_build_whose_file_is_gone_names_the_file(tmp_path):
 def test_check_argv_reads_tasks_and_include_path_as_lmms_scene_eval_gets_them(tmp_path):
     hub = preflight.Hub(ask=Asked("unreachable"), offline=True)
     assert preflight.check_argv(["--model", "scene_blind", "--tasks", "list"], hub) == []
-    found = lines(preflight.check_argv(["--model", "scene_blind", "--tasks=snus,layered_vqa_full", "--include_path", str(tmp_path)], hub))
+    found = lines(
+        preflight.check_argv(
+            ["--model", "scene_blind", "--tasks=snus,layered_vqa_full", "--include_path", str(tmp_path)], hub
+        )
+    )
     assert set(found) == {"snus", "layered_vqa_full"}
 
 
@@ -143,8 +161,21 @@ def test_the_missions_command_offline_names_all_three_tasks_and_loads_no_model(r
     env = harness_env({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"})
     env.pop(settings.CLIP_MODEL_ENV, None)
     record = tmp_path / "echo.jsonl"
-    args = ["--model", "echo", "--model_args", f"record={record}", "--tasks", "cooco,snus,layered_vqa", "--output_path", str(tmp_path / "out")]
-    cmd = [sys.executable, "-m", "lmms_eval", *args] if route == "plain" else [sys.executable, "-m", "lmms_scene.cli", "eval", *args]
+    args = [
+        "--model",
+        "echo",
+        "--model_args",
+        f"record={record}",
+        "--tasks",
+        "cooco,snus,layered_vqa",
+        "--output_path",
+        str(tmp_path / "out"),
+    ]
+    cmd = (
+        [sys.executable, "-m", "lmms_eval", *args]
+        if route == "plain"
+        else [sys.executable, "-m", "lmms_scene.cli", "eval", *args]
+    )
     proc = run_python(cmd, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 1, (proc.returncode, proc.stderr[-3000:])
     ours = [line for line in proc.stderr.splitlines() if line.startswith("lmms-scene pre-flight: ")]

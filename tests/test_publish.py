@@ -61,7 +61,9 @@ def _load(folder: Path):
     return Dataset.from_parquet(str(next((folder / "data").glob("test*.parquet"))))
 
 
-@pytest.mark.parametrize("bench, fixture", [("snus", "snus_built"), ("layered-vqa", "layered_built"), ("cooco", "cooco_built")])
+@pytest.mark.parametrize(
+    "bench, fixture", [("snus", "snus_built"), ("layered-vqa", "layered_built"), ("cooco", "cooco_built")]
+)
 def test_dry_run_writes_validated_data_and_card(bench, fixture, request, tmp_path):
     import importlib
 
@@ -86,8 +88,11 @@ def test_dry_run_writes_validated_data_and_card(bench, fixture, request, tmp_pat
     # the source comes from the built card's own words, not a placeholder
     source = card.split("## Source\n\n")[1].split("\n")[0]
     assert source == prepared.source and "built by lmms-scene from" not in source
-    assert {"snus": "the test's procedural rows", "layered-vqa": "lmms-scene procedural generator",
-            "cooco": "the embedded sample"}[bench] in source  # fmt: skip
+    assert {
+        "snus": "the test's procedural rows",
+        "layered-vqa": "lmms-scene procedural generator",
+        "cooco": "the embedded sample",
+    }[bench] in source
     manifest = json.loads((out / "publish.json").read_text())
     assert manifest["repo"] == "someone/data" and manifest["splits"] == {"test": len(ds)}
     assert set(manifest["features"]) == set(module.features())
@@ -102,7 +107,9 @@ def test_license_comes_from_the_built_card(layered_built):
     from lmms_scene.data.card import read_card
 
     meta, _ = read_card(prepared.card)
-    assert meta["license"] == "cc0-1.0" and meta["configs"][0]["data_files"] == [{"split": "test", "path": "data/test-*"}]
+    assert meta["license"] == "cc0-1.0" and meta["configs"][0]["data_files"] == [
+        {"split": "test", "path": "data/test-*"}
+    ]
     assert "year      = {2026}" in prepared.card  # the registry's citation, with its year
     assert publish.prepare("layered-vqa", layered_built, "a/b", license="mit").license == "mit"
 
@@ -120,7 +127,10 @@ def test_missing_extra_and_mistyped_columns_are_named(snus_built, tmp_path):
     cases = {
         "missing": (ds.remove_columns("scene"), "split 'test': missing column(s) ['scene']"),
         "extra": (ds.add_column("note", ["x"] * len(ds)), "split 'test': column(s) ['note'] are not in the schema"),
-        "typed": (ds.cast_column("scene", Value("large_string")), "split 'test': column 'scene': expected Value('string')"),
+        "typed": (
+            ds.cast_column("scene", Value("large_string")),
+            "split 'test': column 'scene': expected Value('string')",
+        ),
     }
     for name, (changed, message) in cases.items():
         folder = tmp_path / name
@@ -161,9 +171,12 @@ def test_push_is_a_thin_call(snus_built, monkeypatch):
     import huggingface_hub
 
     calls = []
-    monkeypatch.setattr(datasets.DatasetDict, "push_to_hub",
-                        lambda self, repo, **kw: calls.append(("data", repo, sorted(self), kw)))  # fmt: skip
-    monkeypatch.setattr(huggingface_hub.DatasetCard, "push_to_hub", lambda self, repo, **kw: calls.append(("card", repo, self.content)))
+    monkeypatch.setattr(
+        datasets.DatasetDict, "push_to_hub", lambda self, repo, **kw: calls.append(("data", repo, sorted(self), kw))
+    )
+    monkeypatch.setattr(
+        huggingface_hub.DatasetCard, "push_to_hub", lambda self, repo, **kw: calls.append(("card", repo, self.content))
+    )
     prepared = publish.prepare("snus", snus_built, "me/snus")
     assert publish.push(prepared, private=True) == "https://huggingface.co/datasets/me/snus"
     assert calls[0] == ("data", "me/snus", ["test"], {"private": True, "token": None})
@@ -178,7 +191,9 @@ def test_cli_dry_run_and_errors(snus_built, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "checked split 'test': 4 rows" in text and str(out / "README.md") in text
     assert (out / "data" / "test-00000-of-00001.parquet").is_file()
-    assert main(["publish", "snus", "--repo", "me/snus", "--dataset", str(tmp_path / "none"), "--dry-run", str(out)]) == 2
+    assert (
+        main(["publish", "snus", "--repo", "me/snus", "--dataset", str(tmp_path / "none"), "--dry-run", str(out)]) == 2
+    )
     assert "lmms-scene publish: error:" in capsys.readouterr().err
 
 
@@ -192,8 +207,14 @@ def test_cli_builds_from_a_release_folder_first(tmp_path, capsys):
     records = []
     for i, caption in enumerate(["There is no helmet.", "The ladder is not secured."]):
         Image.new("RGB", (16, 16), (40 * i, 90, 160)).save(release / f"img{i}.png")
-        records.append({"image": f"img{i}.png", "caption": caption, "missing_objects": ["helmet"] if i == 0 else [],
-                        "scene": "construction site"})  # fmt: skip
+        records.append(
+            {
+                "image": f"img{i}.png",
+                "caption": caption,
+                "missing_objects": ["helmet"] if i == 0 else [],
+                "scene": "construction site",
+            }
+        )
     (release / "metadata.jsonl").write_text("\n".join(json.dumps(r) for r in records) + "\n")
     out = tmp_path / "dry"
     assert main(["publish", "snus", "--repo", "me/snus", "--from-folder", str(release), "--dry-run", str(out)]) == 0

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import REPO, SELFTEST_TASKS, harness_env, run_python
+
 from lmms_scene import cli
 from lmms_scene.benchmarks import TASK_PREFIXES
 from lmms_scene.registration import install_task_path_hook, tasks_path
@@ -123,8 +123,11 @@ def test_lmms_scene_eval_exit_codes(tmp_path):
     # The same harness run that succeeds exits 0 (with a user include path beside ours).
     good = run_python(
         [*base, "--tasks", "scene_selftest", "--include_path", str(SELFTEST_TASKS)],
-        capture_output=True, text=True, env=env, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert good.returncode == 0, good.stdout[-1500:] + good.stderr[-1500:]
     assert list(tmp_path.rglob("*_results.json"))
 
@@ -135,34 +138,50 @@ def test_non_editable_install_ships_tasks_templates_and_samples(tmp_path):
     wheel_dir, target = tmp_path / "wheel", tmp_path / "site"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(wheel_dir), str(REPO)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert build.returncode == 0, build.stderr[-2000:]
     (wheel,) = wheel_dir.glob("lmms_scene-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     shipped_yaml = {n for n in names if n.startswith("lmms_scene/tasks/") and n.endswith(".yaml")}
-    in_repo_yaml = {f"lmms_scene/tasks/{p.relative_to(REPO / 'tasks').as_posix()}" for p in (REPO / "tasks").rglob("*.yaml")}
+    in_repo_yaml = {
+        f"lmms_scene/tasks/{p.relative_to(REPO / 'tasks').as_posix()}" for p in (REPO / "tasks").rglob("*.yaml")
+    }
     assert shipped_yaml == in_repo_yaml
     for pattern in ("_default_template_yaml", ".jinja", ".parquet"):
-        in_repo = [p for p in (REPO / "tasks").rglob(f"*{pattern}")] + [p for p in (REPO / "templates").rglob(f"*{pattern}")]
+        in_repo = [p for p in (REPO / "tasks").rglob(f"*{pattern}")] + [
+            p for p in (REPO / "templates").rglob(f"*{pattern}")
+        ]
         if in_repo:
             assert any(n.endswith(pattern) for n in names), f"{pattern} files are not in the wheel"
     install = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "--no-index", "--target", str(target), str(wheel)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert install.returncode == 0, install.stderr[-2000:]
     env = harness_env({"PYTHONPATH": str(target), "LMMS_SCENE_NO_TASK_HOOK": "1"})
     where = run_python(
-        [sys.executable, "-m", "lmms_scene.cli", "tasks-path"], capture_output=True, text=True, env=env, timeout=120,
+        [sys.executable, "-m", "lmms_scene.cli", "tasks-path"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
         cwd=tmp_path,  # not the checkout, which would shadow the installed package
     )
     installed = Path(where.stdout.strip())
     assert installed.is_relative_to(target), (where.stdout, where.stderr)
     listed = run_python(
         [sys.executable, "-m", "lmms_eval", "--tasks", "list", "--include_path", str(installed)],
-        capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     out = listed.stdout + listed.stderr
     assert all(f" - {name}\n" in out for name in our_task_names(installed)), out[-2000:]
 
@@ -191,7 +210,6 @@ def test_every_task_declares_a_registered_benchmark_and_the_registry_names_every
 
 def test_demo_says_which_benchmarks_are_not_built(monkeypatch, capsys):
     import lmms_scene.evaluate as evaluate
-
     from lmms_scene import benchmarks
 
     monkeypatch.setattr(benchmarks.Benchmark, "built", lambda self: False)

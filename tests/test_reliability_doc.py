@@ -38,7 +38,10 @@ def test_every_benchmark_lists_at_least_25_bad_inputs_each_with_a_test(title):
             if file:
                 current = file
             assert current, line
-            assert re.search(rf"^def {test}\(", (REPO / "tests" / current).read_text(encoding="utf-8"), re.MULTILINE), (current, test)
+            assert re.search(rf"^def {test}\(", (REPO / "tests" / current).read_text(encoding="utf-8"), re.MULTILINE), (
+                current,
+                test,
+            )
 
 
 def test_the_sections_for_the_other_parts_of_issue_16_come_last():
@@ -52,10 +55,20 @@ def test_the_sections_for_the_other_parts_of_issue_16_come_last():
 #: the outcome of a probe, from the words of its "what it gets" cell, checked in this order
 OUTCOMES = (
     ("not covered", re.compile(r"\bnot covered\b")),
-    ("refused", re.compile(r"\b(refused|refuses|exit [12]|exits? non-zero|errors?|stops?|fails before|expected|not JSON|not UTF-8|duplicate|"
-                           r"repeated|appears more than once|nothing to evaluate)\b")),
-    ("recorded", re.compile(r"\b(unscored|recorded|records|stand-in|counted|unparsed|not computed|not graded|cut|skipped|reported|says|said so|"
-                            r"notice|note|flagged|ungraded|warning|dropped|replaced)\b")),
+    (
+        "refused",
+        re.compile(
+            r"\b(refused|refuses|exit [12]|exits? non-zero|errors?|stops?|fails before|expected|not JSON|not UTF-8|duplicate|"
+            r"repeated|appears more than once|nothing to evaluate)\b"
+        ),
+    ),
+    (
+        "recorded",
+        re.compile(
+            r"\b(unscored|recorded|records|stand-in|counted|unparsed|not computed|not graded|cut|skipped|reported|says|said so|"
+            r"notice|note|flagged|ungraded|warning|dropped|replaced)\b"
+        ),
+    ),
 )
 OUTCOME_NAMES = ("refused", "recorded", "handled", "not covered")
 
@@ -98,7 +111,9 @@ def counts_table() -> str:
         for name in OUTCOME_NAMES:
             total[name] += got.count(name)
         rows.append(f"| {title} | " + " | ".join(str(got.count(n)) for n in OUTCOME_NAMES) + f" | {len(cells)} |")
-    rows.append("| **all** | " + " | ".join(f"**{total[n]}**" for n in OUTCOME_NAMES) + f" | **{sum(total.values())}** |")
+    rows.append(
+        "| **all** | " + " | ".join(f"**{total[n]}**" for n in OUTCOME_NAMES) + f" | **{sum(total.values())}** |"
+    )
     return "\n".join(rows)
 
 
@@ -121,4 +136,7 @@ def test_every_test_named_outside_the_benchmark_tables_exists():
         if title in BENCHMARKS:
             continue
         for file, test in re.findall(r"`(?:tests/)?(test_[a-z0-9_]+\.py)::(test_[a-z0-9_]+)", section(title)):
-            assert re.search(rf"^def {test}\(", (REPO / "tests" / file).read_text(encoding="utf-8"), re.MULTILINE), (file, test)
+            assert re.search(rf"^def {test}\(", (REPO / "tests" / file).read_text(encoding="utf-8"), re.MULTILINE), (
+                file,
+                test,
+            )

@@ -18,9 +18,10 @@ from argparse import Namespace
 from pathlib import Path
 
 import pytest
-
 from lmms_eval.api.instance import Instance
-from lmms_scene import evaluate, journal as J
+
+from lmms_scene import evaluate
+from lmms_scene import journal as J
 from lmms_scene.models.from_samples import SceneFromSamples, logged_repeats, run_options
 
 TAGS = '[["<think>", "</think>"], ["<analysis>", "</analysis>"]]'
@@ -28,12 +29,26 @@ TAGS = '[["<think>", "</think>"], ["<analysis>", "</analysis>"]]'
 
 def _results(path: Path, leaf: dict[str, int], **cli) -> Path:
     tasks = leaf
-    resolved = {"tasks": ",".join(tasks), "repeats": max(tasks.values()), "reasoning_tags": TAGS, "include_path": None,
-                "seed": [0, 1234, 1234, 1234], "limit": 4.0, "offset": 0, **cli}  # fmt: skip
+    resolved = {
+        "tasks": ",".join(tasks),
+        "repeats": max(tasks.values()),
+        "reasoning_tags": TAGS,
+        "include_path": None,
+        "seed": [0, 1234, 1234, 1234],
+        "limit": 4.0,
+        "offset": 0,
+        **cli,
+    }
     data = {
         "results": {t: {"accuracy,none": 0.5} for t in tasks},
         "configs": {t: {"repeats": r, "metadata": {"benchmark": "layered_vqa"}} for t, r in tasks.items()},
-        "config": {"model": "m", "model_args": "", "limit": resolved["limit"], "offset": resolved["offset"], "resolved_cli_args": resolved},
+        "config": {
+            "model": "m",
+            "model_args": "",
+            "limit": resolved["limit"],
+            "offset": resolved["offset"],
+            "resolved_cli_args": resolved,
+        },
     }
     path.write_text(json.dumps(data))
     return path
@@ -47,13 +62,27 @@ def _samples(path: Path, lines: list[dict]) -> Path:
 def test_run_options_carry_every_option_that_changes_numbers(tmp_path):
     include = tmp_path / "tasks"
     include.mkdir()
-    results = _results(tmp_path / "20260101_120000_results.json", {"layered_vqa_full": 3, "layered_vqa_oracle": 3},
-                       tasks="layered_vqa", reasoning_tags="none", include_path=str(include), limit=4.0, offset=2)  # fmt: skip
+    results = _results(
+        tmp_path / "20260101_120000_results.json",
+        {"layered_vqa_full": 3, "layered_vqa_oracle": 3},
+        tasks="layered_vqa",
+        reasoning_tags="none",
+        include_path=str(include),
+        limit=4.0,
+        offset=2,
+    )
     opts = run_options(results)
     args = opts.harness_args()
     pairs = dict(zip(args[::2], args[1::2]))
-    assert pairs == {"--tasks": "layered_vqa", "--limit": "4.0", "--offset": "2", "--repeats": "3", "--reasoning_tags": "none",
-                     "--include_path": str(include), "--seed": "0,1234,1234,1234"}  # fmt: skip
+    assert pairs == {
+        "--tasks": "layered_vqa",
+        "--limit": "4.0",
+        "--offset": "2",
+        "--repeats": "3",
+        "--reasoning_tags": "none",
+        "--include_path": str(include),
+        "--seed": "0,1234,1234,1234",
+    }
     assert opts.repeats_of("layered_vqa_full") == 3 and not opts.reasoning_active("layered_vqa_full")
     # a partial replay of one task: its own limit, the run's other options
     part = dict(zip(*[iter(opts.harness_args(tasks="layered_vqa_full", limit=2))] * 2))
@@ -78,8 +107,10 @@ def _request(task: str, doc_id: int, repeats: int, request_type: str = "generate
 
 def test_every_repeat_is_replayed_as_logged(tmp_path):
     _results(tmp_path / "20260101_120000_results.json", {"layered_vqa_sample": 2, "cooco_sample": 2})
-    _samples(tmp_path / "20260101_120000_samples_layered_vqa_sample.jsonl",
-             [{"doc_id": 0, "filtered_resps": "{'lmms_scene_repeats': [['A square.'], ['A triangle.']]}"}])  # fmt: skip
+    _samples(
+        tmp_path / "20260101_120000_samples_layered_vqa_sample.jsonl",
+        [{"doc_id": 0, "filtered_resps": "{'lmms_scene_repeats': [['A square.'], ['A triangle.']]}"}],
+    )
     _samples(tmp_path / "20260101_120000_samples_cooco_sample.jsonl", [{"doc_id": 0, "filtered_resps": "oven"}])
     model = SceneFromSamples(samples=str(tmp_path))
     req = _request("layered_vqa_sample", 0, 2, "generate_until_multi_round")
@@ -122,7 +153,10 @@ def test_rescore_refuses_what_it_cannot_carry_over(tmp_path, no_harness):
     other.mkdir()
     _results(other / "20260102_120000_results.json", {"cooco_noise_sample": 1}, limit=9.0)
     _samples(other / "20260102_120000_samples_cooco_noise_sample.jsonl", lines)
-    files = [run / "20260101_120000_samples_cooco_sample.jsonl", other / "20260102_120000_samples_cooco_noise_sample.jsonl"]
+    files = [
+        run / "20260101_120000_samples_cooco_sample.jsonl",
+        other / "20260102_120000_samples_cooco_noise_sample.jsonl",
+    ]
     with pytest.raises(ValueError, match="different limit"):
         evaluate.rescore(files, tmp_path / "out")
     # the run's task folder is gone
@@ -190,13 +224,20 @@ def test_the_journal_records_each_chunk_as_it_arrives_and_changes_no_answer(tmp_
     plain = _fake_evaluate(_Model(), tasks)
     assert J.install(tmp_path, 4)
     model = _Model()
-    got = evaluator.evaluate(lm=model, task_dict=tasks, cli_args=Namespace(model="m", tasks="t", limit=None, output_path=str(tmp_path)))
+    got = evaluator.evaluate(
+        lm=model, task_dict=tasks, cli_args=Namespace(model="m", tasks="t", limit=None, output_path=str(tmp_path))
+    )
     assert model.calls == [4, 2]  # 6 requests (3 docs x 2 repeats) in chunks of 4
     assert [g.rsplit(":", 1)[0] for g in got] == [p.rsplit(":", 1)[0] for p in plain]  # the same requests, in order
     assert "generate_until" not in model.__dict__  # the wrapper is gone after the run
     lines = _journal_lines(tmp_path)
     assert [x["kind"] for x in lines] == ["header", "plan"] + ["output"] * 6 + ["end"]
-    assert lines[1]["tasks"]["t"] == {"request_types": ["generate_until"], "doc_ids": [0, 1, 2], "requests_per_doc": 1, "repeats": 2}
+    assert lines[1]["tasks"]["t"] == {
+        "request_types": ["generate_until"],
+        "doc_ids": [0, 1, 2],
+        "requests_per_doc": 1,
+        "repeats": 2,
+    }
     outputs = lines[2:8]
     assert [(x["doc_id"], x["copy"]) for x in outputs] == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]
     assert [x["output"] for x in outputs] == got and outputs[0]["arguments"][:2] == ["prompt", {"max_new_tokens": 4}]
@@ -214,7 +255,14 @@ def test_an_interrupt_leaves_every_finished_chunk_on_disk(tmp_path, monkeypatch)
     lines = _journal_lines(tmp_path)
     assert [x["doc_id"] for x in lines if x["kind"] == "output"] == [0, 1, 2, 3, 4, 5]  # two chunks of 3
     end = lines[-1]
-    assert end == {**end, "kind": "end", "status": "interrupted", "signal": "SIGTERM", "requests_done": 6, "requests_total": 7}
+    assert end == {
+        **end,
+        "kind": "end",
+        "status": "interrupted",
+        "signal": "SIGTERM",
+        "requests_done": 6,
+        "requests_total": 7,
+    }
     run = J.read(J.journal_files(tmp_path))
     assert run.status() == "interrupted" and J.replay_plan(run).partial == {"t": (6, 7, 0)}
 
@@ -232,7 +280,9 @@ def test_a_signal_just_after_a_chunk_is_written_still_counts_that_chunk(tmp_path
 
     journal.write = write_then_signal
     with pytest.raises(J.Interrupted):
-        journal.outputs("generate_until", [_request("t", 0, 1), _request("t", 1, 1)], ["a", "b"], [0, 0], [["p", {}], ["p", {}]])
+        journal.outputs(
+            "generate_until", [_request("t", 0, 1), _request("t", 1, 1)], ["a", "b"], [0, 0], [["p", {}], ["p", {}]]
+        )
     journal.write = write
     journal.end("interrupted", signal="SIGTERM")
     lines = [json.loads(x) for x in journal.path.read_text().splitlines()]
@@ -241,17 +291,40 @@ def test_a_signal_just_after_a_chunk_is_written_still_counts_that_chunk(tmp_path
 
 
 def _header(**fields) -> dict:
-    return {"kind": "header", "journal_version": J.VERSION, "argv": ["x"], "tasks": "t", "limit": None, "offset": 0, "repeats": 1,
-            "rank": 0, "world_size": 1, **fields}  # fmt: skip
+    return {
+        "kind": "header",
+        "journal_version": J.VERSION,
+        "argv": ["x"],
+        "tasks": "t",
+        "limit": None,
+        "offset": 0,
+        "repeats": 1,
+        "rank": 0,
+        "world_size": 1,
+        **fields,
+    }
 
 
 def _plan(docs, repeats: int = 1) -> dict:
-    return {"kind": "plan", "tasks": {"t": {"request_types": ["generate_until"], "doc_ids": list(docs), "requests_per_doc": 1, "repeats": repeats}}}
+    return {
+        "kind": "plan",
+        "tasks": {
+            "t": {"request_types": ["generate_until"], "doc_ids": list(docs), "requests_per_doc": 1, "repeats": repeats}
+        },
+    }
 
 
 def _output(doc: int, copy: int, text: str) -> dict:
-    return {"kind": "output", "task": "t", "doc_id": doc, "idx": 0, "copy": copy, "request_type": "generate_until",
-            "arguments": ["prompt", {"max_new_tokens": 4}], "output": text}  # fmt: skip
+    return {
+        "kind": "output",
+        "task": "t",
+        "doc_id": doc,
+        "idx": 0,
+        "copy": copy,
+        "request_type": "generate_until",
+        "arguments": ["prompt", {"max_new_tokens": 4}],
+        "output": text,
+    }
 
 
 def test_a_journal_cut_by_a_kill_reads_back_with_the_cut_reported(tmp_path):
@@ -296,7 +369,9 @@ def test_resume_serves_the_journaled_requests_and_asks_the_model_for_the_rest(tm
     monkeypatch.setattr(evaluator, "evaluate", _fake_evaluate)
     J.install(None, 3, resume=interrupted)
     model = _Model()
-    got = evaluator.evaluate(lm=model, task_dict=tasks, cli_args=Namespace(**{**vars(cli), "output_path": str(tmp_path / "second")}))
+    got = evaluator.evaluate(
+        lm=model, task_dict=tasks, cli_args=Namespace(**{**vars(cli), "output_path": str(tmp_path / "second")})
+    )
     assert sum(model.calls) == 5  # 8 requests, 3 served from the journal
     assert got[:3] == ["t:0:1", "t:0:1", "t:1:1"]  # the interrupted run's outputs, as it gave them
     lines = _journal_lines(tmp_path / "second")
@@ -309,10 +384,24 @@ def test_resume_serves_the_journaled_requests_and_asks_the_model_for_the_rest(tm
         evaluator.evaluate(lm=_Model(), task_dict=tasks, cli_args=Namespace(**{**vars(cli), "limit": 2}))
     monkeypatch.setattr(evaluator, "evaluate", _fake_evaluate)
     J.install(None, 3, resume=interrupted)
-    other = {"t": _Task("t", [Instance("generate_until", ("another prompt", {}, None, d, "t", "test"), 0,
-                                       metadata={"task": "t", "doc_id": d, "repeats": 2}) for d in range(4)])}  # fmt: skip
+    other = {
+        "t": _Task(
+            "t",
+            [
+                Instance(
+                    "generate_until",
+                    ("another prompt", {}, None, d, "t", "test"),
+                    0,
+                    metadata={"task": "t", "doc_id": d, "repeats": 2},
+                )
+                for d in range(4)
+            ],
+        )
+    }
     with pytest.raises(ValueError, match="is not this run's"):
-        evaluator.evaluate(lm=_Model(), task_dict=other, cli_args=Namespace(**{**vars(cli), "output_path": str(tmp_path / "third")}))
+        evaluator.evaluate(
+            lm=_Model(), task_dict=other, cli_args=Namespace(**{**vars(cli), "output_path": str(tmp_path / "third")})
+        )
 
 
 def test_resume_needs_the_journal(monkeypatch, capsys):
@@ -335,8 +424,11 @@ def test_a_model_that_fails_mid_run_leaves_its_earlier_chunks_and_says_so(tmp_pa
     monkeypatch.setattr(evaluator, "evaluate", _fake_evaluate)
     J.install(tmp_path, 2)
     with pytest.raises(RuntimeError, match="out of memory"):
-        evaluator.evaluate(lm=Failing(), task_dict={"t": _Task("t", [_request("t", d, 1) for d in range(5)])},
-                           cli_args=Namespace(output_path=str(tmp_path)))  # fmt: skip
+        evaluator.evaluate(
+            lm=Failing(),
+            task_dict={"t": _Task("t", [_request("t", d, 1) for d in range(5)])},
+            cli_args=Namespace(output_path=str(tmp_path)),
+        )
     lines = _journal_lines(tmp_path)
     assert [x["doc_id"] for x in lines if x["kind"] == "output"] == [0, 1]
     assert lines[-1]["status"] == "failed" and lines[-1]["error"] == "RuntimeError: CUDA out of memory"

@@ -34,82 +34,160 @@ def cooco_breakdown(offset: float, noise: bool) -> dict:
     grid = {}
     for i, c in enumerate(CONDITIONS):
         base = 0.5 + offset + i / 100
-        areas = {"none": {"0": cell(20, refclipscore=(base, [base - 0.03, base + 0.02]), accuracy=(0.4 + offset, [0.3, 0.5]),
-                                    levenshtein_accuracy=(0.3, [0.2, 0.4]), output_scene_similarity=(0.25, [0.2, 0.3]),
-                                    **({"context_capture_rate": (0.1, [0.05, 0.15])} if c in ("high", "medium", "low") else {}))}}  # fmt: skip
+        areas = {
+            "none": {
+                "0": cell(
+                    20,
+                    refclipscore=(base, [base - 0.03, base + 0.02]),
+                    accuracy=(0.4 + offset, [0.3, 0.5]),
+                    levenshtein_accuracy=(0.3, [0.2, 0.4]),
+                    output_scene_similarity=(0.25, [0.2, 0.3]),
+                    **({"context_capture_rate": (0.1, [0.05, 0.15])} if c in ("high", "medium", "low") else {}),
+                )
+            }
+        }
         if noise:
             for area in ("context", "target", "all"):
-                areas[area] = {lv: cell(20, refclipscore=(base - float(lv) / 10, [base - 0.2, base]),
-                                        accuracy=(0.3, [0.2, 0.4])) for lv in ("0.5", "1")}  # fmt: skip
+                areas[area] = {
+                    lv: cell(20, refclipscore=(base - float(lv) / 10, [base - 0.2, base]), accuracy=(0.3, [0.2, 0.4]))
+                    for lv in ("0.5", "1")
+                }
         grid[c] = areas
     return {
-        "scorer": {"scorer": "cooco_naming", "lmms_scene_version": "0.1.0", "clip_model": "tiny-clip-test",
-                   "normaliser": "cooco-normalise-2", "thresholds": {"accuracy_text_cosine": 0.9, "levenshtein_similarity": 0.55},
-                   "intervals": "95% percentile bootstrap over images, 1000 resamples, seed 0"},  # fmt: skip
-        "clip_models": ["tiny-clip-test"], "n_rows": 100, "n_duplicate_rows_dropped": 0,
-        "overall": cell(100, refclipscore=(0.55, [0.5, 0.6]), output_scene_similarity=(0.26, [0.21, 0.31]),
-                        context_capture_rate=(0.12, [0.06, 0.18])),
-        "by_condition": {}, "by_condition_noise": grid, "context_capture_rate": 0.12, "context_capture_rate_among_wrong": 0.2,
+        "scorer": {
+            "scorer": "cooco_naming",
+            "lmms_scene_version": "0.1.0",
+            "clip_model": "tiny-clip-test",
+            "normaliser": "cooco-normalise-2",
+            "thresholds": {"accuracy_text_cosine": 0.9, "levenshtein_similarity": 0.55},
+            "intervals": "95% percentile bootstrap over images, 1000 resamples, seed 0",
+        },
+        "clip_models": ["tiny-clip-test"],
+        "n_rows": 100,
+        "n_duplicate_rows_dropped": 0,
+        "overall": cell(
+            100,
+            refclipscore=(0.55, [0.5, 0.6]),
+            output_scene_similarity=(0.26, [0.21, 0.31]),
+            context_capture_rate=(0.12, [0.06, 0.18]),
+        ),
+        "by_condition": {},
+        "by_condition_noise": grid,
+        "context_capture_rate": 0.12,
+        "context_capture_rate_among_wrong": 0.2,
         "output_statistics": {"n": 100, "n_empty": 2, "n_verbose": 1, "n_unscored": 0},
-    }  # fmt: skip
+    }
 
 
 def vqa_report(acc: float) -> dict:
-    by = {s: cell(22, accuracy=(acc - i / 10, [acc - i / 10 - 0.2, acc - i / 10 + 0.2]), empty_output_rate=(0.0, [0.0, 0.0]))
-          for i, s in enumerate(SCHEDULES)}  # fmt: skip
+    by = {
+        s: cell(
+            22, accuracy=(acc - i / 10, [acc - i / 10 - 0.2, acc - i / 10 + 0.2]), empty_output_rate=(0.0, [0.0, 0.0])
+        )
+        for i, s in enumerate(SCHEDULES)
+    }
     return {
-        "n_rows": 66, "n_duplicates": 0, "n_failed_conversations": 1, "grader": "rule", "synonyms": ["wordnet"],
+        "n_rows": 66,
+        "n_duplicates": 0,
+        "n_failed_conversations": 1,
+        "grader": "rule",
+        "synonyms": ["wordnet"],
         "interval": {"method": "percentile bootstrap", "cluster": "scene_id", "n_boot": 1000, "seed": 0, "level": 0.95},
         "overall": cell(66, accuracy=(acc, [acc - 0.1, acc + 0.1])),
         "by_schedule": by,
         "by_type_schedule": {"direct ask": {s: cell(4, accuracy=(0.5, [0.0, 1.0])) for s in SCHEDULES}},
-        "retained": {"concat-q": {"retained_accuracy": 0.8, "ci95": [0.7, 0.9], "n": 22},
-                     "by_column": {"text": {"retained_accuracy": 0.8, "ci95": [0.7, 0.9], "n": 22}}},
+        "retained": {
+            "concat-q": {"retained_accuracy": 0.8, "ci95": [0.7, 0.9], "n": 22},
+            "by_column": {"text": {"retained_accuracy": 0.8, "ci95": [0.7, 0.9], "n": 22}},
+        },
         "evidence": {"all-lyr": cell(22, precision=(0.59, [0.54, 0.65]), recall=(0.33, [0.30, 0.37]))},
-        "grounding": {"by_schedule": {"sharded-v": cell(22, attempted=(1.0, [1.0, 1.0]), ungrounded_share=(0.7, [0.5, 0.9]))}},
-        "scorer": {"scorer": "layered_vqa", "lmms_scene_version": "0.1.0", "grader": "rule", "grade": "lmms_scene.metrics.vqa.grade"},
-    }  # fmt: skip
+        "grounding": {
+            "by_schedule": {"sharded-v": cell(22, attempted=(1.0, [1.0, 1.0]), ungrounded_share=(0.7, [0.5, 0.9]))}
+        },
+        "scorer": {
+            "scorer": "layered_vqa",
+            "lmms_scene_version": "0.1.0",
+            "grader": "rule",
+            "grade": "lmms_scene.metrics.vqa.grade",
+        },
+    }
 
 
-TASK_BENCH = {"cooco_sample": "cooco", "cooco_noise_sample": "cooco", "layered_vqa_sample": "layered_vqa",
-              "snus_sample": "snus", "mme": None}  # fmt: skip
+TASK_BENCH = {
+    "cooco_sample": "cooco",
+    "cooco_noise_sample": "cooco",
+    "layered_vqa_sample": "layered_vqa",
+    "snus_sample": "snus",
+    "mme": None,
+}
 
 
-def write_run(folder: Path, model: str, model_args: str, tasks: dict[str, dict], date: str = "20260101_000000",
-              version: str = "0.7.3") -> Path:  # fmt: skip
+def write_run(
+    folder: Path,
+    model: str,
+    model_args: str,
+    tasks: dict[str, dict],
+    date: str = "20260101_000000",
+    version: str = "0.7.3",
+) -> Path:
     """An lmms-eval results JSON in ``folder`` holding ``tasks`` (task -> metric dict)."""
     folder.mkdir(parents=True, exist_ok=True)
     data = {
         "results": {t: {"alias": t, **{f"{k},none": v for k, v in m.items()}} for t, m in tasks.items()},
-        "configs": {t: ({"metadata": {"version": 1.0, "benchmark": TASK_BENCH[t]}} if TASK_BENCH[t] else {}) for t in tasks},
+        "configs": {
+            t: ({"metadata": {"version": 1.0, "benchmark": TASK_BENCH[t]}} if TASK_BENCH[t] else {}) for t in tasks
+        },
         "config": {"model": model, "model_args": model_args, "limit": None},
         "lmms_eval_version": version,
-    }  # fmt: skip
+    }
     path = folder / f"{date}_results.json"
     path.write_text(json.dumps(data))
     return path
 
 
 def model_run(folder: Path, name: str, offset: float, date: str = "20260101_000000") -> Path:
-    return write_run(folder, "qwen2_5_vl", f"pretrained=/ckpt/{name},device=cpu", {
-        "cooco_sample": {"cooco_breakdown": cooco_breakdown(offset, noise=False), "refclipscore": 0.5},
-        "cooco_noise_sample": {"cooco_breakdown": cooco_breakdown(offset, noise=True)},
-        "layered_vqa_sample": {"layered_vqa_report": vqa_report(0.6 + offset), "accuracy": 0.6 + offset},
-    }, date=date)  # fmt: skip
+    return write_run(
+        folder,
+        "qwen2_5_vl",
+        f"pretrained=/ckpt/{name},device=cpu",
+        {
+            "cooco_sample": {"cooco_breakdown": cooco_breakdown(offset, noise=False), "refclipscore": 0.5},
+            "cooco_noise_sample": {"cooco_breakdown": cooco_breakdown(offset, noise=True)},
+            "layered_vqa_sample": {"layered_vqa_report": vqa_report(0.6 + offset), "accuracy": 0.6 + offset},
+        },
+        date=date,
+    )
 
 
 def pfram_scores(path: Path, checkpoint: str, bootstrap: bool = True) -> Path:
     layers = {"llm.0": 0.41, "llm.4": 0.47, "llm.8": 0.44}
-    row = {"phi": "ndcg", "k": 25, "ties": "index", "skipped_anchors": 0, "layers": layers,
-           "input": 0.41, "mean": 0.44, "max": 0.47, "summary_layers": list(layers)}  # fmt: skip
+    row = {
+        "phi": "ndcg",
+        "k": 25,
+        "ties": "index",
+        "skipped_anchors": 0,
+        "layers": layers,
+        "input": 0.41,
+        "mean": 0.44,
+        "max": 0.47,
+        "summary_layers": list(layers),
+    }
     if bootstrap:
         row["ci95"] = {x: [v - 0.02, v + 0.03] for x, v in layers.items()}
-    path.write_text(json.dumps({
-        "computed_by": "lmms-scene 0.1.0 pfram score",
-        "provenance": {"scorer": "pfram", "checkpoint": checkpoint, "gold": "G_obj (shared object labels)",
-                       "thresholds": {"phi": ["ndcg"], "k": [25], "ties": ["index"], "on_undefined": "raise"}},
-        "rows": [row],
-    }))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "computed_by": "lmms-scene 0.1.0 pfram score",
+                "provenance": {
+                    "scorer": "pfram",
+                    "checkpoint": checkpoint,
+                    "gold": "G_obj (shared object labels)",
+                    "thresholds": {"phi": ["ndcg"], "k": [25], "ties": ["index"], "on_undefined": "raise"},
+                },
+                "rows": [row],
+            }
+        )
+    )
     return path
 
 
@@ -121,7 +199,9 @@ def two_models(tmp_path):
 
 
 def _pngs(page: str) -> list[Image.Image]:
-    return [Image.open(io.BytesIO(base64.b64decode(m))) for m in re.findall(r'src="data:image/png;base64,([^"]+)"', page)]
+    return [
+        Image.open(io.BytesIO(base64.b64decode(m))) for m in re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    ]
 
 
 def visible(page: str) -> str:
@@ -150,10 +230,16 @@ def test_report_shows_every_figure_and_table_with_the_intervals_the_results_hold
     assert '0.520 <span class="ci">[0.490, 0.540] (n=20)</span>' in page
     assert "0.470 [0.450, 0.500]" in text  # Pfram llm.4 with its bootstrap interval
     assert "80.00 [70.0, 90.0]" in text  # retained accuracy, text column, in percent as the paper prints it
-    for title in ("COOCO Figure 3: RefCLIPScore at noise level 0", "COOCO Figure 4: RefCLIPScore by relatedness x noise area x level (modelB;",
-                  "Layered-VQA Table 1", "Layered-VQA Table 2: evidence handed over (modelA)", "Layered-VQA: grounding",
-                  "Layered-VQA Table 3: accuracy per question type", "output-scene similarity and context-capture rate",
-                  "Pfram per layer"):  # fmt: skip
+    for title in (
+        "COOCO Figure 3: RefCLIPScore at noise level 0",
+        "COOCO Figure 4: RefCLIPScore by relatedness x noise area x level (modelB;",
+        "Layered-VQA Table 1",
+        "Layered-VQA Table 2: evidence handed over (modelA)",
+        "Layered-VQA: grounding",
+        "Layered-VQA Table 3: accuracy per question type",
+        "output-scene similarity and context-capture rate",
+        "Pfram per layer",
+    ):
         assert title in page, title
     # every run says once what produced its numbers (one provenance block per run, not per table)
     tables = re.findall(r'<figure class="table".*?</figure>', page, flags=re.DOTALL)
@@ -165,8 +251,10 @@ def test_report_shows_every_figure_and_table_with_the_intervals_the_results_hold
     assert "model_args pretrained=/ckpt/modelA,device=cpu" in page
     assert "grader rule (lmms_scene.metrics.vqa.grade, synonyms wordnet)" in page
     # headline first: Table 1 opens with the retained columns, kept in view
-    t1 = page[page.index("Layered-VQA Table 1"):]
-    assert re.search(r'<th class="key headline[^"]*"[^>]*>model</th><th class="key headline[^"]*"[^>]*>retained text</th>', t1)
+    t1 = page[page.index("Layered-VQA Table 1") :]
+    assert re.search(
+        r'<th class="key headline[^"]*"[^>]*>model</th><th class="key headline[^"]*"[^>]*>retained text</th>', t1
+    )
     assert "over scene_id, 1000 resamples, seed 0" in page
     assert "gold G_obj (shared object labels)" in page
     # self-contained: no resource from anywhere else
@@ -194,12 +282,17 @@ def test_bad_input_is_listed_with_the_reason_and_the_rest_is_reported(tmp_path):
     model_run(a, "modelA", 0.0, date="20260101_000000")
     model_run(a, "modelA", 0.3, date="20260105_000000")  # a second, newer run of the same model
     b = tmp_path / "modelB"
-    write_run(b, "qwen2_5_vl", "pretrained=/ckpt/modelB", {  # no cooco_noise_sample; a foreign task; an old SNUS dict
-        "cooco_sample": {"cooco_breakdown": cooco_breakdown(0.1, noise=False)},
-        "mme": {"score": 1.0},
-        "snus_sample": {"snus_report": {"rows": []}},
-        "layered_vqa_sample": {"accuracy": 0.5},  # no report dict
-    })  # fmt: skip
+    write_run(
+        b,
+        "qwen2_5_vl",
+        "pretrained=/ckpt/modelB",
+        {  # no cooco_noise_sample; a foreign task; an old SNUS dict
+            "cooco_sample": {"cooco_breakdown": cooco_breakdown(0.1, noise=False)},
+            "mme": {"score": 1.0},
+            "snus_sample": {"snus_report": {"rows": []}},
+            "layered_vqa_sample": {"accuracy": 0.5},  # no report dict
+        },
+    )
     old = write_run(tmp_path / "old", "llava", "pretrained=/ckpt/old", {"cooco_sample": {}}, version="0.3.0")
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -207,17 +300,23 @@ def test_bad_input_is_listed_with_the_reason_and_the_rest_is_reported(tmp_path):
     samples = tmp_path / "samples_only"
     samples.mkdir()
     (samples / "20260101_000000_samples_cooco_sample.jsonl").write_text('{"doc_id": 0}\n')
-    info = build_report([a, b, tmp_path / "old", broken, samples, tmp_path / "absent"], tmp_path / "out" / "report.html")
+    info = build_report(
+        [a, b, tmp_path / "old", broken, samples, tmp_path / "absent"], tmp_path / "out" / "report.html"
+    )
     reasons = dict(info.skipped)
     older = [w for p, w in info.skipped if p == str(a / "20260101_000000_results.json")]
     assert sorted(w.split(":")[0] for w in older) == [
-        f"second run of model modelA on task {t} (same data)" for t in ("cooco_noise_sample", "cooco_sample", "layered_vqa_sample")
+        f"second run of model modelA on task {t} (same data)"
+        for t in ("cooco_noise_sample", "cooco_sample", "layered_vqa_sample")
     ]
     assert all(f"the newer run {a / '20260105_000000_results.json'} is shown" in w for w in older)
     assert "written by lmms-eval 0.3.0" in reasons[str(old)]
     assert "not JSON" in reasons[str(broken / "20260101_000000_results.json")]
     assert reasons[str(tmp_path / "absent")] == "no such file or folder"
-    assert "a samples file without its results JSON" in reasons[str(samples / "20260101_000000_samples_cooco_sample.jsonl")]
+    assert (
+        "a samples file without its results JSON"
+        in reasons[str(samples / "20260101_000000_samples_cooco_sample.jsonl")]
+    )
     b_file = str(b / "20260101_000000_results.json")
     why_b = [why for path, why in info.skipped if path == b_file]
     assert any("task mme: not an lmms-scene task" in w for w in why_b)
@@ -230,8 +329,8 @@ def test_bad_input_is_listed_with_the_reason_and_the_rest_is_reported(tmp_path):
     assert "0.820 [0.790, 0.840] (n=20)" in text and "0.520 [0.490, 0.540]" not in text
     assert "0.620 [0.590, 0.640] (n=20)" in text
     assert info.models == ["modelA", "modelB"]
-    skipped_html = page[page.index('<section id="skipped"'):]
-    for path, why in info.skipped:
+    skipped_html = page[page.index('<section id="skipped"') :]
+    for _path, why in info.skipped:
         assert why.split(" (")[0].replace("'", "&#39;") in skipped_html, why
     assert "## Skipped" in info.markdown.read_text()
 
@@ -326,7 +425,12 @@ def test_a_figure_is_drawn_once_per_process_for_the_same_inputs(monkeypatch):
     drawn = []
     real = plots.grouped_bars
     monkeypatch.setattr(plots, "grouped_bars", lambda **kw: drawn.append(kw) or real(**kw))
-    args = {"groups": ["high", "low"], "series": {"modelA": [Value(0.5, (0.4, 0.6), 10), None]}, "title": "t", "ylabel": "y"}
+    args = {
+        "groups": ["high", "low"],
+        "series": {"modelA": [Value(0.5, (0.4, 0.6), 10), None]},
+        "title": "t",
+        "ylabel": "y",
+    }
     first = Plot("t", "grouped_bars", args).png()
     again = Plot("t", "grouped_bars", {**args}).png()
     assert first == again and first.startswith(b"\x89PNG") and len(drawn) == 1

@@ -27,8 +27,17 @@ import pytest
 from PIL import Image
 
 CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-quic",
-         "--no-first-run", "--disable-component-update", "--disable-sync", "--hide-scrollbars")  # fmt: skip
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+)
 #: the initiator Chromium's net log gives requests no page started
 BROWSER_OWN = "not an origin"
 
@@ -56,10 +65,15 @@ def page_requests(netlog: Path) -> list[str]:
     """The URLs of the requests a page started (not Chromium's own), from a net log."""
     log = json.loads(netlog.read_text())
     start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
-    return sorted({
-        ev["params"]["url"] for ev in log["events"]
-        if ev.get("type") == start and "url" in ev.get("params", {}) and ev["params"].get("initiator") != BROWSER_OWN
-    })  # fmt: skip
+    return sorted(
+        {
+            ev["params"]["url"]
+            for ev in log["events"]
+            if ev.get("type") == start
+            and "url" in ev.get("params", {})
+            and ev["params"].get("initiator") != BROWSER_OWN
+        }
+    )
 
 
 def dom(page: Path, workdir: Path) -> str:
@@ -82,8 +96,9 @@ def report(tmp_path):
     model_run(tmp_path / "runs" / "modelA", "modelA", 0.0)
     model_run(tmp_path / "runs" / "modelB", "modelB", 0.1)
     scores = pfram_scores(tmp_path / "pfram.json", "/ckpt/modelA")
-    return build_report([tmp_path / "runs" / "modelA", tmp_path / "runs" / "modelB"], tmp_path / "out" / "report.html",
-                        pfram=[scores])  # fmt: skip
+    return build_report(
+        [tmp_path / "runs" / "modelA", tmp_path / "runs" / "modelB"], tmp_path / "out" / "report.html", pfram=[scores]
+    )
 
 
 @needs_chromium
@@ -106,8 +121,10 @@ def test_chromium_renders_the_report_with_its_plots_and_tables_and_no_network(re
 @needs_chromium
 def test_the_request_check_sees_a_page_that_loads_from_the_network(tmp_path):
     page = tmp_path / "bad.html"
-    page.write_text('<html><body><img src="http://example.invalid/x.png">'
-                    '<script src="https://cdn.example.invalid/a.js"></script>text</body></html>')  # fmt: skip
+    page.write_text(
+        '<html><body><img src="http://example.invalid/x.png">'
+        '<script src="https://cdn.example.invalid/a.js"></script>text</body></html>'
+    )
     requests = screenshot(page, tmp_path / "bad.png", (400, 300), tmp_path / "chrome")
     assert requests == ["http://example.invalid/x.png", "https://cdn.example.invalid/a.js"]
 
@@ -166,8 +183,11 @@ def three_benchmarks(tiny_clip, tmp_path_factory):
     root = tmp_path_factory.mktemp("three")
     runs = []
     for k, name in enumerate(("Qwen2.5-VL-3B-Instruct", "llava-onevision-qwen2-7b-ov")):
-        tasks = {"cooco_sample": ("cooco", cooco_items(str(tiny_clip), shift=k)), "snus_sample": ("snus", snus_items(shift=k)),
-                 "layered_vqa_sample": ("layered_vqa", layered_items(shift=k))}  # fmt: skip
+        tasks = {
+            "cooco_sample": ("cooco", cooco_items(str(tiny_clip), shift=k)),
+            "snus_sample": ("snus", snus_items(shift=k)),
+            "layered_vqa_sample": ("layered_vqa", layered_items(shift=k)),
+        }
         if k == 0:  # COOCO's Figure 4 (one model's: the figures are per model)
             tasks["cooco_noise_sample"] = ("cooco", cooco_items(str(tiny_clip), noise=True))
         write_run(root / name, tasks, model_args=f"pretrained=/ckpt/{name},device=cpu")
@@ -181,8 +201,9 @@ def probe(info, tmp_path: Path, width: int, script: str) -> dict:
 
     page = tmp_path / f"probe{width}.html"
     page.write_text(info.out.read_text().replace("</body>", script + "</body>"))
-    rendered = chromium(page, tmp_path / f"chrome{width}", "--dump-dom", f"--window-size={width},1000",
-                        "--virtual-time-budget=3000").stdout  # fmt: skip
+    rendered = chromium(
+        page, tmp_path / f"chrome{width}", "--dump-dom", f"--window-size={width},1000", "--virtual-time-budget=3000"
+    ).stdout
     found = re.search(r'data-probe="([^"]+)"', rendered)
     assert found, rendered[:500]
     return json.loads(html_lib.unescape(found.group(1)))
@@ -262,7 +283,7 @@ def test_at_800_px_every_table_scrolls_inside_itself_with_its_headline_in_view(t
         lo, hi, _ = t["end"][0]
         assert lo >= kept_right - 0.5 and hi <= box + 0.5, (t["title"], t["end"], kept_right, box)
         free = box - kept_right
-        too_wide = [w for w in t["widths"][t["keptN"]:] if w > free + 0.5]
+        too_wide = [w for w in t["widths"][t["keptN"] :] if w > free + 0.5]
         assert not too_wide, (t["title"], free, too_wide)
     assert len(data["figures"]) == three_benchmarks.n_plots
     for f in data["figures"]:
@@ -305,7 +326,9 @@ def test_tables_come_in_the_papers_order(three_benchmarks):
         assert mine == sorted(mine), [title for _, title in vqa if model in title]
     assert vqa[0][0] == 0  # Table 1 first, all models in it
     cooco = paper_labels(views["cooco"])
-    metrics = [re.match(r"COOCO Figure 3: (.+?) at noise level 0", title).group(1) for rank, title in cooco if rank == 0]
+    metrics = [
+        re.match(r"COOCO Figure 3: (.+?) at noise level 0", title).group(1) for rank, title in cooco if rank == 0
+    ]
     # the median RefCLIPScore first, as the paper's Figure 3 draws it (it has no Figure 4: that one plots means)
     assert len(metrics) == 4 and metrics[0] == "median RefCLIPScore", cooco
     for m in metrics:
@@ -321,11 +344,22 @@ def test_a_repeated_sampling_run_shows_figure_7_between_figures_6_and_8():
     from lmms_scene.report.tables import View
 
     cell = {"accuracy": 0.5, "n": 4}
-    rep = {"attempts": {"by_attempt": {"1": {"words": 5.0, "accuracy": 0.5, "n": 4}}, "baseline": cell},
-           "reliability": {"full": {"aptitude": 0.9, "unreliability": 0.2, "average": 0.6, "repeats": 4}},
-           "loss_concentration": {"concat-v": {"questions": 4, "total_loss": 1.0, "share_of_questions_for_half": 0.25,
-                                               "share_of_questions_for_80": 0.5}}}  # fmt: skip
+    rep = {
+        "attempts": {"by_attempt": {"1": {"words": 5.0, "accuracy": 0.5, "n": 4}}, "baseline": cell},
+        "reliability": {"full": {"aptitude": 0.9, "unreliability": 0.2, "average": 0.6, "repeats": 4}},
+        "loss_concentration": {
+            "concat-v": {
+                "questions": 4,
+                "total_loss": 1.0,
+                "share_of_questions_for_half": 0.25,
+                "share_of_questions_for_80": 0.5,
+            }
+        },
+    }
     view = View("layered_vqa", "Layered-VQA")
     _detail_tables(view, rep, "m", "m", ["full"])
     assert [title.split(":")[0] for _, title in paper_labels(view)] == [
-        "Layered-VQA Figure 6", "Layered-VQA Figure 7", "Layered-VQA Figure 8 (left)"]
+        "Layered-VQA Figure 6",
+        "Layered-VQA Figure 7",
+        "Layered-VQA Figure 8 (left)",
+    ]

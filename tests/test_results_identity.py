@@ -13,7 +13,6 @@ import re
 from collections import Counter
 
 import pytest
-
 from results_kit import cooco_items, layered_items, snus_items, write_run
 
 from lmms_scene.report.html import build_report
@@ -26,8 +25,14 @@ NUMBER = re.compile(r"-?\d+\.\d+ \[-?\d+\.\d+, -?\d+\.\d+\](?: \(n=\d+\))?")
 @pytest.fixture(scope="module")
 def run(tiny_clip, tmp_path_factory):
     folder = tmp_path_factory.mktemp("identity") / "run"
-    write_run(folder, {"cooco_sample": ("cooco", cooco_items(str(tiny_clip))), "snus_sample": ("snus", snus_items()),
-                       "layered_vqa_sample": ("layered_vqa", layered_items())})  # fmt: skip
+    write_run(
+        folder,
+        {
+            "cooco_sample": ("cooco", cooco_items(str(tiny_clip))),
+            "snus_sample": ("snus", snus_items()),
+            "layered_vqa_sample": ("layered_vqa", layered_items()),
+        },
+    )
     return folder
 
 
@@ -79,7 +84,7 @@ def test_two_datasets_of_one_model_are_two_labelled_rows_never_pooled(tmp_path):
     shown, code = show_text([tmp_path / "sample", tmp_path / "other"])
     assert code == 0
     assert shown.startswith("NOTE: Layered-VQA: these results hold 2 different datasets")
-    table1 = shown[shown.index("Layered-VQA Table 1"):].split("\n\n")[1]
+    table1 = shown[shown.index("Layered-VQA Table 1") :].split("\n\n")[1]
     labels = re.findall(r"^\| (Qwen2\.5-VL-3B \[data [0-9a-f]{12}\]) \|", table1, flags=re.M)
     assert len(labels) == 2 and labels[0] != labels[1]
     info = build_report([tmp_path / "sample", tmp_path / "other"], tmp_path / "r" / "report.html")
@@ -87,5 +92,7 @@ def test_two_datasets_of_one_model_are_two_labelled_rows_never_pooled(tmp_path):
     assert "Several datasets" in page and all(html_lib.escape(label) in page for label in labels)
     assert info.mixture and info.skipped == []  # both runs shown, none dropped as a "second run"
     # each row holds its own dataset's numbers: full accuracy differs between the two
-    full = re.findall(r"^\| Qwen2\.5-VL-3B \[data [0-9a-f]{12}\] \| [^|]+ \| [^|]+ \| [^|]+ \| ([^|]+) \|", table1, flags=re.M)
+    full = re.findall(
+        r"^\| Qwen2\.5-VL-3B \[data [0-9a-f]{12}\] \| [^|]+ \| [^|]+ \| [^|]+ \| ([^|]+) \|", table1, flags=re.M
+    )
     assert len(set(full)) == 2

@@ -87,8 +87,11 @@ def test_interval_is_seeded_and_none_without_spread():
 
 
 def test_dedupe_counts_duplicates_and_rejects_conflicts():
-    rows = [{"scene": "s1", "q": 1, "output": "a"}, {"scene": "s2", "q": 1, "output": "b"},
-            {"scene": "s1", "q": 1.0, "output": "a"}]  # fmt: skip
+    rows = [
+        {"scene": "s1", "q": 1, "output": "a"},
+        {"scene": "s2", "q": 1, "output": "b"},
+        {"scene": "s1", "q": 1.0, "output": "a"},
+    ]
     kept = R.dedupe(rows, ["scene", "q"])
     assert kept.n_duplicates == 1 and [r["scene"] for r in kept.rows] == ["s1", "s2"]
     with pytest.raises(R.DuplicateRowError, match=r"\{'scene': 's1', 'q': 1.0\}.*'a' vs 'c'"):
@@ -101,7 +104,9 @@ def test_dedupe_counts_duplicates_and_rejects_conflicts():
 
 def test_cell_counts_not_computed_and_skips_not_applicable():
     rows = [{"img": i, "a": v, "b": (None if i == 0 else 1.0), "c": i} for i, v in enumerate([1.0, 0.0, None, 1.0])]
-    cell = R.cell(rows, {"a": "a", "b": "b", "odd": lambda r: r["c"] if r["c"] % 2 else R.NOT_APPLICABLE}, cluster="img")
+    cell = R.cell(
+        rows, {"a": "a", "b": "b", "odd": lambda r: r["c"] if r["c"] % 2 else R.NOT_APPLICABLE}, cluster="img"
+    )
     assert cell["n"] == 4 and cell["a"] == pytest.approx(2 / 3) and cell["b"] == 1.0 and cell["odd"] == 2.0
     assert cell["not_computed"] == {"a": 1, "b": 1}  # "odd" rows that do not apply are not counted
     assert set(cell["ci95"]) == {"a", "b", "odd"}
@@ -110,10 +115,20 @@ def test_cell_counts_not_computed_and_skips_not_applicable():
 
 
 def test_breakdown_groups_by_any_fields_in_declared_order():
-    rows = [{"cond": c, "lvl": lv, "img": f"{c}{k}", "acc": float(k % 2)}
-            for c in ("low", "original", "high") for lv in (0.0, 1.0) for k in range(4)]  # fmt: skip
-    out = R.breakdown(rows, ["cond", "lvl"], ["acc"], cluster="img", order={"cond": ["original", "high", "low"]},
-                      key=lambda f, v: f"{v:g}" if f == "lvl" else v)  # fmt: skip
+    rows = [
+        {"cond": c, "lvl": lv, "img": f"{c}{k}", "acc": float(k % 2)}
+        for c in ("low", "original", "high")
+        for lv in (0.0, 1.0)
+        for k in range(4)
+    ]
+    out = R.breakdown(
+        rows,
+        ["cond", "lvl"],
+        ["acc"],
+        cluster="img",
+        order={"cond": ["original", "high", "low"]},
+        key=lambda f, v: f"{v:g}" if f == "lvl" else v,
+    )
     assert list(out) == ["original", "high", "low"] and list(out["low"]) == ["0", "1"]
     assert out["high"]["1"]["n"] == 4 and out["high"]["1"]["acc"] == 0.5
 

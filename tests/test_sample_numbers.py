@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import clear_cache_keeping_models
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -20,7 +19,10 @@ from make_sample_golden import COMPUTE, SKIP, strip  # noqa: E402
 from pin import compare  # noqa: E402
 
 #: a headline key per pin that must hold a real number (the pin is not vacuous)
-HEADLINES = {"snus": ("CESG", "F1_o", "bleu4", "cider"), "layered_vqa": ("retained_text", "retained_visual", "retained_layered", "accuracy")}
+HEADLINES = {
+    "snus": ("CESG", "F1_o", "bleu4", "cider"),
+    "layered_vqa": ("retained_text", "retained_visual", "retained_layered", "accuracy"),
+}
 
 
 @pytest.mark.parametrize("bench", sorted(COMPUTE))

@@ -6,11 +6,7 @@ benchmarks, still stop before the model runs with our message last."""
 from __future__ import annotations
 
 import importlib
-import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 import datasets
 import pytest
@@ -35,7 +31,9 @@ def test_a_sample_task_records_why_clip_is_not_computed(no_clip_at_hand, monkeyp
     loads = []
     monkeypatch.setattr(clip, "_load", lambda name, device: loads.append(name))
     utils = importlib.import_module("lmms_scene.tasks.cooco.utils")
-    raw = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/cooco/sample/cooco_sample.parquet")})["test"]
+    raw = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/cooco/sample/cooco_sample.parquet")})[
+        "test"
+    ]
     docs = utils.process_docs_sample(raw)
     assert len(docs) > 0 and loads == []  # nothing loaded, nothing downloaded
     reason = clip.not_computed_reason()
@@ -43,7 +41,11 @@ def test_a_sample_task_records_why_clip_is_not_computed(no_clip_at_hand, monkeyp
     from lmms_scene.metrics.cooco import scoring
 
     prov = scoring.provenance()
-    assert prov["clip_model"] is None and prov["clip_metrics"].startswith("not computed: ") and FETCH in prov["clip_metrics"]
+    assert (
+        prov["clip_model"] is None
+        and prov["clip_metrics"].startswith("not computed: ")
+        and FETCH in prov["clip_metrics"]
+    )
 
 
 def test_a_chosen_checkpoint_that_cannot_load_still_stops_a_sample_task(tmp_path, monkeypatch):
@@ -72,7 +74,11 @@ def test_the_full_benchmark_still_needs_its_checkpoint(no_clip_at_hand, monkeypa
     with pytest.raises(clip.ClipModelUnavailable) as err:
         scoring.require_metrics()
     message = str(err.value)
-    assert message.endswith("saved with save_pretrained).") and FETCH in message and "LMMS_SCENE_CLIP_MODEL=/path/to/clip" in message
+    assert (
+        message.endswith("saved with save_pretrained).")
+        and FETCH in message
+        and "LMMS_SCENE_CLIP_MODEL=/path/to/clip" in message
+    )
 
 
 def test_our_message_is_the_last_line_not_the_hubs():
@@ -111,8 +117,14 @@ def test_the_readmes_offline_command_runs_with_no_setting(readme_run):
     # the harness's own printed table says why a headline reads N/A (the line under the table)
     na = [line for line in log.splitlines() if line.startswith("N/A cooco_sample: ")]
     assert na and "refclipscore" in na[0] and FETCH in na[0], log[-3000:]
-    show = run_python([sys.executable, "-m", "lmms_scene.cli", "show", "out"], env={**env, "COLUMNS": "160"},
-                      capture_output=True, text=True, timeout=300, cwd=out.parent)  # fmt: skip
+    show = run_python(
+        [sys.executable, "-m", "lmms_scene.cli", "show", "out"],
+        env={**env, "COLUMNS": "160"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=out.parent,
+    )
     assert show.returncode == 0, show.stderr[-2000:]
     text = " ".join(show.stdout.split())
     assert all(f"# {title}" in show.stdout for title in ("COOCO", "SNUS", "Layered-VQA"))

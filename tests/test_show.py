@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_report import cooco_breakdown, model_run, write_run
 
 from lmms_scene import cli
-from test_report import model_run, write_run, cooco_breakdown
 
 
 def _lines(text: str) -> list[str]:
@@ -54,8 +54,12 @@ def test_two_settings_of_one_model_class_are_two_labelled_rows(tmp_path, capsys)
     from lmms_scene.results import label_runs, load
 
     for folder, args, offset in (("a", "prior=scene", 0.0), ("b", "prior=uniform", 0.1)):
-        write_run(tmp_path / folder, "scene_blind", args, {
-            "cooco_sample": {"cooco_breakdown": cooco_breakdown(offset, noise=False), "refclipscore": 0.5}})  # fmt: skip
+        write_run(
+            tmp_path / folder,
+            "scene_blind",
+            args,
+            {"cooco_sample": {"cooco_breakdown": cooco_breakdown(offset, noise=False), "refclipscore": 0.5}},
+        )
     loaded = load([tmp_path])
     labels, notes = label_runs(loaded.results)
     assert sorted(labels.values()) == ["scene_blind (prior=scene)", "scene_blind (prior=uniform)"] and not notes
@@ -86,9 +90,11 @@ def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     # closed pipe (the case `lmms-scene show results | head` is)
     for k in range(12):
         model_run(tmp_path / f"m{k}", f"model{k}", k / 100)
-    script = (f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-m', 'lmms_scene.cli', 'show', {str(tmp_path)!r}, '--width', '40'], "
-              "stdout=subprocess.PIPE, stderr=subprocess.PIPE); p.stdout.readline(); p.stdout.close(); "
-              "err = p.stderr.read().decode(); sys.stdout.write(f'{p.wait()}\\n{err}')")  # fmt: skip
+    script = (
+        f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-m', 'lmms_scene.cli', 'show', {str(tmp_path)!r}, '--width', '40'], "
+        "stdout=subprocess.PIPE, stderr=subprocess.PIPE); p.stdout.readline(); p.stdout.close(); "
+        "err = p.stderr.read().decode(); sys.stdout.write(f'{p.wait()}\\n{err}')"
+    )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     code, _, err = proc.stdout.partition("\n")
     assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err

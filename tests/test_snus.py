@@ -26,7 +26,9 @@ def test_embedded_sample_matches_the_generator(tmp_path):
 
     (path,) = snus.build_sample(tmp_path)
     fresh = datasets.load_dataset("parquet", data_files={"test": str(path)}, split="test")
-    shipped = datasets.load_dataset("parquet", data_files={"test": str(snus.tasks_folder() / snus.SAMPLE_FILE)}, split="test")
+    shipped = datasets.load_dataset(
+        "parquet", data_files={"test": str(snus.tasks_folder() / snus.SAMPLE_FILE)}, split="test"
+    )
     assert fresh["caption"] == shipped["caption"] and fresh["missing_relations"] == shipped["missing_relations"]
     assert fresh.features == snus.features()
 
@@ -52,11 +54,19 @@ def _release(tmp_path, records):
 
 
 def test_build_from_a_local_release(tmp_path):
-    folder = _release(tmp_path, [
-        {"image": "a.png", "caption": "There is no guardrail.", "missing_objects": ["guardrail"], "split": "test"},
-        {"image": "b.png", "caption": "The ladder is not secured.", "missing_attributes": [["ladder", "secured"]], "split": "train",
-         "missing_relations": [{"subject": "worker", "relation": "wear", "object": "helmet"}]},
-    ])  # fmt: skip
+    folder = _release(
+        tmp_path,
+        [
+            {"image": "a.png", "caption": "There is no guardrail.", "missing_objects": ["guardrail"], "split": "test"},
+            {
+                "image": "b.png",
+                "caption": "The ladder is not secured.",
+                "missing_attributes": [["ladder", "secured"]],
+                "split": "train",
+                "missing_relations": [{"subject": "worker", "relation": "wear", "object": "helmet"}],
+            },
+        ],
+    )
     ds = snus.build(folder)
     assert set(ds) == {"test", "train"}
     assert ds["train"][0]["missing_attributes"] == [{"object": "ladder", "attribute": "secured"}]
@@ -97,7 +107,10 @@ def test_task_reads_the_one_hub_location():
 def test_blind_prior_is_the_most_frequent_statements():
     from lmms_scene.baselines.snus import blind_answer, prior_from
 
-    assert prior_from(["There is no rail. The floor is not dry.", "There is no rail.", "There is no rail. No exit."]) == "There is no rail. No exit."  # k = median 2; ties alphabetical
+    assert (
+        prior_from(["There is no rail. The floor is not dry.", "There is no rail.", "There is no rail. No exit."])
+        == "There is no rail. No exit."
+    )  # k = median 2; ties alphabetical
     answer = blind_answer({}, "")
     assert answer == blind_answer({"image_id": "x"}, "other prompt")
     with pytest.raises(ValueError):
@@ -108,11 +121,16 @@ def test_cesg_command(tmp_path, capsys):
     from lmms_scene.cli import main
 
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text("\n".join(json.dumps(r) for r in [
-        {"id": "a", "prediction": "There is no guardrail.", "references": ["There is no guardrail."]},
-        {"id": "b", "prediction": "There is a guardrail.", "references": "There is no guardrail."},
-        {"id": "c", "prediction": "There is no vest.", "references": ["A man stands."]},
-    ]))  # fmt: skip
+    pairs.write_text(
+        "\n".join(
+            json.dumps(r)
+            for r in [
+                {"id": "a", "prediction": "There is no guardrail.", "references": ["There is no guardrail."]},
+                {"id": "b", "prediction": "There is a guardrail.", "references": "There is no guardrail."},
+                {"id": "c", "prediction": "There is no vest.", "references": ["A man stands."]},
+            ]
+        )
+    )
     assert main(["cesg", "--input", str(pairs), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [r["CESG"] for r in out["rows"]] == [1.0, 0.0, None]
@@ -136,8 +154,14 @@ def test_snus_ac_command_and_table2(tmp_path, capsys):
     from lmms_scene.cli import main
 
     refs = tmp_path / "refs.jsonl"
-    refs.write_text("\n".join(json.dumps({"id": i, "references": [c]}) for i, c in enumerate(
-        ["The worker is not wearing a helmet. There is no guardrail.", "The ladder is not secured to the wall."])))  # fmt: skip
+    refs.write_text(
+        "\n".join(
+            json.dumps({"id": i, "references": [c]})
+            for i, c in enumerate(
+                ["The worker is not wearing a helmet. There is no guardrail.", "The ladder is not secured to the wall."]
+            )
+        )
+    )
     assert main(["snus-ac", "--input", str(refs), "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     assert rep["summary"]["CESG"] == 0.0 and rep["corpus"]["bleu4"] > 0.3
@@ -152,20 +176,44 @@ def test_snus_ac_command_and_table2(tmp_path, capsys):
     assert ac_cells["n"] == "2" and ac_cells["CESG"].startswith("0.00")
     assert ac_cells["BL4"] == f"{100 * rep['corpus']['bleu4']:.2f}" and float(ac_cells["BL4"]) > 30
 
-    from lmms_scene.metrics.snus import tables as snus_tables
     from lmms_scene.metrics.cesg import report
+    from lmms_scene.metrics.snus import tables as snus_tables
     from lmms_scene.results import TaskResult, label_runs
 
-    rows = [{"image_id": "0", "output": "There is no guardrail.", "references": ["There is no guardrail."]},
-            {"image_id": "1", "output": "", "references": ["The ladder is not secured."]}]  # fmt: skip
+    rows = [
+        {"image_id": "0", "output": "There is no guardrail.", "references": ["There is no guardrail."]},
+        {"image_id": "1", "output": "", "references": ["The ladder is not secured."]},
+    ]
     full = report.corpus_report(rows)
-    result = TaskResult("snus_sample", "snus", {"snus_report": {k: v for k, v in full.items()}}, {}, "scene_blind", "", tmp_path)
+    result = TaskResult(
+        "snus_sample", "snus", {"snus_report": {k: v for k, v in full.items()}}, {}, "scene_blind", "", tmp_path
+    )
     view = snus_tables.view([result], label_runs([result])[0])
     text = view.text()
     table2, behind, outcomes = view.tables
     # every column of the paper's Table 2, the headline (CESG and its F1s) first
-    assert table2.header == ["Method", "n", "CESG", "F1_o", "F1_a", "F1_r", "P_o", "R_o", "P_r", "R_r", "P_a", "R_a",
-                             "ROU", "MET", "CID", "BL4", "CAP*", "CS", "SPI*", "METEOR-J"]  # fmt: skip
+    assert table2.header == [
+        "Method",
+        "n",
+        "CESG",
+        "F1_o",
+        "F1_a",
+        "F1_r",
+        "P_o",
+        "R_o",
+        "P_r",
+        "R_r",
+        "P_a",
+        "R_a",
+        "ROU",
+        "MET",
+        "CID",
+        "BL4",
+        "CAP*",
+        "CS",
+        "SPI*",
+        "METEOR-J",
+    ]
     assert [r[0] for r in table2.rows] == ["scene_blind (snus_sample)", "AC (references, negation stripped)"]
     # the rows behind each mean: P_o over row 0 only (row 1 is empty), R_a over row 1
     assert behind.title.startswith("SNUS: rows behind each CESG mean")
@@ -176,4 +224,6 @@ def test_snus_ac_command_and_table2(tmp_path, capsys):
     assert "AC (references, negation stripped)" in text and "not Java SPICE" in text
     # one empty output (scored 0), nothing left unscored
     counted = dict(zip(outcomes.header, outcomes.rows[0], strict=True))
-    assert counted["empty outputs"] == 1 and counted["rows"] == 2 and counted["scored"] == 2 and counted["unscored"] == 0
+    assert (
+        counted["empty outputs"] == 1 and counted["rows"] == 2 and counted["scored"] == 2 and counted["unscored"] == 0
+    )

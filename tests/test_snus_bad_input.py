@@ -54,7 +54,9 @@ def build_error(tmp_path, records, images=None) -> str:
 # -- the builder: paths stay inside the release folder -------------------------------------
 
 
-@pytest.mark.parametrize("value", ["/etc/passwd", "../../etc/passwd", "sub/../../a.jpg", "C:\\Windows\\win.ini", "~/a.jpg"])
+@pytest.mark.parametrize(
+    "value", ["/etc/passwd", "../../etc/passwd", "sub/../../a.jpg", "C:\\Windows\\win.ini", "~/a.jpg"]
+)
 def test_build_refuses_an_image_path_outside_the_release(tmp_path, value):
     message = build_error(tmp_path, [record(image=value)])
     assert "row 1" in message and "field 'image'" in message and repr(value) in message
@@ -67,7 +69,9 @@ def test_build_refuses_a_symbolic_link_out_of_the_release_and_keeps_one_inside(t
     folder = release(tmp_path, [record(image="link.jpg"), record(image="inner.jpg", image_id="b")])
     (folder / "link.jpg").symlink_to(outside)
     (folder / "inner.jpg").symlink_to(folder / "a.jpg")
-    with pytest.raises(ValueError, match=r"row 1 \(link.jpg\): field 'image': 'link.jpg' resolves to .*outside the release folder"):
+    with pytest.raises(
+        ValueError, match=r"row 1 \(link.jpg\): field 'image': 'link.jpg' resolves to .*outside the release folder"
+    ):
         snus.build(folder)
     (folder / "link.jpg").unlink()
     (folder / "link.jpg").symlink_to(folder / "a.jpg")  # a link that stays inside is fine
@@ -119,7 +123,10 @@ def test_build_refuses_a_format_it_cannot_check(tmp_path):
     "line, message",
     [
         ('["a.jpg", "There is no rail."]', r"line 1: expected a JSON object, got list"),
-        ('{"image": 5, "caption": "No rail."}', r"row 1 \(\?\): field 'image': expected a file name relative to the release folder, got int 5"),
+        (
+            '{"image": 5, "caption": "No rail."}',
+            r"row 1 \(\?\): field 'image': expected a file name relative to the release folder, got int 5",
+        ),
         ('{"image": {"bytes": "x"}, "caption": "No rail."}', r"field 'image': expected a file name .* got dict"),
         ('{"image": "a.jpg", "caption": "No rail.", "image_id": {"x": 1}}', r"field 'image_id': expected a string"),
         ('{"image": "a.jpg", "caption": "No rail.", "split": 3}', r"row 1: field 'split': expected one of .* got 3"),
@@ -127,7 +134,16 @@ def test_build_refuses_a_format_it_cannot_check(tmp_path):
         ('{"image": "a.jpg", "caption": ["No rail."]}', r"field 'caption': expected a non-empty negative caption"),
         ('{"image": "a.jpg"', r"line 1: not JSON"),
     ],
-    ids=["line-is-a-list", "image-is-5", "image-is-a-dict", "image-id-dict", "split-int", "scene-list", "caption-list", "not-json"],
+    ids=[
+        "line-is-a-list",
+        "image-is-5",
+        "image-is-a-dict",
+        "image-id-dict",
+        "split-int",
+        "scene-list",
+        "caption-list",
+        "not-json",
+    ],
 )
 def test_build_errors_name_the_line_field_and_value(tmp_path, capsys, line, message):
     folder = release(tmp_path, [])
@@ -183,17 +199,34 @@ def _dataset(rows):
 
 
 def _row(i, **overrides):
-    return {"image_id": f"r{i}", "image": _png_cell(), "caption": "There is no guardrail.", "missing_objects": ["guardrail"],
-            "missing_attributes": [], "missing_relations": [], "scene": "site", **overrides}  # fmt: skip
+    return {
+        "image_id": f"r{i}",
+        "image": _png_cell(),
+        "caption": "There is no guardrail.",
+        "missing_objects": ["guardrail"],
+        "missing_attributes": [],
+        "missing_relations": [],
+        "scene": "site",
+        **overrides,
+    }
 
 
 @pytest.mark.parametrize(
     "overrides, reason",
     [
         ({"caption": "   "}, r"SNUS row 1 \(r1\): field 'caption': empty reference caption"),
-        ({"image": {"bytes": _png_cell()["bytes"][:-30], "path": "x.png"}}, r"SNUS row 1 \(r1\): field 'image': image x.png cannot be decoded in full"),
-        ({"image": {"bytes": b"<html>", "path": "x.png"}}, r"field 'image': image x.png cannot be decoded in full \(not an image file"),
-        ({"image": {"bytes": None, "path": "/etc/passwd"}}, r"field 'image': the image is a path on this machine \('/etc/passwd'\)"),
+        (
+            {"image": {"bytes": _png_cell()["bytes"][:-30], "path": "x.png"}},
+            r"SNUS row 1 \(r1\): field 'image': image x.png cannot be decoded in full",
+        ),
+        (
+            {"image": {"bytes": b"<html>", "path": "x.png"}},
+            r"field 'image': image x.png cannot be decoded in full \(not an image file",
+        ),
+        (
+            {"image": {"bytes": None, "path": "/etc/passwd"}},
+            r"field 'image': the image is a path on this machine \('/etc/passwd'\)",
+        ),
         ({"image_id": ""}, r"SNUS row 1: field 'image_id': expected a non-empty string"),
     ],
     ids=["empty-caption", "truncated-png", "html-bytes", "path-outside", "empty-id"],
@@ -218,7 +251,9 @@ def test_a_bad_row_at_load_becomes_a_stand_in_recorded_unscored(overrides, reaso
 def test_a_good_dataset_is_returned_as_it_is_and_every_row_bad_is_an_error():
     good = _dataset([_row(0), _row(1)])
     assert snus.ensure_schema(good) is good
-    with pytest.raises(ValueError, match=r"the SNUS dataset: nothing to evaluate: all 2 rows failed .*empty reference caption"):
+    with pytest.raises(
+        ValueError, match=r"the SNUS dataset: nothing to evaluate: all 2 rows failed .*empty reference caption"
+    ):
         snus.ensure_schema(_dataset([_row(0, caption=""), _row(1, caption=" ")]))
 
 
@@ -236,7 +271,9 @@ def test_a_repeated_image_id_or_a_missing_column_stops_before_the_model_runs():
 def docs():
     import datasets
 
-    return list(datasets.load_dataset("parquet", data_files={"test": str(snus.tasks_folder() / snus.SAMPLE_FILE)}, split="test"))
+    return list(
+        datasets.load_dataset("parquet", data_files={"test": str(snus.tasks_folder() / snus.SAMPLE_FILE)}, split="test")
+    )
 
 
 @pytest.fixture
@@ -260,7 +297,9 @@ def test_a_lone_surrogate_reaches_no_tokenizer_with_clip_on(utils, docs, tiny_cl
 def test_a_lone_surrogate_with_clip_off_leaves_every_metric_computed(utils, docs):
     clear_cache_keeping_models()
     with settings.override(clip_model="none"):
-        items = [utils.process_results(d, [SURROGATE if k == 0 else d["caption"]])["CESG"] for k, d in enumerate(docs[:4])]
+        items = [
+            utils.process_results(d, [SURROGATE if k == 0 else d["caption"]])["CESG"] for k, d in enumerate(docs[:4])
+        ]
         values = {key: getattr(utils, key)(items) for key in utils.METRICS if key not in ("snus_report", "clipscore")}
         rep = utils.snus_report(items)
     assert "error" not in rep and all(isinstance(v, float) and math.isfinite(v) for v in values.values()), values
@@ -288,7 +327,9 @@ def test_an_output_that_is_not_one_text_is_recorded_unscored_and_counted(utils, 
         items = [bad] + [utils.process_results(d, [d["caption"]])["CESG"] for d in docs[1:3]]
         rep = utils.snus_report(items)
         cesg = utils.CESG(items)
-    assert rep["n_unscored"] == 1 and rep["unscored"] == [{"image_id": docs[0]["image_id"], "reason": bad["unscored_reason"]}]
+    assert rep["n_unscored"] == 1 and rep["unscored"] == [
+        {"image_id": docs[0]["image_id"], "reason": bad["unscored_reason"]}
+    ]
     assert rep["n"] == 2 and rep["model"]["counts"]["n"] == 2  # left out of the corpus, never a 0
     assert cesg == pytest.approx(1.0)
     from lmms_scene.metrics.snus import tables as snus_tables
@@ -296,7 +337,10 @@ def test_an_output_that_is_not_one_text_is_recorded_unscored_and_counted(utils, 
 
     result = TaskResult("snus_sample", "snus", {"snus_report": rep}, {}, "m", "", Path("."))
     view = snus_tables.view([result], label_runs([result])[0])
-    assert f"m (snus_sample): 1 rows not scored (left out of every column): {docs[0]['image_id']}: {bad['unscored_reason']}" in view.notes
+    assert (
+        f"m (snus_sample): 1 rows not scored (left out of every column): {docs[0]['image_id']}: {bad['unscored_reason']}"
+        in view.notes
+    )
     assert f"1 rows not scored (left out of every column): {docs[0]['image_id']}: {reason}" in view.text()
     outcomes = dict(zip(view.tables[-1].header, view.tables[-1].rows[0], strict=True))
     assert outcomes["unscored"] == 1 and outcomes["rows"] == 2  # counted apart, never a scored 0
@@ -352,7 +396,10 @@ def test_process_results_from_four_threads_equals_one_thread_with_bad_outputs(ut
         cache.clear()  # the four threads race to load every model again
         with ThreadPoolExecutor(4) as pool:
             threaded = [r["CESG"] for r in pool.map(utils.process_results, docs, outputs)]
-    strip = lambda r: {k: v for k, v in r.items() if k != "scores"} | {"scores": {k: v for k, v in r["scores"].items() if k != "row_scores_from"}}
+    strip = lambda r: (
+        {k: v for k, v in r.items() if k != "scores"}
+        | {"scores": {k: v for k, v in r["scores"].items() if k != "row_scores_from"}}
+    )
     # the same rows, the same reasons, the same scores; the sentence encoder pads each batch
     # to its longest phrase, so float32 embeddings of a phrase differ in the 8th digit with
     # the batch it was embedded in (threads interleave batches differently): not a thread bug
@@ -387,7 +434,9 @@ def test_snus_ac_and_cesg_refuse_ids_that_are_one_id_once_written(tmp_path, caps
     assert cli.main(["snus-ac", "--input", str(refs)]) == 2
     assert "line 2: field 'id': '1' repeats the id 1 of line 1" in capsys.readouterr().err
     pairs = tmp_path / "pairs.jsonl"
-    pairs.write_text('{"id": 1, "prediction": "x", "references": ["y"]}\n{"id": "1", "prediction": "x", "references": ["y"]}\n')
+    pairs.write_text(
+        '{"id": 1, "prediction": "x", "references": ["y"]}\n{"id": "1", "prediction": "x", "references": ["y"]}\n'
+    )
     assert cli.main(["cesg", "--input", str(pairs)]) == 2
     assert "repeats the id 1 of line 1" in capsys.readouterr().err
 
@@ -396,7 +445,9 @@ def test_the_duplicate_id_check_is_one_pass_over_40k_ids():
     from lmms_scene.cli.snus import _unique_ids
 
     rows = [{"id": f"id-{k}", "_line": k + 1} for k in range(40_000)]
-    _unique_ids(rows, Path("ids.jsonl"))  # 40k distinct ids: accepted (quadratic took 23 s; bench/bench_duplicate_ids.py)
+    _unique_ids(
+        rows, Path("ids.jsonl")
+    )  # 40k distinct ids: accepted (quadratic took 23 s; bench/bench_duplicate_ids.py)
     rows.append({"id": "id-7", "_line": 40_001})
     with pytest.raises(ValueError, match=r"line 40001: field 'id': 'id-7' repeats the id 'id-7' of line 8"):
         _unique_ids(rows, Path("ids.jsonl"))
@@ -410,7 +461,8 @@ def _agreement_file(tmp_path, lines) -> Path:
 
 def test_agreement_takes_metric_columns_from_every_row_not_row_0(tmp_path, capsys):
     lines = ['{"image_id": "a", "human": 1.0}'] + [
-        json.dumps({"image_id": f"i{k // 2}", "human": float(k % 3), "late": float(k % 3) + 0.1 * (k % 2)}) for k in range(8)
+        json.dumps({"image_id": f"i{k // 2}", "human": float(k % 3), "late": float(k % 3) + 0.1 * (k % 2)})
+        for k in range(8)
     ]
     assert cli.main(["agreement", "--input", str(_agreement_file(tmp_path, lines)), "--n-boot", "20", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -480,5 +532,7 @@ def test_a_submission_recomputes_and_counts_unscored_rows_as_the_report_does(uti
     again = snus_tables.recompute(rows)
     assert again["cell"]["CESG"] == pytest.approx(stored["model"]["summary"]["CESG"], abs=1e-9)
     assert again["cell"]["ci95"]["CESG"] == pytest.approx(stored["model"]["summary"]["ci95"]["CESG"], abs=1e-9)
-    assert snus_tables.recompute([r for r in rows if r["status"] != "unscored"])["cell"]["CESG"] == again["cell"]["CESG"]
+    assert (
+        snus_tables.recompute([r for r in rows if r["status"] != "unscored"])["cell"]["CESG"] == again["cell"]["CESG"]
+    )
     assert snus_tables.row_failures(rows)["n_unscored"] == 1 == stored["n_unscored"]

@@ -10,21 +10,34 @@ import types
 
 import pytest
 from conftest import clear_cache_keeping_models, java_available
+from test_cesg import tiny_t5  # noqa: F401  (the tiny random T5 fixture)
 
 from lmms_scene import settings
 from lmms_scene.metrics.cesg import cesg_score, report
 from lmms_scene.metrics.cesg.score import parse_components
 from lmms_scene.nlp import MissingNLPComponent
-from test_cesg import tiny_t5  # noqa: F401  (the tiny random T5 fixture)
 
 needs_java = pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")
 
 
 def test_components_setting_is_parsed_with_errors_naming_the_key():
     opts = parse_components("coref=rule; parser=rule; encoder=none; lambda=0.7; weights=1,0,0; synonyms=off")
-    assert opts == {"coref": "rule", "parser": "rule", "encoder": None, "lambda_": 0.7, "weights": (1.0, 0.0, 0.0), "synonyms": False}
+    assert opts == {
+        "coref": "rule",
+        "parser": "rule",
+        "encoder": None,
+        "lambda_": 0.7,
+        "weights": (1.0, 0.0, 0.0),
+        "synonyms": False,
+    }
     assert parse_components("") == {} and parse_components(None) == {}
-    for bad, message in [("lamda=0.7", "key one of"), ("lambda=high", "lambda='high'"), ("weights=1,x", "weights"), ("soft=maybe", "on or off"), ("parser", "key=value")]:
+    for bad, message in [
+        ("lamda=0.7", "key one of"),
+        ("lambda=high", "lambda='high'"),
+        ("weights=1,x", "weights"),
+        ("soft=maybe", "on or off"),
+        ("parser", "key=value"),
+    ]:
         with pytest.raises(ValueError, match=message):
             parse_components(bad)
     extra = parse_components("extra=j=some-model@http://127.0.0.1:9/v1")["extra_judge"]
@@ -33,7 +46,9 @@ def test_components_setting_is_parsed_with_errors_naming_the_key():
 
 @needs_java
 def test_the_task_uses_the_setting_and_records_it():
-    rows = [{"image_id": "a", "output": "The worker lacks gloves.", "references": ["The worker is not wearing gloves."]}]
+    rows = [
+        {"image_id": "a", "output": "The worker lacks gloves.", "references": ["The worker is not wearing gloves."]}
+    ]
     with settings.override(cesg="lambda=0.7;weights=1,0,0"):
         prov = report.preflight(clip_metrics=False)
         assert prov["interactive_lambda"] == 0.7 and prov["weights"] == {"w_o": 1.0, "w_a": 0.0, "w_r": 0.0}
@@ -112,7 +127,9 @@ def test_every_row_carries_its_scores():
     from lmms_scene.tasks.snus import utils
 
     clear_cache_keeping_models()
-    docs = list(datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test"))[:3]
+    docs = list(datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test"))[
+        :3
+    ]
     answers = [docs[0]["caption"], "There is no ladder.", ""]
     with settings.override(clip_model="none"):
         alone = utils.process_results(docs[1], [answers[1]])["CESG"]["scores"]
@@ -136,7 +153,9 @@ def test_agreement_from_a_samples_file_without_rescoring(tmp_path, capsys):
     from lmms_scene.tasks.snus import utils
 
     clear_cache_keeping_models()
-    docs = list(datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test"))[:6]
+    docs = list(datasets.load_dataset("parquet", data_files={"test": str(tasks_folder() / SAMPLE_FILE)}, split="test"))[
+        :6
+    ]
     answers = [d["caption"] if i % 2 == 0 else "There is no ladder." for i, d in enumerate(docs)]
     with settings.override(clip_model="none"):
         utils.prescore(list(zip(docs, answers)))
@@ -146,8 +165,15 @@ def test_agreement_from_a_samples_file_without_rescoring(tmp_path, capsys):
     flat = report.samples_rows(samples)
     assert [r["CESG"] for r in flat] == [records[i]["CESG"]["scores"]["CESG"] for i in range(6)]
     judges = tmp_path / "judges.jsonl"
-    judges.write_text("\n".join(json.dumps({"image_id": d["image_id"], "human": 8 if i % 2 == 0 else 2}) for i, d in enumerate(docs)))
-    assert main(["agreement", "--input", str(samples), "--judges", str(judges), "--metrics", "CESG,bleu4", "--n-boot", "20"]) == 0
+    judges.write_text(
+        "\n".join(json.dumps({"image_id": d["image_id"], "human": 8 if i % 2 == 0 else 2}) for i, d in enumerate(docs))
+    )
+    assert (
+        main(
+            ["agreement", "--input", str(samples), "--judges", str(judges), "--metrics", "CESG,bleu4", "--n-boot", "20"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "goodman_kruskal_gamma" in out and "| CESG | 6 | 0 |" in out
     bad = tmp_path / "bad.jsonl"

@@ -5,13 +5,30 @@ from __future__ import annotations
 
 import re
 
-
 import pytest
 from conftest import find_samples, java_available
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")]
 
-KEYS = ("CESG", "P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r", "rouge_l", "meteor_nltk", "meteor_java", "cider", "bleu4", "capture_style", "spice_style")
+KEYS = (
+    "CESG",
+    "P_o",
+    "R_o",
+    "F1_o",
+    "P_a",
+    "R_a",
+    "F1_a",
+    "P_r",
+    "R_r",
+    "F1_r",
+    "rouge_l",
+    "meteor_nltk",
+    "meteor_java",
+    "cider",
+    "bleu4",
+    "capture_style",
+    "spice_style",
+)
 
 
 def check(results: dict, task: str = "snus_sample") -> dict:
@@ -48,7 +65,7 @@ def test_snus_sample_through_scene_blind(readme_run):
 
     text, status = show_text([out])
     assert status == 0 and "SNUS Table 2" in text
-    table2 = text[text.index("SNUS Table 2"):].split("\n\n")[1]
+    table2 = text[text.index("SNUS Table 2") :].split("\n\n")[1]
     assert re.search(r"^\| scene_blind \(snus_sample\) \| 12 \|", table2, flags=re.M), table2
 
 
@@ -76,7 +93,9 @@ def test_build_snus_then_evaluate_the_local_task(run_lmms_eval, tmp_path):
     release = tmp_path / "release"
     release.mkdir()
     records = []
-    for i, caption in enumerate(["There is no guardrail near the roof.", "The worker is not wearing gloves. The ladder is not secured."]):
+    for i, caption in enumerate(
+        ["There is no guardrail near the roof.", "The worker is not wearing gloves. The ladder is not secured."]
+    ):
         Image.new("RGB", (32, 32), (10 * i, 100, 200)).save(release / f"img{i}.png")
         records.append({"image": f"img{i}.png", "caption": caption, "split": "test"})
     (release / "metadata.jsonl").write_text("\n".join(json.dumps(r) for r in records))
@@ -84,7 +103,8 @@ def test_build_snus_then_evaluate_the_local_task(run_lmms_eval, tmp_path):
     assert main(["build", "snus", "--from-folder", str(release), "--out", str(out), "--name", "mine"]) == 0
     task = out / "tasks" / "snus_mine.yaml"
     assert task.is_file() and "benchmark: snus" in task.read_text()
-    code, results, _, log = run_lmms_eval(["--model", "scene_blind", "--tasks", "snus_mine"], include=out / "tasks",
-                                          env={"LMMS_SCENE_CLIP_MODEL": "none"})  # fmt: skip
+    code, results, _, log = run_lmms_eval(
+        ["--model", "scene_blind", "--tasks", "snus_mine"], include=out / "tasks", env={"LMMS_SCENE_CLIP_MODEL": "none"}
+    )
     assert code == 0, log[-3000:]
     assert results["results"]["snus_mine"]["snus_report,none"]["n"] == 2

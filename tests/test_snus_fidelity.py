@@ -34,7 +34,18 @@ def test_labelled_negation_set_agreement():
     rows = checks.read_labelled()
     assert len(rows) >= 150 and sum(r["negative"] for r in rows) >= 75 and sum(not r["negative"] for r in rows) >= 50
     kinds = {r["kind"] for r in rows}
-    assert {"hedged", "epistemic", "lexical", "list", "un_less", "neither_nor", "none_of", "plain", "affirmative", "trap"} <= kinds
+    assert {
+        "hedged",
+        "epistemic",
+        "lexical",
+        "list",
+        "un_less",
+        "neither_nor",
+        "none_of",
+        "plain",
+        "affirmative",
+        "trap",
+    } <= kinds
     res = checks.labelled_agreement()
     assert res["polarity_agreement"] >= 0.97, res["disagreements"]
     assert res["element_agreement"] >= 0.95, res["element_disagreements"]
@@ -75,7 +86,9 @@ def test_multi_word_objects_keep_compound_and_head(text, absent):
 
 
 def test_distinct_entities_stay_distinct_nodes():
-    g = cesg_graph("The worker on the scaffold is not wearing a helmet. The worker on the ground is wearing a helmet.").cesg
+    g = cesg_graph(
+        "The worker on the scaffold is not wearing a helmet. The worker on the ground is wearing a helmet."
+    ).cesg
     workers = sorted(n.description for n in g.present_nodes if n.name == "worker")
     assert workers == ["worker on ground", "worker on scaffold"]
 
@@ -159,7 +172,9 @@ def test_caption_baselines_equal_pycocoevalcap_corpus_scores_on_the_sample():
     from make_sample_golden import REPO, compute_snus, snus_outputs
 
     ours = compute_snus()
-    docs = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/snus/sample/snus_sample.parquet")})["test"]
+    docs = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/snus/sample/snus_sample.parquet")})[
+        "test"
+    ]
     gts = {d["image_id"]: [{"caption": d["caption"]}] for d in docs}
     res = {d["image_id"]: [{"caption": snus_outputs(d, i)}] for i, d in enumerate(docs)}
     tok = PTBTokenizer()
@@ -197,7 +212,9 @@ def test_cesg_is_a_caption_scorer_like_the_baselines():
 
     assert "cesg" in SCORERS
     scorer = get("cesg")
-    out = scorer.score({"a": [REF], "b": ["A man stands."]}, {"a": "There does not appear to be a fire extinguisher.", "b": "x"})
+    out = scorer.score(
+        {"a": [REF], "b": ["A man stands."]}, {"a": "There does not appear to be a fire extinguisher.", "b": "x"}
+    )
     assert out.score == pytest.approx(1.0) and out.per_item == {"a": pytest.approx(1.0), "b": None}
     assert out.not_computed == {"b": "reference_without_absent_information"}
     assert scorer.provenance()["scorer"] == "cesg"
@@ -238,10 +255,15 @@ def test_bad_input_on_the_new_reader_paths_is_a_counted_outcome(name):
 def test_list_normalisation_forms():
     assert normalise_lists("Helmet: absent.") == "There is no helmet."
     assert normalise_lists("- Gloves: worn\n- Vest: yes") == "There is a gloves. There is a vest."
-    assert normalise_lists("Missing safety items:\n- helmet\n- gloves: absent") == "There is no helmet. There is no gloves."
+    assert (
+        normalise_lists("Missing safety items:\n- helmet\n- gloves: absent")
+        == "There is no helmet. There is no gloves."
+    )
     assert normalise_lists("The worker is not wearing:\n1. a hard hat") == "The worker is not wearing a hard hat."
     assert normalise_lists("Ladder: not secured") == "The ladder is not secured."
-    assert normalise_lists("There is no rail. The floor is wet.") == "There is no rail. The floor is wet."  # prose untouched
+    assert (
+        normalise_lists("There is no rail. The floor is wet.") == "There is no rail. The floor is wet."
+    )  # prose untouched
     with pytest.raises(TypeError, match="text"):
         normalise_lists(None)  # type: ignore[arg-type]
 
@@ -251,7 +273,10 @@ def test_lexical_negation_lexicon():
     assert lexical_negation("helmetless") == ("less", "helmet")
     for word in ("unbearable", "unloading", "wireless", "stainless", "careless", "uniform", "unless"):
         assert lexical_negation(word) is None, word
-    assert strip_negation("The ladder is unsecured; the worker is helmetless.") == "The ladder is secured; the worker is with helmet."
+    assert (
+        strip_negation("The ladder is unsecured; the worker is helmetless.")
+        == "The ladder is secured; the worker is with helmet."
+    )
 
 
 def test_nltk_meteor_and_the_reader_load_wordnet_themselves_from_several_threads():
@@ -259,6 +284,7 @@ def test_nltk_meteor_and_the_reader_load_wordnet_themselves_from_several_threads
     from concurrent.futures import ThreadPoolExecutor
 
     from conftest import clear_cache_keeping_jvm
+
     from lmms_scene.metrics.captioning.meteor_nltk import meteor_nltk
 
     clear_cache_keeping_jvm()  # WordNet and NLTK's METEOR reload; the METEOR JVM is not theirs
@@ -266,4 +292,9 @@ def test_nltk_meteor_and_the_reader_load_wordnet_themselves_from_several_threads
         futures = [pool.submit(meteor_nltk, "the ladder is secured", ["the ladder is secured"]) for _ in range(4)]
         futures += [pool.submit(lexical_negation, w) for w in ("unsecured", "helmetless", "unguarded", "wireless")]
         results = [f.result(timeout=120) for f in futures]
-    assert all(r > 0.99 for r in results[:4]) and results[4:] == [("un", "secure"), ("less", "helmet"), ("un", "guard"), None]
+    assert all(r > 0.99 for r in results[:4]) and results[4:] == [
+        ("un", "secure"),
+        ("less", "helmet"),
+        ("un", "guard"),
+        None,
+    ]

@@ -91,8 +91,21 @@ def test_a_present_action_keeps_its_verb_out_of_object_names():
     assert any(e == "glove" or e == "gloves" for e in got["elements"]) and "badge" in got["elements"]
 
 
-EDGE = ["sans", "rather than", "not", "One isn't.", "The other is not.", "no", "devoid of", "the lack of",
-        "A 'no", "but not", "instead of", "There is no " + "very " * 3000 + "helmet.", "Ce n'est pas un casque 🚧 sans <b>gants</b>\x00"]
+EDGE = [
+    "sans",
+    "rather than",
+    "not",
+    "One isn't.",
+    "The other is not.",
+    "no",
+    "devoid of",
+    "the lack of",
+    "A 'no",
+    "but not",
+    "instead of",
+    "There is no " + "very " * 3000 + "helmet.",
+    "Ce n'est pas un casque 🚧 sans <b>gants</b>\x00",
+]
 
 
 @pytest.mark.parametrize("text", EDGE)

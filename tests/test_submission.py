@@ -15,7 +15,6 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-
 from results_kit import by_schedule, cooco_items, write_run
 
 from lmms_scene.report import leaderboard
@@ -34,7 +33,7 @@ def fingerprints(run: Path) -> dict[str, list[str]]:
     data = json.loads(next(run.glob("*_results.json")).read_text())
     out: dict[str, list[str]] = {}
     for task, metrics in data["results"].items():
-        for key, value in metrics.items():
+        for _key, value in metrics.items():
             if isinstance(value, dict) and isinstance(value.get("dataset"), dict):
                 bench = data["configs"][task]["metadata"]["benchmark"]
                 out.setdefault(bench, []).append(value["dataset"]["fingerprint"])
@@ -43,8 +42,11 @@ def fingerprints(run: Path) -> dict[str, list[str]]:
 
 def full_run(folder: Path, items, k: int = 0, **kw) -> Path:
     sched = by_schedule(items[k]["layered"])
-    tasks = {"cooco": ("cooco", items[k]["cooco"]), "snus": ("snus", items[k]["snus"]),
-             **{t: ("layered_vqa", v) for t, v in sched.items()}}  # fmt: skip
+    tasks = {
+        "cooco": ("cooco", items[k]["cooco"]),
+        "snus": ("snus", items[k]["snus"]),
+        **{t: ("layered_vqa", v) for t, v in sched.items()},
+    }
     write_run(folder, tasks, groups={"layered_vqa": ("layered_vqa", list(sched))}, **kw)
     return folder
 
@@ -83,7 +85,9 @@ def test_a_submission_holds_the_registry_headline_recomputed_from_its_rows(good)
     vqa = sub["benchmarks"]["layered_vqa"]
     assert vqa["headline"] == "retained_text" and vqa["task"] == "layered_vqa" and len(vqa["rows"]) == 16
     for c in ("text", "visual", "layered"):
-        assert vqa["metrics"][f"retained_{c}"]["value"] == pytest.approx(results["layered_vqa"][f"retained_{c},none"], abs=1e-12)
+        assert vqa["metrics"][f"retained_{c}"]["value"] == pytest.approx(
+            results["layered_vqa"][f"retained_{c},none"], abs=1e-12
+        )
     assert vqa["metrics"]["retained_text"]["ci95"] is not None  # the rows give the interval the group lacks
     snus = sub["benchmarks"]["snus"]
     assert snus["headline"] == "CESG"
@@ -95,8 +99,11 @@ def test_refusals_name_every_reason(items, tmp_path):
     reasons = refusal(run)
     assert any(r.startswith("cooco: the run used --limit 5") for r in reasons)
     assert any("lmms-eval 'main@f3b7498', not one of the tested releases" in r for r in reasons)
-    assert any(r.startswith("snus: not the benchmark: its data (fingerprint") and "neither lmms-scene's registry nor --official" in r
-               for r in reasons)  # fmt: skip
+    assert any(
+        r.startswith("snus: not the benchmark: its data (fingerprint")
+        and "neither lmms-scene's registry nor --official" in r
+        for r in reasons
+    )
     assert any(r.startswith("layered_vqa: not the benchmark") for r in reasons)
 
 
@@ -120,10 +127,18 @@ def test_refuses_results_that_disagree_with_their_samples(items, tmp_path):
 def test_refuses_other_data_than_the_official_release(items, tmp_path):
     # a local rebuild of COOCO (data files, not the hub dataset), and SNUS data whose
     # fingerprint is not the registered one
-    write_run(tmp_path / "run", {"cooco": ("cooco", items[0]["cooco"]), "snus": ("snus", items[0]["snus"])},
-              configs={"cooco": {"dataset_path": "parquet", "dataset_kwargs": {"data_files": {"test": "/data/mine.parquet"}}}})  # fmt: skip
+    write_run(
+        tmp_path / "run",
+        {"cooco": ("cooco", items[0]["cooco"]), "snus": ("snus", items[0]["snus"])},
+        configs={
+            "cooco": {"dataset_path": "parquet", "dataset_kwargs": {"data_files": {"test": "/data/mine.parquet"}}}
+        },
+    )
     reasons = refusal(tmp_path / "run", official={"snus": ["0" * 64]})
-    assert any(r.startswith("cooco: not the benchmark: its data (fingerprint") and "it says it read 'parquet'" in r for r in reasons)
+    assert any(
+        r.startswith("cooco: not the benchmark: its data (fingerprint") and "it says it read 'parquet'" in r
+        for r in reasons
+    )
     assert any(r.startswith("snus: not the benchmark: its data (fingerprint") for r in reasons)
 
 
@@ -141,7 +156,12 @@ def test_refuses_uncomputed_headlines_empty_outputs_and_judge_failures(items, ti
 
 def test_refuses_two_models_and_a_task_twice(items, tmp_path):
     write_run(tmp_path / "run" / "a", {"cooco": ("cooco", items[0]["cooco"])}, model_args="pretrained=/m/a")
-    write_run(tmp_path / "run" / "b", {"cooco": ("cooco", items[1]["cooco"])}, model_args="pretrained=/m/b", name="20260102_000000")
+    write_run(
+        tmp_path / "run" / "b",
+        {"cooco": ("cooco", items[1]["cooco"])},
+        model_args="pretrained=/m/b",
+        name="20260102_000000",
+    )
     reasons = refusal(tmp_path / "run")
     assert any("results of more than one model" in r for r in reasons)
     assert any(r.startswith("cooco: two results") for r in reasons)
@@ -169,15 +189,31 @@ def _set(path, value):
 CESG = ["benchmarks", "snus", "metrics", "CESG"]
 FORGERIES = [
     ("a hand-edited value", _set([*CESG, "value"], 0.6), "does not follow from its rows"),
-    ("an accuracy of 7.5", _set(["benchmarks", "layered_vqa", "metrics", "accuracy", "value"], 7.5), "outside its range [0, 1]"),
+    (
+        "an accuracy of 7.5",
+        _set(["benchmarks", "layered_vqa", "metrics", "accuracy", "value"], 7.5),
+        "outside its range [0, 1]",
+    ),
     ("an n of 10^12", _set([*CESG, "n"], 10**12), "but its rows hold"),
     ("a value outside its own interval", _set([*CESG, "ci95"], [0.0, 0.01]), "lies outside its own interval"),
     ("a direction of its own", _set([*CESG, "higher_is_better"], False), "Additional properties are not allowed"),
-    ("an edited row", lambda s: s["benchmarks"]["snus"]["rows"]["snus"]["values"][0].__setitem__(2, 0.123), "the rows were changed"),
+    (
+        "an edited row",
+        lambda s: s["benchmarks"]["snus"]["rows"]["snus"]["values"][0].__setitem__(2, 0.123),
+        "the rows were changed",
+    ),
     ("another headline", _set(["benchmarks", "snus", "headline"], "F1_o"), "SNUS's headline is 'CESG'"),
-    ("an edited fingerprint", _set(["benchmarks", "snus", "dataset", "fingerprint"], "f" * 64), "is not the fingerprint of its rows"),
+    (
+        "an edited fingerprint",
+        _set(["benchmarks", "snus", "dataset", "fingerprint"], "f" * 64),
+        "is not the fingerprint of its rows",
+    ),
     ("an untested harness", _set(["versions", "lmms_eval"], "0.3.0"), "is not a tested lmms-eval release"),
-    ("an unknown benchmark", lambda s: s["benchmarks"].__setitem__("mmmu", s["benchmarks"]["snus"]), "'mmmu' is not an lmms-scene benchmark"),
+    (
+        "an unknown benchmark",
+        lambda s: s["benchmarks"].__setitem__("mmmu", s["benchmarks"]["snus"]),
+        "'mmmu' is not an lmms-scene benchmark",
+    ),
     ("a model name with a newline", _set(["model", "name"], "x\n# injected"), "does not match"),
 ]
 
@@ -217,11 +253,13 @@ def test_rows_and_numbers_forged_together_still_need_official_data(good, tmp_pat
     entry["dataset"]["fingerprint"] = again["dataset"]["fingerprint"]
     entry["dataset"]["n_rows"] = again["dataset"]["n_rows"]
     problems = S.verify(forged, official=official)
-    assert problems == ["$.benchmarks.snus.dataset: not the benchmark: its data (fingerprint "
-                        f"{again['dataset']['fingerprint']}, 5 items) is not vouched for: neither lmms-scene's registry nor "
-                        "--official lists it; it says it read 'lmms-scene-tests/snus', which is not checked. If you know this is "
-                        "SNUS's data, vouch for it with --official FILE, FILE holding "
-                        f'{{"snus": ["{again["dataset"]["fingerprint"]}"]}}']
+    assert problems == [
+        "$.benchmarks.snus.dataset: not the benchmark: its data (fingerprint "
+        f"{again['dataset']['fingerprint']}, 5 items) is not vouched for: neither lmms-scene's registry nor "
+        "--official lists it; it says it read 'lmms-scene-tests/snus', which is not checked. If you know this is "
+        "SNUS's data, vouch for it with --official FILE, FILE holding "
+        f'{{"snus": ["{again["dataset"]["fingerprint"]}"]}}'
+    ]
 
 
 # -- ranking ---------------------------------------------------------------------------------
@@ -247,7 +285,11 @@ def test_leaderboard_ranks_by_the_registry_direction_and_never_mixes_data(items,
     assert len(snus_groups) == 2  # two datasets: two tables, never one ranking
     big = max(snus_groups, key=lambda g: len(g.entries))
     values = [e.value for e in big.entries]
-    assert values == sorted(values, reverse=True) and {e.file for e in big.entries} == {"a.json", "a_again.json", "b.json"}
+    assert values == sorted(values, reverse=True) and {e.file for e in big.entries} == {
+        "a.json",
+        "a_again.json",
+        "b.json",
+    }
     assert [e.file for e in min(snus_groups, key=lambda g: len(g.entries)).entries] == ["small.json"]
     assert any("submitted 2 times" in n for n in board.notes["snus"])
     assert any("different data" in n for n in board.notes["snus"])

@@ -12,13 +12,13 @@ import inspect
 
 import pytest
 from conftest import REPO
-from lmms_scene.tasks.layered_vqa import _generate_config as G
-from lmms_scene.tasks.layered_vqa import utils
 
 from lmms_scene import benchmarks
 from lmms_scene.data.layered_vqa import schedules as S
 from lmms_scene.data.layered_vqa.builder import local_names
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES
+from lmms_scene.tasks.layered_vqa import _generate_config as G
+from lmms_scene.tasks.layered_vqa import utils
 
 COMMITTED = REPO / "tasks" / "layered_vqa"
 

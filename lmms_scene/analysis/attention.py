@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from lmms_scene.imaging import pad_offsets
 from lmms_scene.cache import cached, load_pretrained
+from lmms_scene.imaging import pad_offsets
 
 __all__ = [
     "AttentionRecord",
@@ -336,7 +336,11 @@ def collect_attention(
         output_ids: skip generation and use these output token ids (for tests and
             for reusing the outputs of an lmms-eval run).
     """
-    from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor  # deferred: transformers (imports torch) is heavy to import
+    from transformers import (
+        AutoConfig,
+        AutoModelForImageTextToText,
+        AutoProcessor,
+    )  # deferred: transformers (imports torch) is heavy to import
 
     cfg = AutoConfig.from_pretrained(model)
     if cfg.model_type not in ("llava", "llava_onevision"):

@@ -225,7 +225,10 @@ def _vlm_adapter(
     instruction: str | None,
     processor_kwargs: dict[str, Any],
 ) -> _Adapter:
-    from transformers import AutoModelForImageTextToText, AutoProcessor  # deferred: transformers (imports torch) is heavy to import
+    from transformers import (
+        AutoModelForImageTextToText,
+        AutoProcessor,
+    )  # deferred: transformers (imports torch) is heavy to import
 
     model = _load_model(AutoModelForImageTextToText, path, device, dtype, device_map)
     processor = AutoProcessor.from_pretrained(path, **processor_kwargs)

@@ -169,9 +169,16 @@ def score_features(
                 for t in ties:
                     try:
                         per = P.pfram_per_anchor(
-                            sim, gold, phi=phi, k=k, ties=t, gold=gold_kind, on_undefined=on_undefined,
-                            first="similarity", ids=ids,
-                        )  # fmt: skip
+                            sim,
+                            gold,
+                            phi=phi,
+                            k=k,
+                            ties=t,
+                            gold=gold_kind,
+                            on_undefined=on_undefined,
+                            first="similarity",
+                            ids=ids,
+                        )
                     except ValueError as exc:
                         raise ValueError(f"{features_dir}, layer {layer}, phi={phi}, k={k}: {exc}") from exc
                     undefined = int(np.isnan(per).sum())
@@ -196,10 +203,14 @@ def score_features(
     return {
         "computed_by": f"lmms-scene {getattr(lmms_scene, '__version__', 'unknown')} pfram score",
         "provenance": scorer(
-            "pfram", checkpoint=str(store.meta["model"]), device=device or "auto",
+            "pfram",
+            checkpoint=str(store.meta["model"]),
+            device=device or "auto",
             thresholds={"phi": list(phis), "k": list(ks), "ties": list(ties), "on_undefined": on_undefined},
-            libraries=("torch", "numpy"), gold=gold_name, features=str(features_dir),
-        ),  # fmt: skip
+            libraries=("torch", "numpy"),
+            gold=gold_name,
+            features=str(features_dir),
+        ),
         "model": store.meta["model"],
         "architecture": store.meta["architecture"],
         "instruction": store.meta["instruction"],
@@ -366,8 +377,12 @@ def correlate(
 
     return {
         "computed_by": "scipy.stats.pearsonr",
-        "provenance": scorer("pfram_pope_correlation", thresholds={"summary": summary, "phi": phi, "k": k, "ties": ties},
-                             libraries=("scipy",), statistic="Pearson r"),  # fmt: skip
+        "provenance": scorer(
+            "pfram_pope_correlation",
+            thresholds={"summary": summary, "phi": phi, "k": k, "ties": ties},
+            libraries=("scipy",),
+            statistic="Pearson r",
+        ),
         "summary": f"Pfram_{summary}",
         "phi": phi,
         "k": k,

@@ -23,8 +23,10 @@ from lmms_scene.nlp.encoders import minilm_location, sentence_transformer_class
 _lock = threading.Lock()
 
 #: where the answers come from, in a sentence (``show``, the report and the demo print it)
-PRIOR_SOURCE = ("the COOCO target category (of the 18) closest to the scene label by all-MiniLM-L6-v2 cosine; "
-                "no answer or gold of any scored item is counted")  # fmt: skip
+PRIOR_SOURCE = (
+    "the COOCO target category (of the 18) closest to the scene label by all-MiniLM-L6-v2 cosine; "
+    "no answer or gold of any scored item is counted"
+)
 
 
 def vocabulary() -> tuple[str, ...]:

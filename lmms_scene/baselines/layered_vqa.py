@@ -38,13 +38,17 @@ PRIOR_SEED = 2
 PRIOR_SCENES = 200
 PRIOR_SIZE = (160, 120)
 #: where the answers come from, in a sentence (``show``, the report and the demo print it)
-PRIOR_SOURCE = (f"the most frequent answer per question type in a prior split of lmms-scene's scene generator that no task "
-                f"scores ({PRIOR_SCENES} scenes, seed {PRIOR_SEED}; disjoint from the sample, layered_vqa_synth and any release)")  # fmt: skip
+PRIOR_SOURCE = (
+    f"the most frequent answer per question type in a prior split of lmms-scene's scene generator that no task "
+    f"scores ({PRIOR_SCENES} scenes, seed {PRIOR_SEED}; disjoint from the sample, layered_vqa_synth and any release)"
+)
 
 
 def _rows() -> list[dict[str, Any]]:
     items = synth.generate(PRIOR_SCENES, seed=PRIOR_SEED, size=PRIOR_SIZE, id_prefix="prior")
-    return [{k: item[k] for k in ("scene_id", "question_type", "answer", "minimal_sufficient_layers")} for item in items]
+    return [
+        {k: item[k] for k in ("scene_id", "question_type", "answer", "minimal_sufficient_layers")} for item in items
+    ]
 
 
 def _table() -> dict[str, Any]:

@@ -34,8 +34,10 @@ def prior_from(captions: Iterable[str]) -> str:
 
 
 #: where the answers come from, in a sentence (``show``, the report and the demo print it)
-PRIOR_SOURCE = ("the most frequent negative statements of the embedded sample's captions, the scored image's own "
-                "caption left out (leave one out on the sample; the whole sample for any other data)")  # fmt: skip
+PRIOR_SOURCE = (
+    "the most frequent negative statements of the embedded sample's captions, the scored image's own "
+    "caption left out (leave one out on the sample; the whole sample for any other data)"
+)
 
 
 def _sample_captions() -> list[tuple[str, str]]:
@@ -54,5 +56,6 @@ def blind_answer(doc: Mapping[str, Any], prompt: str) -> str:
     captions = cache.cached(("snus", "blind_prior", "captions"), _sample_captions)
     image = str(doc.get("image_id")) if isinstance(doc, Mapping) and doc.get("image_id") is not None else None
     left_out = image if image in {i for i, _ in captions} else None
-    return cache.cached(("snus", "blind_prior", "without", left_out),
-                        lambda: prior_from(c for i, c in captions if i != left_out))  # fmt: skip
+    return cache.cached(
+        ("snus", "blind_prior", "without", left_out), lambda: prior_from(c for i, c in captions if i != left_out)
+    )

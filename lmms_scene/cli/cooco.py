@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 
 from lmms_scene.data import cooco
-from lmms_scene.data.cooco.schema import CoocoBuildWarning, HUB_REPO
+from lmms_scene.data.cooco.schema import HUB_REPO, CoocoBuildWarning
 
 
 def _column_map(item: str) -> tuple[str, str | None]:
@@ -26,29 +26,57 @@ def register_build(builds) -> None:
         "that evaluate it and print the command to run them.",
     )
     source = p.add_mutually_exclusive_group(required=True)
-    source.add_argument("--from-hub", metavar="REPO",
-                        help=f"hub dataset, e.g. {HUB_REPO}, or a local folder standing in for it (saved with "
-                        "save_to_disk, or data files load_dataset reads)")
-    source.add_argument("--from-folder", metavar="DIR", type=Path, help="folder of images in the authors' naming scheme")
-    p.add_argument("--metadata", type=Path,
-                   help="metadata .csv/.jsonl/.json, including the authors' JSON object keyed by image file name "
-                   "(default: DIR/metadata.*)")
+    source.add_argument(
+        "--from-hub",
+        metavar="REPO",
+        help=f"hub dataset, e.g. {HUB_REPO}, or a local folder standing in for it (saved with "
+        "save_to_disk, or data files load_dataset reads)",
+    )
+    source.add_argument(
+        "--from-folder", metavar="DIR", type=Path, help="folder of images in the authors' naming scheme"
+    )
+    p.add_argument(
+        "--metadata",
+        type=Path,
+        help="metadata .csv/.jsonl/.json, including the authors' JSON object keyed by image file name "
+        "(default: DIR/metadata.*)",
+    )
     p.add_argument("--split", help="hub split to read (default: all, concatenated)")
-    p.add_argument("--column-map", action="append", default=[], type=_column_map, metavar="SOURCE=FIELD",
-                   help="map or drop (SOURCE=-) a source column")  # fmt: skip
-    p.add_argument("--prefer-metadata", action="store_true",
-                   help="where the metadata contradicts the file name (scene, target, replacement, condition), "
-                   "use the metadata's value and record each case in the card (default: an error)")
-    p.add_argument("--box-format", action="append", default=[], metavar="[WHICH=]FORMAT",
-                   help="how the release stores target_bbox: xywh (default), xyxy or xwyh, for every row or for "
-                   "WHICH = generated (the inpainted images), original (original and clean) or one condition; "
-                   "repeatable. Rows are stored as [x, y, w, h]")
-    p.add_argument("--accept-box-aspect", action="store_true",
-                   help="keep generated images' boxes whose aspect w/h is outside [0.5, 2] (the inpainting step's "
-                   "range), listing each in the card (default: an error)")
-    p.add_argument("--skip-unmatched", action="store_true",
-                   help="leave out images without a metadata row and rows without an image, listing them in the "
-                   "card (default: an error)")
+    p.add_argument(
+        "--column-map",
+        action="append",
+        default=[],
+        type=_column_map,
+        metavar="SOURCE=FIELD",
+        help="map or drop (SOURCE=-) a source column",
+    )
+    p.add_argument(
+        "--prefer-metadata",
+        action="store_true",
+        help="where the metadata contradicts the file name (scene, target, replacement, condition), "
+        "use the metadata's value and record each case in the card (default: an error)",
+    )
+    p.add_argument(
+        "--box-format",
+        action="append",
+        default=[],
+        metavar="[WHICH=]FORMAT",
+        help="how the release stores target_bbox: xywh (default), xyxy or xwyh, for every row or for "
+        "WHICH = generated (the inpainted images), original (original and clean) or one condition; "
+        "repeatable. Rows are stored as [x, y, w, h]",
+    )
+    p.add_argument(
+        "--accept-box-aspect",
+        action="store_true",
+        help="keep generated images' boxes whose aspect w/h is outside [0.5, 2] (the inpainting step's "
+        "range), listing each in the card (default: an error)",
+    )
+    p.add_argument(
+        "--skip-unmatched",
+        action="store_true",
+        help="leave out images without a metadata row and rows without an image, listing them in the "
+        "card (default: an error)",
+    )
     p.add_argument("--out", type=Path, help="output folder: data/*.parquet, README.md (card), tasks/*.yaml")
     p.add_argument("--name", help="suffix of the written task names (default: the --out folder's name)")
     p.add_argument("--push-to-hub", metavar="REPO", help="also push the dataset and its card to this hub repo")
@@ -63,10 +91,16 @@ def _build(args) -> int:
         warnings.simplefilter("always", CoocoBuildWarning)
         formats = cooco.box_formats(args.box_format)  # a bad --box-format: error line, exit 2
         dataset, label, notes = cooco.build(
-            hub=args.from_hub, folder=args.from_folder, metadata=args.metadata, split=args.split,
-            column_map=dict(args.column_map), prefer_metadata=args.prefer_metadata,
-            skip_unmatched=args.skip_unmatched, box_format=formats, accept_aspect=args.accept_box_aspect,
-        )  # fmt: skip
+            hub=args.from_hub,
+            folder=args.from_folder,
+            metadata=args.metadata,
+            split=args.split,
+            column_map=dict(args.column_map),
+            prefer_metadata=args.prefer_metadata,
+            skip_unmatched=args.skip_unmatched,
+            box_format=formats,
+            accept_aspect=args.accept_box_aspect,
+        )
     for warning in caught:
         if issubclass(warning.category, CoocoBuildWarning):
             print(f"lmms-scene build cooco: warning: {warning.message}", file=sys.stderr)

@@ -22,20 +22,26 @@ def register(sub) -> None:
     p.set_defaults(fn=_eval, parser=p, passthrough=True)
 
     p = sub.add_parser(
-        "demo", help="run every built benchmark's sample split with the scene_blind baseline",
+        "demo",
+        help="run every built benchmark's sample split with the scene_blind baseline",
         description="Run every built benchmark's sample split with scene_blind, then print the tables. "
         "Arguments it does not know pass to lmms_eval (e.g. --limit 2).",
-    )  # fmt: skip
-    p.add_argument("--output_path", "--output-path", default="results", help="where lmms-eval writes results (default: results/)")
+    )
+    p.add_argument(
+        "--output_path", "--output-path", default="results", help="where lmms-eval writes results (default: results/)"
+    )
     p.set_defaults(fn=_demo, passthrough=True)
 
     p = sub.add_parser(
-        "rescore", help="recompute every metric of a saved run from its samples files, without the model",
+        "rescore",
+        help="recompute every metric of a saved run from its samples files, without the model",
         description="Replay a saved run's logged answers (its --log_samples files) through the tasks' own scoring, "
         "so every metric is recomputed on the same data without the model. Arguments it does not know pass to lmms_eval.",
-    )  # fmt: skip
+    )
     p.add_argument("run", type=Path, help="the run's output folder, or samples files (*_samples_<task>.jsonl)")
-    p.add_argument("--output_path", "--output-path", required=True, type=Path, help="where to write the rescored results")
+    p.add_argument(
+        "--output_path", "--output-path", required=True, type=Path, help="where to write the rescored results"
+    )
     p.set_defaults(fn=_rescore, passthrough=True)
 
 

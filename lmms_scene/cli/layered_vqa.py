@@ -25,9 +25,9 @@ import json
 import sys
 from pathlib import Path
 
-from lmms_scene.files import write_atomic
 from lmms_scene import compositing, judges, results
 from lmms_scene.data.layered_vqa.builder import build_release, build_synthetic, evaluate_commands
+from lmms_scene.files import write_atomic
 from lmms_scene.metrics.layered_vqa import aggregation, grader, judging, scoring
 
 
@@ -39,19 +39,31 @@ def _size(value: str) -> tuple[int, int]:
     return w, h
 
 
-_OUT_HELP = "output folder (required): data/*.parquet, README.md (card), tasks/*.yaml; nothing is written into the package"
+_OUT_HELP = (
+    "output folder (required): data/*.parquet, README.md (card), tasks/*.yaml; nothing is written into the package"
+)
 _NAME_HELP = "suffix of the written task names, layered_vqa_<schedule>_NAME and the group layered_vqa_NAME (default: the --out folder's name)"
 
 
 def register_build(builds) -> None:
-    b = builds.add_parser("layered-vqa", help="Layered-VQA from a local release (layer PNGs + questions.jsonl), plus the tasks that evaluate it")
+    b = builds.add_parser(
+        "layered-vqa",
+        help="Layered-VQA from a local release (layer PNGs + questions.jsonl), plus the tasks that evaluate it",
+    )
     b.add_argument("--release", required=True, type=Path, help="release folder (layout in docs/layered_vqa.md)")
     b.add_argument("--out", required=True, type=Path, help=_OUT_HELP)
     b.add_argument("--name", help=_NAME_HELP)
-    b.add_argument("--tolerance", type=int, default=None, help="max pixel difference allowed between the layers' composite and the composite (default 2)")
+    b.add_argument(
+        "--tolerance",
+        type=int,
+        default=None,
+        help="max pixel difference allowed between the layers' composite and the composite (default 2)",
+    )
     b.set_defaults(fn=_build_release, command_name="build layered-vqa")
 
-    s = builds.add_parser("layered-synth", help="procedurally generated Layered-VQA scenes, plus the tasks that evaluate them")
+    s = builds.add_parser(
+        "layered-synth", help="procedurally generated Layered-VQA scenes, plus the tasks that evaluate them"
+    )
     s.add_argument("--scenes", required=True, type=int, help="number of scenes")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--size", type=_size, default=(320, 240), help="WIDTHxHEIGHT (default 320x240)")
@@ -64,7 +76,9 @@ def _print_written(report, what: str) -> None:
     commands = evaluate_commands(report.written)
     print(f"wrote {report.rows} questions over {report.scenes} {what} to {report.out} (card: {report.card})")
     print(f"tasks: {', '.join(report.tasks)}; group: {', '.join(report.groups)} in {report.include_path}")
-    print("evaluate it with a multi-round model (simple class, batch size 1; others: --model scene_replay, docs/layered_vqa.md):")
+    print(
+        "evaluate it with a multi-round model (simple class, batch size 1; others: --model scene_replay, docs/layered_vqa.md):"
+    )
     print("  " + commands["model"])
     print("the blind baseline on it:")
     print("  " + commands["scene_blind"])
@@ -86,19 +100,37 @@ def _build_synth(args) -> int:
 
 
 def register(sub) -> None:
-    top = sub.add_parser("layered-vqa", help="Layered-VQA tools (LLM-judge re-grading)", description=__doc__,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    top = sub.add_parser(
+        "layered-vqa",
+        help="Layered-VQA tools (LLM-judge re-grading)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     cmds = top.add_subparsers(dest="layered_vqa_command", required=True, metavar="COMMAND")
     g = cmds.add_parser("grade", help="grade your own replies with the rule grader (verdict and reason per line)")
-    g.add_argument("--input", required=True, type=Path, help="JSON lines: id, gold, question_type, answer (optional: question, label)")
+    g.add_argument(
+        "--input",
+        required=True,
+        type=Path,
+        help="JSON lines: id, gold, question_type, answer (optional: question, label)",
+    )
     g.add_argument("--json", action="store_true", help="print one JSON document (grades and summary) instead of text")
     g.set_defaults(fn=_grade, command_name="layered-vqa grade")
     j = cmds.add_parser("judge", help="re-grade logged Layered-VQA outputs with LLM judges")
     j.add_argument("paths", nargs="+", type=Path, help="results folders or files (run with --log_samples)")
-    j.add_argument("--judges", required=True, help="';'-separated [provider:]name=model[@url] (see lmms_scene.judges.parse_judges); "
-                   "hf:PATH for a local transformers causal LM (a save_pretrained folder or a .gguf file)")
-    j.add_argument("--data", type=Path, default=None, help="the data the run used: a parquet file or a folder written by lmms-scene build. Checked against the run "
-                   "(question ids, texts, gold answers; a mismatch is refused); needed only for runs whose samples carry no question texts")
+    j.add_argument(
+        "--judges",
+        required=True,
+        help="';'-separated [provider:]name=model[@url] (see lmms_scene.judges.parse_judges); "
+        "hf:PATH for a local transformers causal LM (a save_pretrained folder or a .gguf file)",
+    )
+    j.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="the data the run used: a parquet file or a folder written by lmms-scene build. Checked against the run "
+        "(question ids, texts, gold answers; a mismatch is refused); needed only for runs whose samples carry no question texts",
+    )
     j.add_argument("--out", type=Path, default=None, help="write the judged rows and reports as JSON here")
     j.set_defaults(fn=_judge, command_name="layered-vqa judge")
 
@@ -119,7 +151,9 @@ def _grade(args) -> int:
     counts = ", ".join(f"{v} {n}" for v, n in summ["verdicts"].items())
     print(f"{summ['n']} replies: {counts}; synonyms: {synonyms}")
     if "agreement" in summ:
-        print(f"agreement with the labels: {summ['agreement']:.3f} ({round(summ['agreement'] * summ['labelled'])}/{summ['labelled']})")
+        print(
+            f"agreement with the labels: {summ['agreement']:.3f} ({round(summ['agreement'] * summ['labelled'])}/{summ['labelled']})"
+        )
     return 0
 
 
@@ -169,7 +203,9 @@ def data_mismatches(rows: list, data: dict[str, dict]) -> list[str]:
             if r["question"] != d["question"]:
                 problems.append(f"question {qid!r}: the run asked {r['question']!r}, the data has {d['question']!r}")
         elif r.get("evidence_length") is not None and r["evidence_length"] != len(d["question"]):
-            problems.append(f"question {qid!r}: the run's question had {r['evidence_length']} characters, the data's {len(d['question'])}")
+            problems.append(
+                f"question {qid!r}: the run's question had {r['evidence_length']} characters, the data's {len(d['question'])}"
+            )
     return problems
 
 
@@ -180,7 +216,9 @@ def _judge(args) -> int:
     loaded = results.load(args.paths)
     runs = [r for r in loaded.for_benchmark("layered_vqa") if r.samples]
     if not runs:
-        raise FileNotFoundError(f"no Layered-VQA samples under {[str(p) for p in args.paths]} (run lmms_eval with --log_samples)")
+        raise FileNotFoundError(
+            f"no Layered-VQA samples under {[str(p) for p in args.paths]} (run lmms_eval with --log_samples)"
+        )
     data = _run_data(args.data) if args.data is not None else None
     # every run's rows, checked against the data before any judge is asked
     rows_of = {}
@@ -197,13 +235,17 @@ def _judge(args) -> int:
             problems = data_mismatches(rows, data)
             if problems:
                 shown = "; ".join(problems[:3])
-                raise ValueError(f"--data {args.data} is not the data of {run.source}: {len(problems)} of {len(rows)} rows disagree ({shown})")
+                raise ValueError(
+                    f"--data {args.data} is not the data of {run.source}: {len(problems)} of {len(rows)} rows disagree ({shown})"
+                )
         rows_of[id(run)] = rows
     questions = {qid: d["question"] for qid, d in data.items()} if data else None
     judged_by_model: dict[str, list] = {}
     reports = {}
     for run in runs:
-        judged = judging.judge_rows(rows_of[id(run)], panel, model=run.model, model_args=run.model_args, questions=questions)
+        judged = judging.judge_rows(
+            rows_of[id(run)], panel, model=run.model, model_args=run.model_args, questions=questions
+        )
         judged_by_model.setdefault(run.label, []).extend(judged)
     for label, rows in judged_by_model.items():
         rep = aggregation.report([r for r in rows], n_boot=500)
@@ -212,20 +254,30 @@ def _judge(args) -> int:
         reports[label] = rep
         acc = rep["overall"].get("accuracy")
         j = rep["judges"]
-        print(f"{label}: judged accuracy {acc if acc is None else round(acc, 4)} over {rep['overall']['n']} rows; "
-              f"{j['not_judged']} not sent to the judges ({j['not_judged_stopped']} stopped conversations, left out; "
-              f"{j['not_judged_empty']} empty replies, wrong); "
-              f"{j['no_consensus']} without consensus (left out), {j['failed_calls']} failed judge calls, "
-              f"{j['unparsed_replies']} unparsed replies; self-judges excluded: {j['self_judges_excluded'] or 'none'} "
-              f"({j['self_judgments']} self-judgments asked, kept for Figure 4)")  # fmt: skip
+        print(
+            f"{label}: judged accuracy {acc if acc is None else round(acc, 4)} over {rep['overall']['n']} rows; "
+            f"{j['not_judged']} not sent to the judges ({j['not_judged_stopped']} stopped conversations, left out; "
+            f"{j['not_judged_empty']} empty replies, wrong); "
+            f"{j['no_consensus']} without consensus (left out), {j['failed_calls']} failed judge calls, "
+            f"{j['unparsed_replies']} unparsed replies; self-judges excluded: {j['self_judges_excluded'] or 'none'} "
+            f"({j['self_judgments']} self-judgments asked, kept for Figure 4)"
+        )
     matrix = judging.self_preference(judged_by_model)
     cells = judging.self_cells(judged_by_model)
-    print("Figure 4: self-preference after cross-judging (share judged correct; rows: judge, columns: model; "
-          "[boxed]: a model judging its own outputs, never counted in the consensus)")  # fmt: skip
+    print(
+        "Figure 4: self-preference after cross-judging (share judged correct; rows: judge, columns: model; "
+        "[boxed]: a model judging its own outputs, never counted in the consensus)"
+    )
     print(judging.self_preference_table(matrix, cells))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(args.out, json.dumps({"reports": reports, "self_preference": matrix, "self_cells": cells, "rows": judged_by_model},
-                                       default=str, indent=1))  # fmt: skip
+        write_atomic(
+            args.out,
+            json.dumps(
+                {"reports": reports, "self_preference": matrix, "self_cells": cells, "rows": judged_by_model},
+                default=str,
+                indent=1,
+            ),
+        )
         print(f"wrote {args.out}", file=sys.stderr)
     return 0

@@ -20,11 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from lmms_scene.files import write_atomic
-from lmms_scene.analysis.pfram_scores import DEFAULT_POPE_TASKS
 from lmms_scene import settings
-from lmms_scene.analysis.pfram_scores import correlate, score_features, select_images
+from lmms_scene.analysis.pfram_scores import DEFAULT_POPE_TASKS, correlate, score_features, select_images
 from lmms_scene.cli import main as cli_main
+from lmms_scene.files import write_atomic
 from lmms_scene.settings import process_group
 
 
@@ -53,8 +52,12 @@ def _processor_kwargs(items: list[str]) -> dict[str, Any]:
 
 
 def register(sub) -> None:
-    top = sub.add_parser("pfram", help="Pfram feature extraction, scoring and correlation", description=__doc__,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    top = sub.add_parser(
+        "pfram",
+        help="Pfram feature extraction, scoring and correlation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     cmds = top.add_subparsers(dest="pfram_command", required=True, metavar="COMMAND")
 
     e = cmds.add_parser("extract", help="extract image representations of chosen layers")
@@ -71,8 +74,13 @@ def register(sub) -> None:
     e.add_argument("--device", default="cpu")
     e.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     e.add_argument("--device-map", default=None, help="'auto' spreads the model over several GPUs (accelerate)")
-    e.add_argument("--processor-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="processor option, e.g. max_pixels=50176 (repeatable)")  # fmt: skip
+    e.add_argument(
+        "--processor-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="processor option, e.g. max_pixels=50176 (repeatable)",
+    )
     e.add_argument("--skip-missing", action="store_true", help="skip labelled images whose file is absent")
     e.set_defaults(fn=_extract, command_name="pfram extract")
 
@@ -87,9 +95,13 @@ def register(sub) -> None:
     s.add_argument("--ties", default="index", type=_csv, help="index, expected or index,expected")
     s.add_argument("--layers", default=None, type=_csv, help="subset of the stored layers (comma-separated names)")
     s.add_argument("--input-layer", default="llm.0", help="layer reported as Pfram_input")
-    s.add_argument("--on-undefined", default="raise", choices=["raise", "skip", "zero"],
-                   help="anchors sharing no label with any image (NDCG and knn): error, leave out of the mean,"
-                        " or score 0 (the reference code's choice)")  # fmt: skip
+    s.add_argument(
+        "--on-undefined",
+        default="raise",
+        choices=["raise", "skip", "zero"],
+        help="anchors sharing no label with any image (NDCG and knn): error, leave out of the mean,"
+        " or score 0 (the reference code's choice)",
+    )
     s.add_argument("--drop-unlabelled", action="store_true", help="score only the images the labels file keeps")
     s.add_argument("--bootstrap", type=int, default=0, help="bootstrap resamples for 95%% intervals (0: none)")
     s.add_argument("--block-bytes", type=int, default=None)
@@ -99,14 +111,22 @@ def register(sub) -> None:
 
     c = cmds.add_parser("correlate", help="Pearson r between Pfram and POPE accuracy across models")
     c.add_argument("--scores", nargs="+", required=True, type=Path, help="JSON files written by 'pfram score'")
-    c.add_argument("--pope", nargs="+", required=True,
-                   help="lmms-eval results JSON per model (same order as --scores), or an accuracy number")  # fmt: skip
+    c.add_argument(
+        "--pope",
+        nargs="+",
+        required=True,
+        help="lmms-eval results JSON per model (same order as --scores), or an accuracy number",
+    )
     c.add_argument("--summary", default="input", choices=["input", "mean", "max"])
     c.add_argument("--phi", default="ndcg")
     c.add_argument("--k", type=int, default=100)
     c.add_argument("--ties", default="index")
-    c.add_argument("--pope-tasks", default=",".join(DEFAULT_POPE_TASKS), type=_csv,
-                   help="the random, popular and adversarial task names in the results files")  # fmt: skip
+    c.add_argument(
+        "--pope-tasks",
+        default=",".join(DEFAULT_POPE_TASKS),
+        type=_csv,
+        help="the random, popular and adversarial task names in the results files",
+    )
     c.add_argument("--output", type=Path, default=None)
     c.set_defaults(fn=_correlate, command_name="pfram correlate")
 
@@ -161,11 +181,22 @@ def _extract(a) -> int:
 
     with _warnings_as_lines("pfram extract"):
         out = extract_features(
-            a.model, [a.images / n for n in names], a.out, image_ids=names, layers=a.layers,
-            instruction=a.instruction, batch_size=a.batch_size, shard_size=a.shard_size, device=device,
-            dtype=a.dtype, device_map=a.device_map, processor_kwargs=_processor_kwargs(a.processor_arg),
-            progress=progress, process_index=rank, num_processes=world,
-        )  # fmt: skip
+            a.model,
+            [a.images / n for n in names],
+            a.out,
+            image_ids=names,
+            layers=a.layers,
+            instruction=a.instruction,
+            batch_size=a.batch_size,
+            shard_size=a.shard_size,
+            device=device,
+            dtype=a.dtype,
+            device_map=a.device_map,
+            processor_kwargs=_processor_kwargs(a.processor_arg),
+            progress=progress,
+            process_index=rank,
+            num_processes=world,
+        )
     if bar is not None:
         bar.close()
     store = FeatureStore(out)
@@ -177,11 +208,22 @@ def _extract(a) -> int:
 def _score(a) -> int:
     with _warnings_as_lines("pfram score"):
         out = score_features(
-            a.features, a.labels, phis=a.phi, ks=a.k, ties=a.ties, layers=a.layers or None,
-            input_layer=a.input_layer, min_objects=a.min_objects, drop_unlabelled=a.drop_unlabelled,
-            on_undefined=a.on_undefined, bootstrap=a.bootstrap, block_bytes=a.block_bytes, device=a.device,
-            descriptions_path=a.descriptions, sentence_model=a.sentence_model,
-        )  # fmt: skip
+            a.features,
+            a.labels,
+            phis=a.phi,
+            ks=a.k,
+            ties=a.ties,
+            layers=a.layers or None,
+            input_layer=a.input_layer,
+            min_objects=a.min_objects,
+            drop_unlabelled=a.drop_unlabelled,
+            on_undefined=a.on_undefined,
+            bootstrap=a.bootstrap,
+            block_bytes=a.block_bytes,
+            device=a.device,
+            descriptions_path=a.descriptions,
+            sentence_model=a.sentence_model,
+        )
     return _emit(out, a.output)
 
 

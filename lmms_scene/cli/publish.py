@@ -20,12 +20,18 @@ from lmms_scene.report import publish
 
 
 def register(sub) -> None:
-    p = sub.add_parser("publish", help="validate a built dataset, write its card and push it to the hub",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = sub.add_parser(
+        "publish",
+        help="validate a built dataset, write its card and push it to the hub",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("benchmark", choices=[b.cli_name for b in benchmarks.BENCHMARKS if b.builder])
     p.add_argument("--repo", required=True, help="hub dataset repo, OWNER/NAME")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--dataset", type=Path, metavar="D", help="a folder written by `lmms-scene build NAME ... --out D`")
+    src.add_argument(
+        "--dataset", type=Path, metavar="D", help="a folder written by `lmms-scene build NAME ... --out D`"
+    )
     src.add_argument("--from-folder", type=Path, metavar="DIR", help="build first from this local release folder")
     src.add_argument("--from-hub", metavar="REPO", help="COOCO only: build first from this hub release")
     p.add_argument("--metadata", type=Path, help="with --from-folder (COOCO, SNUS): the metadata file")
@@ -41,8 +47,9 @@ def _publish(a) -> int:
     with tempfile.TemporaryDirectory(prefix="lmms-scene-publish-") as tmp:
         folder, source = a.dataset, a.source
         if folder is None:
-            folder, built_from = publish.build_from_source(a.benchmark, Path(tmp) / "built", folder=a.from_folder,
-                                                           hub=a.from_hub, metadata=a.metadata)  # fmt: skip
+            folder, built_from = publish.build_from_source(
+                a.benchmark, Path(tmp) / "built", folder=a.from_folder, hub=a.from_hub, metadata=a.metadata
+            )
             source = source or built_from
         prepared = publish.prepare(a.benchmark, folder, a.repo, source=source, license=a.license)
         for line in prepared.checks:
@@ -54,5 +61,7 @@ def _publish(a) -> int:
                 print(f"  {path}")
             return 0
         url = publish.push(prepared, private=a.private)
-    print(f"pushed {sum(len(d) for d in prepared.splits.values())} rows ({', '.join(prepared.splits)}) and the card to {url}")
+    print(
+        f"pushed {sum(len(d) for d in prepared.splits.values())} rows ({', '.join(prepared.splits)}) and the card to {url}"
+    )
     return 0

@@ -21,15 +21,30 @@ from lmms_scene.report.html import build_report
 
 
 def register(sub) -> None:
-    p = sub.add_parser("report", help="write a self-contained HTML report comparing results", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = sub.add_parser(
+        "report",
+        help="write a self-contained HTML report comparing results",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("results", nargs="*", type=Path, metavar="RESULTS", help="results folder or file (one per model)")
-    p.add_argument("--out", required=True, type=Path, help="the HTML file to write (report.md and tables/ go beside it)")
-    p.add_argument("--pfram", nargs="+", default=[], type=Path, metavar="SCORES.json",
-                   help="Pfram score files written by `lmms-scene pfram score --output`")  # fmt: skip
+    p.add_argument(
+        "--out", required=True, type=Path, help="the HTML file to write (report.md and tables/ go beside it)"
+    )
+    p.add_argument(
+        "--pfram",
+        nargs="+",
+        default=[],
+        type=Path,
+        metavar="SCORES.json",
+        help="Pfram score files written by `lmms-scene pfram score --output`",
+    )
     p.add_argument("--title", default="lmms-scene report")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace files at --out (and report.md, tables/ beside it) that an lmms-scene report did not write")  # fmt: skip
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace files at --out (and report.md, tables/ beside it) that an lmms-scene report did not write",
+    )
     p.set_defaults(fn=_report, command_name="report")
 
 
@@ -41,6 +56,8 @@ def _report(a) -> int:
         print(f"lmms-scene report: replaced {path} (written by an earlier lmms-scene report)", file=sys.stderr)
     for path, why in info.skipped:
         print(f"lmms-scene report: skipped {path}: {why}", file=sys.stderr)
-    print(f"lmms-scene report: {info.out} ({info.n_tables} tables, {info.n_plots} plots; models: "
-          f"{', '.join(info.models) or '-'}); {info.markdown}; {len(info.csv)} CSV files in {info.out.parent / 'tables'}")  # fmt: skip
+    print(
+        f"lmms-scene report: {info.out} ({info.n_tables} tables, {info.n_plots} plots; models: "
+        f"{', '.join(info.models) or '-'}); {info.markdown}; {len(info.csv)} CSV files in {info.out.parent / 'tables'}"
+    )
     return 0

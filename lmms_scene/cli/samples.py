@@ -8,8 +8,12 @@ from lmms_scene.data.samples import build_samples
 
 def register(sub) -> None:
     p = sub.add_parser("build-samples", help="regenerate the embedded sample splits")
-    p.add_argument("benchmarks", nargs="*", metavar="BENCH",
-                   help=f"benchmarks to build (default: every one with a sample builder; known: {', '.join(benchmarks.names())})")  # fmt: skip
+    p.add_argument(
+        "benchmarks",
+        nargs="*",
+        metavar="BENCH",
+        help=f"benchmarks to build (default: every one with a sample builder; known: {', '.join(benchmarks.names())})",
+    )
     p.set_defaults(fn=_build_samples)
 
 

@@ -18,9 +18,13 @@ from lmms_scene.report.text import show_text
 def register(sub) -> None:
     p = sub.add_parser("show", help="print the readable tables of results files or folders", description=__doc__)
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="results JSON, samples JSONL, or a folder")
-    p.add_argument("--width", type=int, default=None,
-                   help="no line longer than this (wide tables are cut into column blocks); 0: no limit "
-                        "(default: the terminal's width, or COLUMNS when set; 160 when output is not a terminal)")  # fmt: skip
+    p.add_argument(
+        "--width",
+        type=int,
+        default=None,
+        help="no line longer than this (wide tables are cut into column blocks); 0: no limit "
+        "(default: the terminal's width, or COLUMNS when set; 160 when output is not a terminal)",
+    )
     p.set_defaults(fn=_show)
 
 

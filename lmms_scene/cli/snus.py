@@ -14,7 +14,7 @@ from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
 from lmms_scene.files import iter_jsonl
 from lmms_scene.judges import parse_judges
 from lmms_scene.metrics.cesg import report, score_corpus
-from lmms_scene.metrics.cesg.agreement import agreement, check_finite, finite_or_none, STATISTICS, weight_grid
+from lmms_scene.metrics.cesg.agreement import STATISTICS, agreement, check_finite, finite_or_none, weight_grid
 from lmms_scene.metrics.cesg.judges import SynonymVerifier
 from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA
 from lmms_scene.metrics.cesg.report import samples_rows
@@ -27,13 +27,17 @@ def _read_jsonl(path: Path, required: tuple[str, ...]) -> list[dict[str, Any]]:
     for n, row in iter_jsonl(path):
         missing = [f for f in required if f not in row]
         if missing:
-            raise ValueError(f"{path}, line {n}: missing field(s) {missing}; a row is {{{', '.join(map(repr, required))}}}")
+            raise ValueError(
+                f"{path}, line {n}: missing field(s) {missing}; a row is {{{', '.join(map(repr, required))}}}"
+            )
         refs = row.get("references")
         if refs is not None:
             if isinstance(refs, str):
                 row["references"] = [refs]
             elif not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-                raise ValueError(f"{path}, line {n}: field 'references': expected a string or a non-empty list of strings, got {refs!r}")
+                raise ValueError(
+                    f"{path}, line {n}: field 'references': expected a string or a non-empty list of strings, got {refs!r}"
+                )
         if "prediction" in required and not isinstance(row["prediction"], str):
             raise ValueError(f"{path}, line {n}: field 'prediction': expected a string, got {row['prediction']!r}")
         row["_line"] = n
@@ -60,7 +64,12 @@ def _unique_ids(rows: list[dict[str, Any]], path: Path, field: str = "id") -> No
 
 def _options(args) -> dict[str, Any]:
     lam = settings.parse_unit(args.lambda_, "--lambda")
-    opts: dict[str, Any] = {"coref": args.coref, "parser": args.parser, "lambda_": lam, "synonyms": not args.no_synonyms}
+    opts: dict[str, Any] = {
+        "coref": args.coref,
+        "parser": args.parser,
+        "lambda_": lam,
+        "synonyms": not args.no_synonyms,
+    }
     opts["encoder"] = None if args.encoder == "none" else settings.check_text(args.encoder, "--encoder")
     if args.weights:
         opts["weights"], note = settings.parse_weights(args.weights, "--weights")
@@ -80,13 +89,21 @@ def register(sub) -> None:
     c.add_argument("--json", action="store_true", help="print the per-row scores, means, counts and provenance as JSON")
     c.add_argument("--coref", default="rule", choices=["rule", "lingmess"])
     c.add_argument("--parser", default="rule", choices=["rule", "factual", "discosg"])
-    c.add_argument("--encoder", default="default", help="sentence encoder: default (MiniLM, offline), simcse, a name or folder, or none")
+    c.add_argument(
+        "--encoder",
+        default="default",
+        help="sentence encoder: default (MiniLM, offline), simcse, a name or folder, or none",
+    )
     c.add_argument("--lambda", dest="lambda_", type=float, default=None, help="interactive-matching threshold")
     c.add_argument("--weights", default=None, help="w_o,w_a,w_r (default 0.5,0.25,0.25)")
     c.add_argument("--no-synonyms", action="store_true", help="switch WordNet synonym matching off")
-    c.add_argument("--verifier", default=None, metavar="JUDGE",
-                   help="LLM synonym verifier Q_v, e.g. 'qwen=Qwen/Qwen2.5-7B-Instruct@http://localhost:8000/v1' "
-                   "(lmms_scene.judges spec; failures are listed per row, never scored)")  # fmt: skip
+    c.add_argument(
+        "--verifier",
+        default=None,
+        metavar="JUDGE",
+        help="LLM synonym verifier Q_v, e.g. 'qwen=Qwen/Qwen2.5-7B-Instruct@http://localhost:8000/v1' "
+        "(lmms_scene.judges spec; failures are listed per row, never scored)",
+    )
     c.set_defaults(fn=_cesg, command_name="cesg")
 
     a = sub.add_parser("snus-ac", help="the AC stress test: references with negation stripped, scored by every metric")
@@ -96,16 +113,32 @@ def register(sub) -> None:
     a.add_argument("--json", action="store_true")
     a.set_defaults(fn=_snus_ac, command_name="snus-ac")
 
-    g = sub.add_parser("agreement", help="metric-versus-judge agreement (SNUS Table 3) and the CESG weight grid (Table 4)")
-    g.add_argument("--input", required=True, type=Path,
-                   help="JSONL rows with an image id, per-sample metric scores and the judge/human score; "
-                   "with --judges: a SNUS samples file (--log_samples), whose rows carry their scores")  # fmt: skip
-    g.add_argument("--judges", type=Path, default=None,
-                   help="JSONL rows {image id, target}: judge/human scores joined by image id to the samples file given as --input")  # fmt: skip
+    g = sub.add_parser(
+        "agreement", help="metric-versus-judge agreement (SNUS Table 3) and the CESG weight grid (Table 4)"
+    )
+    g.add_argument(
+        "--input",
+        required=True,
+        type=Path,
+        help="JSONL rows with an image id, per-sample metric scores and the judge/human score; "
+        "with --judges: a SNUS samples file (--log_samples), whose rows carry their scores",
+    )
+    g.add_argument(
+        "--judges",
+        type=Path,
+        default=None,
+        help="JSONL rows {image id, target}: judge/human scores joined by image id to the samples file given as --input",
+    )
     g.add_argument("--target", default="human", help="field holding the judge or human score (default: human)")
-    g.add_argument("--metrics", default=None, help="comma-separated metric fields (default: every numeric field but the target)")
-    g.add_argument("--group", default="image_id", help="field naming the image (pairwise accuracy within it; bootstrap clusters)")
-    g.add_argument("--weights", action="store_true", help="also evaluate Table 4's (w_o, w_a, w_r) grid from F1_o, F1_a, F1_r")
+    g.add_argument(
+        "--metrics", default=None, help="comma-separated metric fields (default: every numeric field but the target)"
+    )
+    g.add_argument(
+        "--group", default="image_id", help="field naming the image (pairwise accuracy within it; bootstrap clusters)"
+    )
+    g.add_argument(
+        "--weights", action="store_true", help="also evaluate Table 4's (w_o, w_a, w_r) grid from F1_o, F1_a, F1_r"
+    )
     g.add_argument("--n-boot", type=int, default=1000)
     g.add_argument("--json", action="store_true")
     g.set_defaults(fn=_agreement, command_name="agreement")
@@ -123,12 +156,17 @@ def _cesg(args) -> int:
         print()
         return 0
     keys = ("CESG", "F1_o", "F1_a", "F1_r", "P_o", "R_o", "P_a", "R_a", "P_r", "R_r")
-    print(markdown_table(["id", *keys, "status"], [[r["id"], *(r[k] for k in keys), r["status"]] for r in result["rows"]]))
+    print(
+        markdown_table(["id", *keys, "status"], [[r["id"], *(r[k] for k in keys), r["status"]] for r in result["rows"]])
+    )
     print()
     print(markdown_table(["corpus", *keys], [["paper's convention", *(result["means"][k] for k in keys)]]))
     rc = result["row_counts"]
-    print("\nrows behind each mean: " + ", ".join(f"{k} {rc[k]}" for k in sorted(rc))
-          + " (P_t: rows whose prediction states a type-t element; R_t: rows whose reference does; F1_t = HM(P_t, R_t))")  # fmt: skip
+    print(
+        "\nrows behind each mean: "
+        + ", ".join(f"{k} {rc[k]}" for k in sorted(rc))
+        + " (P_t: rows whose prediction states a type-t element; R_t: rows whose reference does; F1_t = HM(P_t, R_t))"
+    )
     print(
         f"\n{result['n_scored']} of {result['n']} rows scored; {result['n_reference_without_absent_information']} references without "
         f"absent information excluded; {result['n_empty_prediction']} empty predictions and "
@@ -136,8 +174,10 @@ def _cesg(args) -> int:
         f"{result['n_parse_failures']} sentence parse failures."
     )
     prov = result["provenance"]
-    print(f"CESG components: coref={prov['coref']}; parser={prov['parser']}; similarity={prov['similarity_model']}; "
-          f"lambda={prov['interactive_lambda']}; weights={prov['weights']}")  # fmt: skip
+    print(
+        f"CESG components: coref={prov['coref']}; parser={prov['parser']}; similarity={prov['similarity_model']}; "
+        f"lambda={prov['interactive_lambda']}; weights={prov['weights']}"
+    )
     return 0
 
 
@@ -197,28 +237,58 @@ def _agreement(args) -> int:
         return [with_interval(entry[s]["value"], entry[s]["ci95"]) for s in STATISTICS]
 
     print(f"## Table 3: agreement with {args.target!r} (value [95% CI], images resampled, {args.n_boot} resamples)\n")
-    print(markdown_table(["metric", "n", "excluded", *STATISTICS], [[m, e["n"], e["excluded"], *cells(e)] for m, e in result["metrics"].items()]))
+    print(
+        markdown_table(
+            ["metric", "n", "excluded", *STATISTICS],
+            [[m, e["n"], e["excluded"], *cells(e)] for m, e in result["metrics"].items()],
+        )
+    )
     if grid:
         print("\n## Table 4: CESG weights\n")
-        print(markdown_table(["w_o", "w_a", "w_r", "n", *STATISTICS], [[f"{g['w_o']:.2f}", f"{g['w_a']:.2f}", f"{g['w_r']:.2f}", g["n"], *cells(g)] for g in grid]))
+        print(
+            markdown_table(
+                ["w_o", "w_a", "w_r", "n", *STATISTICS],
+                [[f"{g['w_o']:.2f}", f"{g['w_a']:.2f}", f"{g['w_r']:.2f}", g["n"], *cells(g)] for g in grid],
+            )
+        )
     return 0
 
 
 def register_build(builds) -> None:
-    p = builds.add_parser("snus", help="convert a local SNUS release (images + metadata) into a dataset plus a task",
-                          description="Convert a local SNUS release into parquet splits with explicit Features and a card; "
-                          "with --name also write a task YAML that evaluates its test split.")  # fmt: skip
-    p.add_argument("--from-folder", required=True, type=Path, metavar="DIR", help="folder with the images and metadata.{jsonl,json,csv}")
-    p.add_argument("--metadata", type=Path, help="metadata file (default: DIR/metadata.*); fields image, caption, "
-                   "missing_objects, missing_attributes, missing_relations, scene, split")  # fmt: skip
-    p.add_argument("--out", required=True, type=Path, help="output folder: data/<split>-00000-of-00001.parquet, README.md, tasks/snus_<name>.yaml")
+    p = builds.add_parser(
+        "snus",
+        help="convert a local SNUS release (images + metadata) into a dataset plus a task",
+        description="Convert a local SNUS release into parquet splits with explicit Features and a card; "
+        "with --name also write a task YAML that evaluates its test split.",
+    )
+    p.add_argument(
+        "--from-folder",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="folder with the images and metadata.{jsonl,json,csv}",
+    )
+    p.add_argument(
+        "--metadata",
+        type=Path,
+        help="metadata file (default: DIR/metadata.*); fields image, caption, "
+        "missing_objects, missing_attributes, missing_relations, scene, split",
+    )
+    p.add_argument(
+        "--out",
+        required=True,
+        type=Path,
+        help="output folder: data/<split>-00000-of-00001.parquet, README.md, tasks/snus_<name>.yaml",
+    )
     p.add_argument("--name", default=None, help="task name suffix (default: the --out folder's name)")
     p.set_defaults(fn=_build, command_name="build snus")
 
 
 def _build(args) -> int:
     dataset = snus.build(args.from_folder, args.metadata)
-    written = snus.write_local(dataset, args.out, source=f"the local release {args.from_folder.resolve()}", name=args.name)
+    written = snus.write_local(
+        dataset, args.out, source=f"the local release {args.from_folder.resolve()}", name=args.name
+    )
     for path in [*written["splits"], written["card"]]:
         print(path)
     if written["tasks"]:

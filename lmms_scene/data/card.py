@@ -15,17 +15,32 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 
-def front_matter(*, license: str, source: str, pretty_name: str, splits: Sequence[str], data_path: str = "data/{split}-*",
-                 task_categories: Sequence[str] = (), license_terms: str | None = None, **extra: Any) -> str:  # fmt: skip
+def front_matter(
+    *,
+    license: str,
+    source: str,
+    pretty_name: str,
+    splits: Sequence[str],
+    data_path: str = "data/{split}-*",
+    task_categories: Sequence[str] = (),
+    license_terms: str | None = None,
+    **extra: Any,
+) -> str:
     """The ``---``-fenced YAML block of a card (``data_path``: where a split's files are,
     ``{split}`` filled in)."""
     from huggingface_hub import DatasetCardData  # deferred: huggingface_hub is heavy to import
 
     data = DatasetCardData(
-        license=license, pretty_name=pretty_name, task_categories=list(task_categories) or None,
-        configs=[{"config_name": "default", "data_files": [{"split": s, "path": data_path.format(split=s)} for s in splits]}],
-        source=source, license_terms=license_terms, **extra,
-    )  # fmt: skip
+        license=license,
+        pretty_name=pretty_name,
+        task_categories=list(task_categories) or None,
+        configs=[
+            {"config_name": "default", "data_files": [{"split": s, "path": data_path.format(split=s)} for s in splits]}
+        ],
+        source=source,
+        license_terms=license_terms,
+        **extra,
+    )
     return f"---\n{data.to_yaml()}\n---\n"
 
 

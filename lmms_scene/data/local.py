@@ -47,6 +47,8 @@ TASKS_DIR = "tasks"
 def split_file(split: str) -> Path:
     """Where a build writes ``split`` (the hub layout: ``data/<split>-00000-of-00001.parquet``)."""
     return Path("data") / f"{split}-00000-of-00001.parquet"
+
+
 #: how every task file a build writes begins (a rebuild removes the earlier build's files)
 _HEADER_START = "# Written by `lmms-scene build"
 
@@ -58,18 +60,13 @@ def slug(name: str, option: str = "--name") -> str:
         raise TypeError(f"{option}: expected a string, got {name!r}")
     out = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
     if not out:
-        raise ValueError(
-            f"{option}: {name!r} has no letters or digits to name a task with"
-        )
+        raise ValueError(f"{option}: {name!r} has no letters or digits to name a task with")
     return out
 
 
 def our_names() -> dict[str, tuple[str, str]]:
     """Every task and group name lmms-scene ships: name -> (``task`` or ``group``, YAML path)."""
-    names = {
-        name: ("task", str(config.get("__yaml_path__", "")))
-        for name, config in our_task_configs().items()
-    }
+    names = {name: ("task", str(config.get("__yaml_path__", ""))) for name, config in our_task_configs().items()}
     for name, config in our_group_configs().items():
         names.setdefault(name, ("group", str(config.get("__yaml_path__", ""))))
     return names
@@ -83,9 +80,7 @@ def our_group_configs() -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
         for path in sorted(Path(root).rglob("*.yaml")):
             config = read_task_yaml(path)
-            if isinstance(config.get("group"), str) and isinstance(
-                config.get("task"), list
-            ):
+            if isinstance(config.get("group"), str) and isinstance(config.get("task"), list):
                 found[config["group"]] = config | {"__yaml_path__": str(path)}
         return found
 
@@ -106,9 +101,7 @@ def check_free(names: Sequence[str], name: str, option: str = "--name") -> None:
     seen: set[str] = set()
     for candidate in names:
         if candidate in seen:
-            raise ValueError(
-                f"{option} {name!r}: this build would write {candidate!r} twice; choose another {option}"
-            )
+            raise ValueError(f"{option} {name!r}: this build would write {candidate!r} twice; choose another {option}")
         seen.add(candidate)
 
 
@@ -116,9 +109,7 @@ def _clean(config: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if not k.startswith("__")}
 
 
-def task_configs(
-    out: Path, name: str, benchmark: str, bases: Sequence[str]
-) -> dict[str, dict[str, Any]]:
+def task_configs(out: Path, name: str, benchmark: str, bases: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The configs of the tasks ``<base>_<name>`` that evaluate the data written under
     ``out``: each of our tasks ``bases`` written out in full, the data files swapped for
     :data:`DATA_FILE`, ``metadata.benchmark`` set to ``benchmark``. Does not check for
@@ -128,9 +119,7 @@ def task_configs(
     configs = {}
     for base in bases:
         if base not in ours:
-            raise KeyError(
-                f"{base!r} is not one of lmms-scene's tasks (known: {', '.join(sorted(ours))})"
-            )
+            raise KeyError(f"{base!r} is not one of lmms-scene's tasks (known: {', '.join(sorted(ours))})")
         task = f"{base}_{suffix}"
         config = _clean(ours[base])
         config.update(
@@ -149,24 +138,14 @@ def task_configs(
     return configs
 
 
-def group_config(
-    group: str, tasks: Sequence[str], like: str, benchmark: str, out: Path
-) -> dict[str, Any]:
+def group_config(group: str, tasks: Sequence[str], like: str, benchmark: str, out: Path) -> dict[str, Any]:
     """A group ``group`` over ``tasks`` with the aggregate metrics (and any other group
     setting) of our group ``like``, declaring ``metadata.benchmark``."""
     ours = our_group_configs()
     if like not in ours:
-        raise KeyError(
-            f"{like!r} is not one of lmms-scene's groups (known: {', '.join(sorted(ours))})"
-        )
+        raise KeyError(f"{like!r} is not one of lmms-scene's groups (known: {', '.join(sorted(ours))})")
     config = {"group": group, "task": list(tasks)}
-    config.update(
-        {
-            k: v
-            for k, v in _clean(ours[like]).items()
-            if k not in ("group", "task", "metadata")
-        }
-    )
+    config.update({k: v for k, v in _clean(ours[like]).items() if k not in ("group", "task", "metadata")})
     config["metadata"] = {
         **(ours[like].get("metadata") or {}),
         "benchmark": benchmark,
@@ -192,11 +171,7 @@ def local_card(card: str) -> str:
     if not isinstance(meta, dict) or "configs" not in meta:
         return card
     meta.pop("configs")
-    return (
-        "---\n"
-        + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
-        + card[end + 1 :]
-    )
+    return "---\n" + yaml.safe_dump(meta, sort_keys=False, allow_unicode=True) + card[end + 1 :]
 
 
 def write_local(
@@ -253,9 +228,7 @@ def write_local(
                 old.unlink()
     header = f"# Written by `{tool}`: evaluates {out.resolve() / DATA_FILE}.\n"
     for name, config in [*tasks.items(), *groups.items()]:
-        (tasks_dir / f"{name}.yaml").write_text(
-            header + dump_task_yaml(dict(config)), encoding="utf-8"
-        )
+        (tasks_dir / f"{name}.yaml").write_text(header + dump_task_yaml(dict(config)), encoding="utf-8")
     return {
         "data": out / DATA_FILE if SPLIT in splits else None,
         "splits": written,

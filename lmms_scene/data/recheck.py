@@ -157,7 +157,10 @@ def replace_rows(dataset, stand_ins: Mapping[int, Mapping[str, Any]], problems: 
     order = sorted(stand_ins)
     columns = full.column_names
     # a column the stand-in does not fill (one the benchmark does not read) is left empty
-    rows = [{**dict.fromkeys(columns), **{k: v for k, v in stand_ins[i].items() if k in columns}, PROBLEM: problems[i]} for i in order]
+    rows = [
+        {**dict.fromkeys(columns), **{k: v for k, v in stand_ins[i].items() if k in columns}, PROBLEM: problems[i]}
+        for i in order
+    ]
     replacements = Dataset.from_list(rows, features=full.features)
     pieces, previous = [], 0
     for k, index in enumerate(order):
@@ -191,7 +194,9 @@ def screen(
     if not problems:
         return dataset
     if len(problems) == len(dataset):
-        raise error(f"{what}: nothing to evaluate: all {len(dataset)} rows failed the check when the task loaded them: {listed(problems)}")
+        raise error(
+            f"{what}: nothing to evaluate: all {len(dataset)} rows failed the check when the task loaded them: {listed(problems)}"
+        )
     _warn(what, problems, len(dataset))
     view = undecoded(dataset)
     stand_ins = {i: stand_in(view[i], i) for i in problems}

@@ -55,14 +55,18 @@ def inside(folder: str | Path, value: Any, where: str, field: str) -> Path:
     names); whether it exists is the caller's check."""
     prefix = f"{where}: field {field!r}" if where else f"field {field!r}"
     if not isinstance(value, str):
-        raise ValueError(f"{prefix}: expected a file name relative to the release folder, got {type(value).__name__} {_show(value)}")
+        raise ValueError(
+            f"{prefix}: expected a file name relative to the release folder, got {type(value).__name__} {_show(value)}"
+        )
     if not value.strip():
         raise ValueError(f"{prefix}: expected a file name relative to the release folder, got {value!r}")
     if "\x00" in value:
         raise ValueError(f"{prefix}: {_show(value)} contains a NUL character")
     posix, windows = PurePosixPath(value), PureWindowsPath(value)
     if posix.is_absolute() or windows.is_absolute() or windows.drive or value.startswith(("/", "\\", "~")):
-        raise ValueError(f"{prefix}: {value!r} is an absolute path; give a path relative to the release folder {folder}")
+        raise ValueError(
+            f"{prefix}: {value!r} is an absolute path; give a path relative to the release folder {folder}"
+        )
     if ".." in posix.parts or ".." in windows.parts:
         raise ValueError(f"{prefix}: {value!r} leaves the release folder ('..'); give a path inside {folder}")
     root = Path(folder).resolve()

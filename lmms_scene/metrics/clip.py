@@ -114,8 +114,10 @@ def for_sample_run() -> str | None:
     if default_model_cached():
         _NOT_AT_HAND = None
         return None
-    _NOT_AT_HAND = (f"{DEFAULT_CLIP_MODEL} is not in the local Hugging Face cache (sample run, nothing downloaded); "
-                    f"get it once with `{fetch_command()}`, or set {CLIP_MODEL_ENV} to a local CLIP folder")  # fmt: skip
+    _NOT_AT_HAND = (
+        f"{DEFAULT_CLIP_MODEL} is not in the local Hugging Face cache (sample run, nothing downloaded); "
+        f"get it once with `{fetch_command()}`, or set {CLIP_MODEL_ENV} to a local CLIP folder"
+    )
     return _NOT_AT_HAND
 
 
@@ -236,7 +238,11 @@ def _normalise(x: torch.Tensor) -> torch.Tensor:
 
 def _load(name: str, device: str) -> ClipEncoder:
     try:
-        from transformers import AutoImageProcessor, AutoTokenizer, CLIPModel  # deferred: transformers (imports torch) is heavy to import
+        from transformers import (
+            AutoImageProcessor,
+            AutoTokenizer,
+            CLIPModel,
+        )  # deferred: transformers (imports torch) is heavy to import
 
         model = load_pretrained(CLIPModel, name, device)
         tokenizer = AutoTokenizer.from_pretrained(name)
@@ -269,7 +275,9 @@ def encoder(model: str | os.PathLike | None = None, device: str | None = None) -
     global _NOT_AT_HAND
     name = resolve_model(model)
     if switched_off(name):
-        raise ClipModelUnavailable(f"CLIP metrics are switched off ({CLIP_MODEL_ENV}={CLIP_DISABLED}); no CLIP model to use")
+        raise ClipModelUnavailable(
+            f"CLIP metrics are switched off ({CLIP_MODEL_ENV}={CLIP_DISABLED}); no CLIP model to use"
+        )
     dev = _device(device)
     loaded = cached(("clip", name, dev), lambda: _load(name, dev))
     if name == DEFAULT_CLIP_MODEL:

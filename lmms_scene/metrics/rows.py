@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from lmms_scene.validation import field_names, non_negative_int, probability
 from lmms_scene import cache
+from lmms_scene.validation import field_names, non_negative_int, probability
 
 T = TypeVar("T")
 
@@ -82,9 +82,7 @@ def _sort_key(key: tuple) -> tuple:
     return tuple((0, v, "") if isinstance(v, float) else (1, 0.0, str(v)) for v in key)
 
 
-def dedupe(
-    rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str], same: Sequence[str] = ("output",)
-) -> Deduped:
+def dedupe(rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str], same: Sequence[str] = ("output",)) -> Deduped:
     """Rows deduplicated by ``id_fields`` (first wins), sorted by id, with the number of
     duplicates dropped. A duplicate must be a re-gathered copy: when two rows with one
     id differ on a field in ``same`` (the model output), :class:`DuplicateRowError`
@@ -118,7 +116,9 @@ def is_computed(value: Any) -> bool:
     try:
         return not math.isnan(float(value))
     except (TypeError, ValueError):
-        raise TypeError(f"score values must be numbers, booleans or None, got {type(value).__name__}: {value!r:.100}") from None
+        raise TypeError(
+            f"score values must be numbers, booleans or None, got {type(value).__name__}: {value!r:.100}"
+        ) from None
 
 
 def mean(values: Iterable[Any]) -> float | None:
@@ -227,9 +227,11 @@ def bootstrap_interval(
     """
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise TypeError(f"values: expected a sequence of numbers, got {type(values).__name__}: {values!r:.100}")
-    computed_clusters = {
-        (clusters[i] if clusters is not None else i) for i, v in enumerate(values) if is_computed(v)
-    } if clusters is None or len(clusters) == len(values) else None
+    computed_clusters = (
+        {(clusters[i] if clusters is not None else i) for i, v in enumerate(values) if is_computed(v)}
+        if clusters is None or len(clusters) == len(values)
+        else None
+    )
     if computed_clusters is None:
         raise ValueError(f"clusters: {len(clusters)} cluster ids for {len(values)} values")
     if len(computed_clusters) < 2:
@@ -290,7 +292,9 @@ def cell(
         for name, dist in dists.items():
             intervals[name] = percentile_interval(dist, level)
     if intervals:
-        out["ci95" if level == LEVEL else f"ci{round(level * 100)}"] = {k: intervals[k] for k in names if k in intervals}
+        out["ci95" if level == LEVEL else f"ci{round(level * 100)}"] = {
+            k: intervals[k] for k in names if k in intervals
+        }
     if not_computed:
         out["not_computed"] = not_computed
     return out
@@ -394,7 +398,9 @@ def corpus_value(
 # -- which data a run scored ---------------------------------------------------------------
 
 
-def dataset_identity(rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str], data_fields: Sequence[str]) -> dict[str, Any]:
+def dataset_identity(
+    rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str], data_fields: Sequence[str]
+) -> dict[str, Any]:
     """The identity of the data a run scored: a fingerprint of its items (``id_fields``:
     what identifies an item of the dataset, not a task's row: noise settings, schedules and
     repeats are views of one item) and their data fields (gold labels, references,
@@ -422,7 +428,9 @@ def dataset_identity(rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str]
 UNSCORED_LISTED = 20
 
 
-def unscored_summary(rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str], limit: int = UNSCORED_LISTED) -> dict[str, Any]:
+def unscored_summary(
+    rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str], limit: int = UNSCORED_LISTED
+) -> dict[str, Any]:
     """What a report says about the rows recorded unscored (``scored`` False, with an
     ``unscored_reason``): ``n_unscored``, every one counted, and ``unscored``, the first
     ``limit`` of them (in the order given) with their ids and reason.
@@ -433,5 +441,7 @@ def unscored_summary(rows: Iterable[Mapping[str, Any]], id_fields: Sequence[str]
     unscored = [r for r in rows if r.get("scored") is False]
     return {
         "n_unscored": len(unscored),
-        "unscored": [{**{k: r.get(k) for k in id_fields}, "reason": r.get("unscored_reason")} for r in unscored[:limit]],
+        "unscored": [
+            {**{k: r.get(k) for k in id_fields}, "reason": r.get("unscored_reason")} for r in unscored[:limit]
+        ],
     }

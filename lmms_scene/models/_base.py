@@ -136,7 +136,9 @@ class SceneModel(lmms):
     #: whether ``doc_to_visual`` is called at all (the blind baseline never calls it)
     looks_at_images = True
 
-    def __init__(self, record: str | None = None, batch_size: int | str = 1, device: str = "cpu", **kwargs: Any) -> None:
+    def __init__(
+        self, record: str | None = None, batch_size: int | str = 1, device: str = "cpu", **kwargs: Any
+    ) -> None:
         super().__init__()
         unknown = {k: v for k, v in kwargs.items() if k not in ("device_map", "max_length")}
         if unknown:
@@ -206,7 +208,9 @@ class SceneModel(lmms):
             )
             return (None if terminal else _turn_from_messages(messages)), round_info
 
-        return self._converse(info, _turn_from_messages(req.doc_to_messages(info.doc)), next_round if multi_round else None)
+        return self._converse(
+            info, _turn_from_messages(req.doc_to_messages(info.doc)), next_round if multi_round else None
+        )
 
     def _converse(self, info: RequestInfo, first: Turn, next_round):
         """Answer ``first``; with ``next_round`` (multi-round), keep asking it for the next

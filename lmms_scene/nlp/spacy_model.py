@@ -55,7 +55,9 @@ def _load(package: str, disable: tuple[str, ...]) -> Any:
         raise MissingNLPComponent(f"spaCy model {package!r} could not be loaded ({exc}): {HOW_TO_INSTALL}") from exc
 
 
-def spacy_pipeline(model: str = MODEL, disable: tuple[str, ...] = DEFAULT_DISABLE, merge_compounds: bool = False) -> Any:
+def spacy_pipeline(
+    model: str = MODEL, disable: tuple[str, ...] = DEFAULT_DISABLE, merge_compounds: bool = False
+) -> Any:
     """The loaded spaCy ``Language`` (cached per model, disabled components and whether
     known multi-word nouns are merged into one token first: :mod:`lmms_scene.nlp.compounds`)."""
     package, _ = installed_package(model)

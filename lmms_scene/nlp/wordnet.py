@@ -26,8 +26,8 @@ _lock = threading.Lock()
 
 def _load() -> Any:
     try:
-        from nltk.corpus.reader.wordnet import WordNetCorpusReader  # deferred: NLTK is heavy to import
         import nltk.data  # deferred: NLTK is heavy to import
+        from nltk.corpus.reader.wordnet import WordNetCorpusReader  # deferred: NLTK is heavy to import
     except ImportError as exc:
         raise MissingNLPComponent(f"nltk is not installed; {INSTALL_HINT}") from exc
     try:

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmms_scene.report.tables import Plot, Run, Table, Value, View, cell_text, slugify
 import lmms_scene
-from lmms_scene import benchmarks, results as results_lib
+from lmms_scene import benchmarks
+from lmms_scene import results as results_lib
 from lmms_scene.prompts import environment
-from lmms_scene.report.tables import md_inline
+from lmms_scene.report.tables import Plot, Run, Table, Value, View, cell_text, md_inline, slugify
 from lmms_scene.results import label_runs
 
 #: the harness release whose results files this report reads (a results file naming
@@ -84,8 +84,13 @@ def _results_files(paths: Sequence[Path], skipped: list[tuple[str, str]]) -> lis
             if f.is_file() and f.name.endswith(".json"):
                 version = _harness_version(f)
                 if version and re.match(r"^\d+\.\d+", version) and not version.startswith(HARNESS_SERIES):
-                    skipped.append((str(f), f"written by lmms-eval {version}; this report reads lmms-eval "
-                                            f"{HARNESS_SERIES}x results (re-run with the tested harness)"))  # fmt: skip
+                    skipped.append(
+                        (
+                            str(f),
+                            f"written by lmms-eval {version}; this report reads lmms-eval "
+                            f"{HARNESS_SERIES}x results (re-run with the tested harness)",
+                        )
+                    )
                     continue
             out.append(f)
     return out
@@ -114,8 +119,13 @@ def _select(results: Sequence[Any], skipped: list[tuple[str, str]]) -> list[Any]
             skipped.append((str(r.source), f"task {r.task}: not an lmms-scene task"))
             continue
         if r.source.suffix == ".jsonl":
-            skipped.append((str(r.source), f"task {r.task}: a samples file without its results JSON; the report "
-                                           "reads the report dicts results JSONs hold"))  # fmt: skip
+            skipped.append(
+                (
+                    str(r.source),
+                    f"task {r.task}: a samples file without its results JSON; the report "
+                    "reads the report dicts results JSONs hold",
+                )
+            )
             continue
         key = (r.label, r.model_args, r.fingerprint, r.task)
         if key in keep:
@@ -136,13 +146,18 @@ def _missing_tasks(selected: Sequence[Any], labels: Mapping[int, str], skipped: 
         label = labels[id(r)]
         by_bench.setdefault(r.benchmark, {}).setdefault(label, set()).add(r.task)
         sources.setdefault(label, str(r.source.parent))
-    for bench, models in by_bench.items():
+    for _bench, models in by_bench.items():
         every = set().union(*models.values())
         for model, tasks in models.items():
             for task in sorted(every - tasks):
                 others = sorted(m for m, t in models.items() if task in t)
-                skipped.append((sources[model], f"model {model} has no {task} results ({', '.join(others)} "
-                                                f"do); its entries for {task} are blank"))  # fmt: skip
+                skipped.append(
+                    (
+                        sources[model],
+                        f"model {model} has no {task} results ({', '.join(others)} "
+                        f"do); its entries for {task} are blank",
+                    )
+                )
 
 
 # -- Pfram ------------------------------------------------------------------------------------
@@ -170,8 +185,17 @@ def pfram_view(files: Sequence[Path]) -> View:
         pv = data.get("provenance") or {}
         ckpt = str(pv.get("checkpoint") or Path(f).stem)
         name = ckpt.rstrip("/").rsplit("/", 1)[-1]
-        view.runs.append(Run(name, ["pfram"], str(data.get("computed_by", "?")), "", f"gold {pv.get('gold', '?')}", [str(f)],
-                             [f"checkpoint {ckpt}; thresholds: {_thresholds(pv)}"]))  # fmt: skip
+        view.runs.append(
+            Run(
+                name,
+                ["pfram"],
+                str(data.get("computed_by", "?")),
+                "",
+                f"gold {pv.get('gold', '?')}",
+                [str(f)],
+                [f"checkpoint {ckpt}; thresholds: {_thresholds(pv)}"],
+            )
+        )
         for i, row in enumerate(rows):
             layers = row.get("layers") if isinstance(row, Mapping) else None
             if not isinstance(layers, Mapping) or not layers:
@@ -183,16 +207,28 @@ def pfram_view(files: Sequence[Path]) -> View:
             curves[label] = (names, [Value(float(layers[x]), ci.get(x)) for x in names])
             summary.append([label, *(row.get(k) for k in ("input", "mean", "max")), row.get("skipped_anchors")])
     if not curves:
-        view.notes.append("No Pfram scores given (pass --pfram FILE, the output of `lmms-scene pfram score --output FILE`).")
+        view.notes.append(
+            "No Pfram scores given (pass --pfram FILE, the output of `lmms-scene pfram score --output FILE`)."
+        )
         return view
     layers = list(dict.fromkeys(x for names, _ in curves.values() for x in names))
     rows = [[x, *(dict(zip(*c)).get(x) for c in curves.values())] for x in layers]
     view.tables.append(Table("Pfram per layer", ["layer", *curves], rows, slug="pfram-layers"))
-    view.tables.append(Table("Pfram summaries (input layer, mean and max over the LLM layers)",
-                             ["setting", "Pfram_input", "Pfram_mean", "Pfram_max", "undefined anchors"], summary,
-                             slug="pfram-summary"))  # fmt: skip
-    view.plots.append(Plot("Pfram per layer (95% interval shaded when scored with --bootstrap)", "layer_curves",
-                           {"curves": curves, "title": "Pfram per layer"}))  # fmt: skip
+    view.tables.append(
+        Table(
+            "Pfram summaries (input layer, mean and max over the LLM layers)",
+            ["setting", "Pfram_input", "Pfram_mean", "Pfram_max", "undefined anchors"],
+            summary,
+            slug="pfram-summary",
+        )
+    )
+    view.plots.append(
+        Plot(
+            "Pfram per layer (95% interval shaded when scored with --bootstrap)",
+            "layer_curves",
+            {"curves": curves, "title": "Pfram per layer"},
+        )
+    )
     return view
 
 
@@ -210,7 +246,9 @@ def views(results: Sequence[Any]) -> tuple[list[View], list[str]]:
             view = bench.results().view(mine, labels)
             source = blind_prior_source(bench) if any(r.model == "scene_blind" for r in mine) else None
             if source:
-                view.notes.append(f"scene_blind (the blind baseline) never looks at an image; its {bench.title} answers are {source}.")
+                view.notes.append(
+                    f"scene_blind (the blind baseline) never looks at an image; its {bench.title} answers are {source}."
+                )
             out.append(view)
     return out, mixture
 
@@ -272,9 +310,15 @@ def _key_styles(table: Table) -> list[tuple[str, str]]:
     out, left = [], 0.0
     for i in range(min(table.key_columns, len(table.header))):
         width = _width(table, i)
-        tier = "stick" if left + width <= STICKY_CH or i == 0 else "stick-wide" if left + width <= STICKY_WIDE_CH else ""
-        out.append((" ".join(["key", "headline", *([tier] if tier else [])]),
-                    f"left:{left:.1f}ch;min-width:{width:.1f}ch;max-width:{width:.1f}ch"))  # fmt: skip
+        tier = (
+            "stick" if left + width <= STICKY_CH or i == 0 else "stick-wide" if left + width <= STICKY_WIDE_CH else ""
+        )
+        out.append(
+            (
+                " ".join(["key", "headline", *([tier] if tier else [])]),
+                f"left:{left:.1f}ch;min-width:{width:.1f}ch;max-width:{width:.1f}ch",
+            )
+        )
         left += width
     return out
 
@@ -289,8 +333,14 @@ def _cell_context(table: Table) -> list[list[dict[str, str]]]:
             if i < len(keys):
                 classes.append(keys[i][0])
             first, second = _parts(c)
-            cells.append({"text": first, "ci": second, "classes": " ".join(classes),
-                          "style": keys[i][1] if i < len(keys) else ""})  # fmt: skip
+            cells.append(
+                {
+                    "text": first,
+                    "ci": second,
+                    "classes": " ".join(classes),
+                    "style": keys[i][1] if i < len(keys) else "",
+                }
+            )
         rows.append(cells)
     return rows
 
@@ -299,15 +349,40 @@ def page(views_: Sequence[View], mixture: Sequence[str], skipped: Sequence[tuple
     """The report page (``templates/report/page.html.jinja``, escaped by the environment)."""
     sections = []
     for v in views_:
-        tables = [{"title": t.title, "slug": t.slug, "header": t.header, "key_cols": _key_styles(t),
-                   "display": _cell_context(t), "provenance": t.provenance} for t in v.tables]  # fmt: skip
+        tables = [
+            {
+                "title": t.title,
+                "slug": t.slug,
+                "header": t.header,
+                "key_cols": _key_styles(t),
+                "display": _cell_context(t),
+                "provenance": t.provenance,
+            }
+            for t in v.tables
+        ]
         figures = [{"title": p.title, "data": base64.b64encode(p.png()).decode("ascii")} for p in v.plots]
-        sections.append({"benchmark": v.benchmark, "title": v.title, "notes": v.notes, "tables": tables, "figures": figures,
-                         "runs": [run.lines() for run in v.runs]})  # fmt: skip
-    return environment().get_template("report/page.html.jinja").render(
-        title=title, generator=GENERATOR, version=lmms_scene.__version__, sections=sections, mixture=list(mixture),
-        skipped=list(skipped),
-    )  # fmt: skip
+        sections.append(
+            {
+                "benchmark": v.benchmark,
+                "title": v.title,
+                "notes": v.notes,
+                "tables": tables,
+                "figures": figures,
+                "runs": [run.lines() for run in v.runs],
+            }
+        )
+    return (
+        environment()
+        .get_template("report/page.html.jinja")
+        .render(
+            title=title,
+            generator=GENERATOR,
+            version=lmms_scene.__version__,
+            sections=sections,
+            mixture=list(mixture),
+            skipped=list(skipped),
+        )
+    )
 
 
 def markdown(views_: Sequence[View], mixture: Sequence[str], skipped: Sequence[tuple[str, str]], title: str) -> str:
@@ -370,8 +445,10 @@ def build_report(
     md, table_dir = out.with_name("report.md"), out.with_name("tables")
     foreign = [p for p in (out, md, table_dir) if not _ours(p)]
     if foreign and not overwrite:
-        raise ValueError(f"{', '.join(map(str, foreign))} exist(s) and were not written by an lmms-scene report; "
-                         "choose another --out or pass --overwrite")  # fmt: skip
+        raise ValueError(
+            f"{', '.join(map(str, foreign))} exist(s) and were not written by an lmms-scene report; "
+            "choose another --out or pass --overwrite"
+        )
     replaced = [p for p in (out, md) if p.exists()]
     skipped: list[tuple[str, str]] = []
     steps = tqdm(total=4, desc="lmms-scene report", disable=not progress, unit="step")
@@ -413,8 +490,15 @@ def build_report(
     steps.close()
     used = [r for v in shown for r in v.used]
     return ReportInfo(
-        out=out, markdown=md, csv=csvs, models=sorted({labels.get(id(r), r.label) for r in used}),
-        benchmarks=[v.benchmark for v in shown], n_tables=sum(len(v.tables) for v in shown),
-        n_plots=sum(len(v.plots) for v in shown), skipped=skipped, mixture=list(mixture), replaced=replaced,
+        out=out,
+        markdown=md,
+        csv=csvs,
+        models=sorted({labels.get(id(r), r.label) for r in used}),
+        benchmarks=[v.benchmark for v in shown],
+        n_tables=sum(len(v.tables) for v in shown),
+        n_plots=sum(len(v.plots) for v in shown),
+        skipped=skipped,
+        mixture=list(mixture),
+        replaced=replaced,
         views=shown,
-    )  # fmt: skip
+    )

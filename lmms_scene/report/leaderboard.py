@@ -17,18 +17,18 @@ submitter says (the provenance column is labelled as the submitter's).
 
 from __future__ import annotations
 
+import os
+import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-import os
 from pathlib import Path
-import re
 from typing import Any
-import unicodedata
 
 from lmms_scene import benchmarks
 from lmms_scene.prompts import environment
 from lmms_scene.report.submission import MAX_EMPTY_RATE, read_checked
-from lmms_scene.report.tables import cell_text, md_inline, Table, Value
+from lmms_scene.report.tables import Table, Value, cell_text, md_inline
 
 #: how long a shown name or reason may be
 MAX_SHOWN = 300
@@ -117,8 +117,9 @@ def _candidates(folder: Path) -> list[str]:
         return sorted(e.name for e in it if e.name.lower().endswith(".json"))
 
 
-def collect(folder: str | Path, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float | None = None
-            ) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list[Refusal]]:  # fmt: skip
+def collect(
+    folder: str | Path, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float | None = None
+) -> tuple[list[tuple[str, dict[str, Any], dict[str, Any]]], list[Refusal]]:
     """(file, submission, findings) for each verified ``*.json`` in ``folder``, and a
     :class:`Refusal` for each of the others (one bad file costs its own row, nothing more)."""
     folder = Path(folder)
@@ -169,13 +170,20 @@ def rank(submissions: Sequence[tuple[Any, ...]]) -> Board:
             group = groups.setdefault(key, Group(bench_name, b["task"], fp, found.get("vouched_by") or "unchecked"))
             metric = bench.ranking_metric.name
             head = b["metrics"][metric]
-            group.entries.append(Entry(
-                file=shown(file), model=shown(sub["model"]["name"]), model_args=shown(sub["model"]["model_args"]), value=head["value"],
-                ci95=head["ci95"], n=head["n"], metric=metric,
-                scorer=shown(_scorer(next(iter(b["provenance"].values()), None))),
-                checked="; ".join(found.get("rederived") or []) or "nothing re-derived (not checked by this board)",
-                others={k: v for k, v in b["metrics"].items() if k != metric},
-            ))  # fmt: skip
+            group.entries.append(
+                Entry(
+                    file=shown(file),
+                    model=shown(sub["model"]["name"]),
+                    model_args=shown(sub["model"]["model_args"]),
+                    value=head["value"],
+                    ci95=head["ci95"],
+                    n=head["n"],
+                    metric=metric,
+                    scorer=shown(_scorer(next(iter(b["provenance"].values()), None))),
+                    checked="; ".join(found.get("rederived") or []) or "nothing re-derived (not checked by this board)",
+                    others={k: v for k, v in b["metrics"].items() if k != metric},
+                )
+            )
     for (bench_name, _, _), group in sorted(groups.items()):
         hib = benchmarks.get(bench_name).ranking_metric.higher_is_better
         group.entries.sort(key=lambda e: (-e.value if hib else e.value, e.model, e.file))
@@ -205,7 +213,9 @@ def rank(submissions: Sequence[tuple[Any, ...]]) -> Board:
     return board
 
 
-def build(folder: str | Path, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float | None = None) -> Board:
+def build(
+    folder: str | Path, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float | None = None
+) -> Board:
     valid, invalid = collect(folder, official=official, max_empty_rate=max_empty_rate)
     board = rank(valid)
     board.invalid = invalid
@@ -219,8 +229,11 @@ def _title(bench: str) -> str:
         return bench
 
 
-VOUCHED = {"registry": "vouched for by lmms-scene's registry", "--official": "vouched for by this board's --official list",
-           "unchecked": "not checked by this board"}  # fmt: skip
+VOUCHED = {
+    "registry": "vouched for by lmms-scene's registry",
+    "--official": "vouched for by this board's --official list",
+    "unchecked": "not checked by this board",
+}
 
 
 def _group_heading(g: Group) -> str:
@@ -228,8 +241,10 @@ def _group_heading(g: Group) -> str:
     head = bench.ranking_metric
     direction = "higher is better" if head.higher_is_better else "lower is better"
     beside = ", ".join(m.name for m in bench.headline if m.name != head.name)
-    return (f"Ranked by {head.title} ({g.task}/{head.name}; {direction}; mean over items, 95% bootstrap interval; "
-            f"beside it: {beside}) on data {g.fingerprint[:12]} ({VOUCHED.get(g.vouched_by, g.vouched_by)})")  # fmt: skip
+    return (
+        f"Ranked by {head.title} ({g.task}/{head.name}; {direction}; mean over items, 95% bootstrap interval; "
+        f"beside it: {beside}) on data {g.fingerprint[:12]} ({VOUCHED.get(g.vouched_by, g.vouched_by)})"
+    )
 
 
 def tables(board: Board) -> list[tuple[str, Any]]:
@@ -238,19 +253,39 @@ def tables(board: Board) -> list[tuple[str, Any]]:
     for bench, gs in board.groups.items():
         for g in gs:
             other_keys = [m.name for m in benchmarks.get(bench).headline if any(m.name in e.others for e in g.entries)]
-            header = ["Rank", "Model", f"{g.entries[0].metric} [95% CI]" if g.entries else "Value [95% CI]", "n", *other_keys,
-                      "Re-derived by this board", "Provenance (the submitter's, not checked)", "Submission"]  # fmt: skip
-            rows = [[str(e.rank), e.model + (f" ({e.model_args})" if e.model_args else ""), Value(e.value, e.ci95),
-                     "" if e.n is None else str(e.n),
-                     *(Value(e.others[k]["value"], e.others[k]["ci95"]) if k in e.others else "" for k in other_keys),
-                     e.checked, e.scorer, e.file] for e in g.entries]  # fmt: skip
+            header = [
+                "Rank",
+                "Model",
+                f"{g.entries[0].metric} [95% CI]" if g.entries else "Value [95% CI]",
+                "n",
+                *other_keys,
+                "Re-derived by this board",
+                "Provenance (the submitter's, not checked)",
+                "Submission",
+            ]
+            rows = [
+                [
+                    str(e.rank),
+                    e.model + (f" ({e.model_args})" if e.model_args else ""),
+                    Value(e.value, e.ci95),
+                    "" if e.n is None else str(e.n),
+                    *(Value(e.others[k]["value"], e.others[k]["ci95"]) if k in e.others else "" for k in other_keys),
+                    e.checked,
+                    e.scorer,
+                    e.file,
+                ]
+                for e in g.entries
+            ]
             out.append((_title(bench), Table(_group_heading(g), header, rows, key_columns=3)))
     return out
 
 
 def _refusal_lines(r: Refusal) -> list[str]:
     lines = [shown(x) for x in r.reasons]
-    lines += [f"to vouch for its {_title(b)} data, pass --official FILE with FILE holding {hint}" for b, hint in r.hints.items()]
+    lines += [
+        f"to vouch for its {_title(b)} data, pass --official FILE with FILE holding {hint}"
+        for b, hint in r.hints.items()
+    ]
     return lines
 
 
@@ -262,9 +297,12 @@ def markdown(board: Board) -> str:
         if title not in shown_titles:
             out.append(f"## {md_text(title)}")
             shown_titles.add(title)
-        safe = Table(md_text(table.title), [md_text(h) for h in table.header],
-                     [[c if isinstance(c, Value) else md_text(cell_text(c)) for c in row] for row in table.rows],
-                     key_columns=table.key_columns)  # fmt: skip
+        safe = Table(
+            md_text(table.title),
+            [md_text(h) for h in table.header],
+            [[c if isinstance(c, Value) else md_text(cell_text(c)) for c in row] for row in table.rows],
+            key_columns=table.key_columns,
+        )
         out.append(_md_table(safe))
     for bench, notes in board.notes.items():
         out += [f"- note ({md_text(_title(bench))}): {md_text(n)}" for n in notes]
@@ -287,12 +325,19 @@ def html(board: Board) -> str:
     Jinja escapes every cell)."""
     sections: dict[str, list[dict[str, Any]]] = {}
     for title, table in tables(board):
-        sections.setdefault(title, []).append({"title": table.title, "header": table.header,
-                                               "rows": [[shown(cell_text(c), 10 * MAX_SHOWN) for c in row] for row in table.rows]})  # fmt: skip
+        sections.setdefault(title, []).append(
+            {
+                "title": table.title,
+                "header": table.header,
+                "rows": [[shown(cell_text(c), 10 * MAX_SHOWN) for c in row] for row in table.rows],
+            }
+        )
     notes = [shown(f"{_title(b)}: {n}", 10 * MAX_SHOWN) for b, ns in board.notes.items() for n in ns]
     invalid = [(shown(r.file), _refusal_lines(r)) for r in board.invalid]
-    return environment().get_template("report/leaderboard.html.jinja").render(
-        n_valid=board.n_valid, invalid=invalid, sections=sections, notes=notes
+    return (
+        environment()
+        .get_template("report/leaderboard.html.jinja")
+        .render(n_valid=board.n_valid, invalid=invalid, sections=sections, notes=notes)
     )
 
 

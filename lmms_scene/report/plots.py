@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping, Sequence
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only: report.tables imports this module to draw its plots
@@ -29,8 +28,16 @@ def _pyplot():
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt  # deferred: matplotlib is heavy to import
 
-    plt.rcParams.update({"font.size": FONT, "axes.titlesize": FONT + 1, "axes.labelsize": FONT,
-                         "xtick.labelsize": FONT, "ytick.labelsize": FONT, "legend.fontsize": FONT})  # fmt: skip
+    plt.rcParams.update(
+        {
+            "font.size": FONT,
+            "axes.titlesize": FONT + 1,
+            "axes.labelsize": FONT,
+            "xtick.labelsize": FONT,
+            "ytick.labelsize": FONT,
+            "legend.fontsize": FONT,
+        }
+    )
     return plt
 
 
@@ -102,8 +109,9 @@ def grouped_bars(groups: Sequence[str], series: Series, title: str, ylabel: str)
     return _png(fig)
 
 
-def level_lines(panels: Mapping[str, Mapping[str, Sequence[tuple[float, Value | None]]]], title: str,
-                ylabel: str) -> bytes:  # fmt: skip
+def level_lines(
+    panels: Mapping[str, Mapping[str, Sequence[tuple[float, Value | None]]]], title: str, ylabel: str
+) -> bytes:
     """COOCO's Figure 4 as small multiples: one panel per noise area (columns) and
     relatedness condition (rows), each the metric over the noise levels with its 95%
     interval band; shared axes, so panels compare at a glance. The legend needs no
@@ -111,8 +119,14 @@ def level_lines(panels: Mapping[str, Mapping[str, Sequence[tuple[float, Value | 
     plt = _pyplot()
     areas = list(panels)
     conditions = list(dict.fromkeys(c for lines in panels.values() for c in lines))
-    fig, axes = plt.subplots(max(1, len(conditions)), max(1, len(areas)), sharex=True, sharey=True, squeeze=False,
-                             figsize=(2.6 * max(1, len(areas)) + 1.0, 1.7 * max(1, len(conditions)) + 0.8))  # fmt: skip
+    fig, axes = plt.subplots(
+        max(1, len(conditions)),
+        max(1, len(areas)),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+        figsize=(2.6 * max(1, len(areas)) + 1.0, 1.7 * max(1, len(conditions)) + 0.8),
+    )
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for j, area in enumerate(areas):
         for i, condition in enumerate(conditions):
@@ -123,8 +137,14 @@ def level_lines(panels: Mapping[str, Mapping[str, Sequence[tuple[float, Value | 
                 means, err = _errors([v for _, v in pts])
                 color = colors[i % len(colors)]
                 ax.plot(xs, means, marker="o", color=color)
-                ax.fill_between(xs, [m - e for m, e in zip(means, err[0])], [m + e for m, e in zip(means, err[1])],
-                                color=color, alpha=0.2, linewidth=0)  # fmt: skip
+                ax.fill_between(
+                    xs,
+                    [m - e for m, e in zip(means, err[0])],
+                    [m + e for m, e in zip(means, err[1])],
+                    color=color,
+                    alpha=0.2,
+                    linewidth=0,
+                )
             ax.grid(alpha=0.3)
             if i == 0:
                 ax.set_title(f"noise on {area}")

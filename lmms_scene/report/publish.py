@@ -81,7 +81,9 @@ def read_splits(folder: str | Path) -> dict[str, Any]:
     folder = Path(folder)
     files = sorted((folder / "data").glob("*.parquet"))
     if not files:
-        raise FileNotFoundError(f"{folder}: no data/*.parquet (build it first with `lmms-scene build ... --out {folder}`)")
+        raise FileNotFoundError(
+            f"{folder}: no data/*.parquet (build it first with `lmms-scene build ... --out {folder}`)"
+        )
     grouped: dict[str, list[Path]] = {}
     for f in files:
         grouped.setdefault(_split_of(f), []).append(f)
@@ -122,8 +124,15 @@ def validate_features(splits: Mapping[str, Any], features: Any) -> list[str]:
     return checks
 
 
-def card(benchmark: str, splits: Mapping[str, Any], *, license: str, source: str, built_card: str = "",
-         terms: str | None = None) -> str:  # fmt: skip
+def card(
+    benchmark: str,
+    splits: Mapping[str, Any],
+    *,
+    license: str,
+    source: str,
+    built_card: str = "",
+    terms: str | None = None,
+) -> str:
     """The dataset card pushed with the data (:mod:`lmms_scene.data.card`): front matter
     (license, the configs pointing at each split's files, source), then source, license,
     splits, features and the paper's citation (from the registry), then the builder's own
@@ -160,14 +169,19 @@ def card(benchmark: str, splits: Mapping[str, Any], *, license: str, source: str
         bench.citation,
         "```",
     ]
-    text = front_matter(license=license, source=source, pretty_name=bench.title, splits=list(splits),
-                        license_terms=terms) + "\n".join(lines) + "\n"  # fmt: skip
+    text = (
+        front_matter(license=license, source=source, pretty_name=bench.title, splits=list(splits), license_terms=terms)
+        + "\n".join(lines)
+        + "\n"
+    )
     if body.strip():
         text += "\n## Build card\n\n" + body.rstrip() + "\n"
     return text
 
 
-def prepare(benchmark: str, folder: str | Path, repo: str, *, source: str | None = None, license: str | None = None) -> Prepared:
+def prepare(
+    benchmark: str, folder: str | Path, repo: str, *, source: str | None = None, license: str | None = None
+) -> Prepared:
     """Read and validate a built folder; compose its card. ``source``/``license`` default
     to what the built card says (its ``Source:`` line; its front matter ``license``),
     else the folder and ``other``."""
@@ -210,8 +224,9 @@ def push(prepared: Prepared, *, private: bool = False, token: str | None = None)
     return f"https://huggingface.co/datasets/{prepared.repo}"
 
 
-def build_from_source(benchmark: str, out: str | Path, *, folder: Path | None = None, hub: str | None = None,
-                      metadata: Path | None = None) -> tuple[Path, str]:  # fmt: skip
+def build_from_source(
+    benchmark: str, out: str | Path, *, folder: Path | None = None, hub: str | None = None, metadata: Path | None = None
+) -> tuple[Path, str]:
     """Run the benchmark's builder (the registry's ``builder``) into ``out`` (the layout
     :func:`prepare` reads); returns the folder and a sentence naming the source."""
     bench = benchmarks.get(benchmark)

@@ -50,8 +50,8 @@ from packaging.version import InvalidVersion, Version
 
 from lmms_scene import benchmarks
 from lmms_scene.provenance import run_versions
-from lmms_scene.results import _resolve, data_files, file_sha256, load
 from lmms_scene.report.tables import row_label
+from lmms_scene.results import _resolve, data_files, file_sha256, load
 from lmms_scene.validation import probability
 
 FORMAT = "lmms-scene-submission"
@@ -112,7 +112,9 @@ def tested_harness(version: Any) -> bool:
 
 
 def _canonical(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8", "surrogatepass")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
+        "utf-8", "surrogatepass"
+    )
 
 
 def rows_payload(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> dict[str, Any]:
@@ -143,7 +145,9 @@ def _close(a: Any, b: Any) -> bool:
         return a is b
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b))
-    return isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=0, abs_tol=TOLERANCE)
+    return (
+        isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=0, abs_tol=TOLERANCE)
+    )
 
 
 def _finite(value: Any) -> bool:
@@ -175,7 +179,9 @@ def row_type_problem(value: Any, kind: Any) -> str | None:
         "01": _number(value) and value in (0, 1),
         "bool": isinstance(value, bool),
     }[base]
-    return None if ok else f"{value!r:.80} is not {'a ' if base != 'int' else 'an '}{base.replace('01', '0-or-1 score')}"
+    return (
+        None if ok else f"{value!r:.80} is not {'a ' if base != 'int' else 'an '}{base.replace('01', '0-or-1 score')}"
+    )
 
 
 def _listed(problems: Sequence[str], what: str) -> list[str]:
@@ -184,8 +190,9 @@ def _listed(problems: Sequence[str], what: str) -> list[str]:
     return [*problems[:LISTED], f"... and {len(problems) - LISTED} more {what}"]
 
 
-def check_rows(bench, task: str, rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None,
-               where: str) -> tuple[list[str], list[str], int]:  # fmt: skip
+def check_rows(
+    bench, task: str, rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None, where: str
+) -> tuple[list[str], list[str], int]:
     """(problems, notes, n_missing) of a task's (or, pooled, a run's) rows, checked against
     the data and against their own outputs: every field of its type; every row id once
     (duplicates refused by id); every item under every view the task scores (missing rows
@@ -193,8 +200,12 @@ def check_rows(bench, task: str, rows: Sequence[Mapping[str, Any]], provenance: 
     the row's output (:func:`rederive` of the benchmark's results module)."""
     mod = bench.results()
     types = mod.ROW_TYPES
-    bad = [f"{where}: {row_label(r, mod.ROW_ID_FIELDS)}: {f}: {why}" for r in rows for f, kind in types.items()
-           if (why := row_type_problem(r.get(f), kind))]  # fmt: skip
+    bad = [
+        f"{where}: {row_label(r, mod.ROW_ID_FIELDS)}: {f}: {why}"
+        for r in rows
+        for f, kind in types.items()
+        if (why := row_type_problem(r.get(f), kind))
+    ]
     if bad:
         return _listed(bad, "ill-typed fields"), [], 0
     problems: list[str] = []
@@ -214,17 +225,24 @@ def check_rows(bench, task: str, rows: Sequence[Mapping[str, Any]], provenance: 
         views.setdefault(item, set()).add(tuple(r.get(f) for f in mod.VIEW_FIELDS))
         for f in mod.DATA_FIELDS:
             if r.get(f) != first.get(f):
-                gold.append(f"{where}: {row_label(r, mod.ROW_ID_FIELDS)}: {f} {str(r.get(f))[:80]!r} is not its item's "
-                            f"{str(first.get(f))[:80]!r}")  # fmt: skip
+                gold.append(
+                    f"{where}: {row_label(r, mod.ROW_ID_FIELDS)}: {f} {str(r.get(f))[:80]!r} is not its item's "
+                    f"{str(first.get(f))[:80]!r}"
+                )
     problems += _listed(dupes, "duplicated rows") + _listed(gold, "rows whose gold differs from their item's")
     expected = mod.expected_views(task, rows)
-    strays = [f"{where}: {row_label(r, mod.ROW_ID_FIELDS)} is not a view the task scores" for r in seen.values()
-              if tuple(r.get(f) for f in mod.VIEW_FIELDS) not in expected]  # fmt: skip
+    strays = [
+        f"{where}: {row_label(r, mod.ROW_ID_FIELDS)} is not a view the task scores"
+        for r in seen.values()
+        if tuple(r.get(f) for f in mod.VIEW_FIELDS) not in expected
+    ]
     problems += _listed(strays, "stray rows")
     n_official = len(items) * len(expected)
     n_missing = sum(len(expected - v) for v in views.values())
     if n_missing:
-        problems.append(f"{where}: {n_missing} of the {n_official} rows its data has are missing (counted as failures): unrankable")
+        problems.append(
+            f"{where}: {n_missing} of the {n_official} rows its data has are missing (counted as failures): unrankable"
+        )
     if problems:
         return problems, [], n_missing
     try:
@@ -272,8 +290,10 @@ def _harness_of(results: Sequence[Any], reasons: list[str]) -> str | None:
         return None
     version = recorded[0] if recorded else "None"
     if not tested_harness(version):
-        reasons.append(f"the results record lmms-eval {version!r}, not one of the tested releases {','.join(TESTED_HARNESS)} "
-                       "(lmms-eval 0.7.3 run without lmms-scene records a git commit there; re-run with `lmms-scene eval`)")  # fmt: skip
+        reasons.append(
+            f"the results record lmms-eval {version!r}, not one of the tested releases {','.join(TESTED_HARNESS)} "
+            "(lmms-eval 0.7.3 run without lmms-scene records a git commit there; re-run with `lmms-scene eval`)"
+        )
         return None
     return version
 
@@ -292,7 +312,9 @@ def official_hint(bench, fingerprint: Any) -> str:
     return json.dumps({bench.name: [fingerprint]})
 
 
-def _official(bench, task: str, dataset: Mapping[str, Any], official: Mapping[str, Sequence[str]] | None) -> tuple[bool, str]:
+def _official(
+    bench, task: str, dataset: Mapping[str, Any], official: Mapping[str, Sequence[str]] | None
+) -> tuple[bool, str]:
     """Whether a task's data is one the registry or the operator vouches for, and why (not).
     Where the data says it came from (a hub name, a path) is the submitter's claim and
     vouches for nothing: only the fingerprint of its rows counts."""
@@ -303,11 +325,16 @@ def _official(bench, task: str, dataset: Mapping[str, Any], official: Mapping[st
         return True, f"its fingerprint is vouched for by {who}"
     claim = (dataset.get("source") or {}).get("path")
     claimed = f"; it says it read {claim!r}, which is not checked" if claim else ""
-    where = (f"neither lmms-scene's registry nor --official lists it" if known or bench.release.hub is None
-             else f"lmms-scene's registry has no fingerprint of {bench.release.hub} yet and --official does not list it")
-    return False, (f"its data (fingerprint {fingerprint}, {dataset.get('n_rows')} items) is not vouched for: {where}{claimed}. "
-                   f"If you know this is {bench.title}'s data, vouch for it with --official FILE, FILE holding "
-                   f"{official_hint(bench, fingerprint)}")  # fmt: skip
+    where = (
+        "neither lmms-scene's registry nor --official lists it"
+        if known or bench.release.hub is None
+        else f"lmms-scene's registry has no fingerprint of {bench.release.hub} yet and --official does not list it"
+    )
+    return False, (
+        f"its data (fingerprint {fingerprint}, {dataset.get('n_rows')} items) is not vouched for: {where}{claimed}. "
+        f"If you know this is {bench.title}'s data, vouch for it with --official FILE, FILE holding "
+        f"{official_hint(bench, fingerprint)}"
+    )
 
 
 # -- building -------------------------------------------------------------------------------
@@ -316,8 +343,11 @@ def _official(bench, task: str, dataset: Mapping[str, Any], official: Mapping[st
 def _dataset(result, identity: Mapping[str, Any]) -> dict[str, Any]:
     cfg = result.config
     files = data_files(cfg)
-    source: dict[str, Any] = {"path": None if cfg.get("dataset_path") is None else str(cfg.get("dataset_path")),
-                              "split": cfg.get("test_split"), "revision": result.dataset.get("revision")}  # fmt: skip
+    source: dict[str, Any] = {
+        "path": None if cfg.get("dataset_path") is None else str(cfg.get("dataset_path")),
+        "split": cfg.get("test_split"),
+        "revision": result.dataset.get("revision"),
+    }
     if files:
         source["data_files"] = [{"path": f, "sha256": file_sha256(_resolve(f, cfg))} for f in files]
     return {"fingerprint": identity.get("fingerprint"), "n_rows": identity.get("n_rows"), "source": source}
@@ -330,18 +360,33 @@ def _headline_task(bench, results: Sequence[Any]) -> Any:
     def rank(r) -> tuple[int, str]:
         best = None
         for i, name in enumerate(bench.tasks):
-            if (r.task == name or r.task.startswith(name + "_")) and (best is None or len(name) > len(bench.tasks[best])):
+            if (r.task == name or r.task.startswith(name + "_")) and (
+                best is None or len(name) > len(bench.tasks[best])
+            ):
                 best = i
         return (len(bench.tasks) if best is None else best, r.task)
 
     return sorted(results, key=rank)[0]
 
 
-def _benchmark_entry(bench, results: Sequence[Any], groups: Sequence[Any], max_empty_rate: float,
-                     official: Mapping[str, Sequence[str]] | None, reasons: list[str]) -> dict[str, Any] | None:  # fmt: skip
+def _benchmark_entry(
+    bench,
+    results: Sequence[Any],
+    groups: Sequence[Any],
+    max_empty_rate: float,
+    official: Mapping[str, Sequence[str]] | None,
+    reasons: list[str],
+) -> dict[str, Any] | None:
     mod = bench.results()
     names = [m.name for m in bench.headline]
-    entry: dict[str, Any] = {"headline": names[0], "metrics": {}, "tasks": {}, "provenance": {}, "rows": {}, "rows_sha256": {}}
+    entry: dict[str, Any] = {
+        "headline": names[0],
+        "metrics": {},
+        "tasks": {},
+        "provenance": {},
+        "rows": {},
+        "rows_sha256": {},
+    }
     payloads: dict[str, list[dict[str, Any]]] = {}
     for r in results:
         report = mod.report_of(r)
@@ -355,15 +400,21 @@ def _benchmark_entry(bench, results: Sequence[Any], groups: Sequence[Any], max_e
             rate = counts["n_empty"] / counts["n"]
             counts.update(empty_output_rate=rate, max_empty_rate=max_empty_rate)
             if rate > max_empty_rate:
-                why.append(f"{counts['n_empty']} of {counts['n']} outputs are empty ({rate:.1%} > the {max_empty_rate:.1%} allowed)")
-        judged = sum(1 for s in r.samples or [] if any(isinstance(v, Mapping) and v.get("judge_failures") for v in s.values()))
+                why.append(
+                    f"{counts['n_empty']} of {counts['n']} outputs are empty ({rate:.1%} > the {max_empty_rate:.1%} allowed)"
+                )
+        judged = sum(
+            1 for s in r.samples or [] if any(isinstance(v, Mapping) and v.get("judge_failures") for v in s.values())
+        )
         if judged:
             why.append(f"{judged} rows record judge failures in the logged samples")
         reasons.extend(f"{r.task}: {w}" for w in why)
         rows = mod.verification_rows(r) if r.samples else []
         if not rows:
-            reasons.append(f"{r.task}: no logged samples, so its numbers cannot be checked (run with --log_samples and give "
-                           "the folder that holds the samples files)")  # fmt: skip
+            reasons.append(
+                f"{r.task}: no logged samples, so its numbers cannot be checked (run with --log_samples and give "
+                "the folder that holds the samples files)"
+            )
         payloads[r.task] = rows
         entry["tasks"][r.task] = {
             "version": (info.get("versions") or {}).get(r.task, (r.config.get("metadata") or {}).get("version")),
@@ -397,13 +448,20 @@ def _benchmark_entry(bench, results: Sequence[Any], groups: Sequence[Any], max_e
             continue
         ci = (cell.get("ci95") or {}).get(name)
         if stated.get(name) is not None and not _close(float(stated[name]), float(value)):
-            reasons.append(f"{bench.name}: {name} is {stated[name]!r} in the results but {value!r} from the logged samples: "
-                           "the results and their samples disagree")  # fmt: skip
-        entry["metrics"][name] = {"value": float(value), "ci95": [float(ci[0]), float(ci[1])] if ci else None,
-                                  "n": identity.get("n_rows")}  # fmt: skip
+            reasons.append(
+                f"{bench.name}: {name} is {stated[name]!r} in the results but {value!r} from the logged samples: "
+                "the results and their samples disagree"
+            )
+        entry["metrics"][name] = {
+            "value": float(value),
+            "ci95": [float(ci[0]), float(ci[1])] if ci else None,
+            "n": identity.get("n_rows"),
+        }
     if names[0] not in entry["metrics"]:
-        reasons.append(f"{bench.name}: the headline metric {names[0]} was not computed, so it cannot be ranked "
-                       f"(the provenance says why, e.g. CLIP switched off)")  # fmt: skip
+        reasons.append(
+            f"{bench.name}: the headline metric {names[0]} was not computed, so it cannot be ranked "
+            f"(the provenance says why, e.g. CLIP switched off)"
+        )
     for task, rows in payloads.items():
         payload = rows_payload(rows, mod.VERIFY_FIELDS)
         entry["rows"][task] = payload
@@ -417,8 +475,12 @@ def _benchmark_entry(bench, results: Sequence[Any], groups: Sequence[Any], max_e
     return entry
 
 
-def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = MAX_EMPTY_RATE,
-          official: Mapping[str, Sequence[str]] | None = None) -> dict[str, Any]:  # fmt: skip
+def build(
+    paths: str | Path | Iterable[str | Path],
+    *,
+    max_empty_rate: float = MAX_EMPTY_RATE,
+    official: Mapping[str, Sequence[str]] | None = None,
+) -> dict[str, Any]:
     """The submission for the results under ``paths``; raises :class:`Refused` listing why
     not. ``official``: more official fingerprints per benchmark (a leaderboard's own list)."""
     probability(max_empty_rate, "max_empty_rate")
@@ -434,8 +496,10 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
         raise Refused(reasons + [f"no lmms-scene task results in {', '.join(map(str, paths))}"])
     models = sorted({(r.model, r.model_args) for r in ours})
     if len(models) > 1:
-        reasons.append("results of more than one model (one submission is one model): "
-                       + "; ".join(f"{m} {a!r}" for m, a in models))  # fmt: skip
+        reasons.append(
+            "results of more than one model (one submission is one model): "
+            + "; ".join(f"{m} {a!r}" for m, a in models)
+        )
     seen: dict[str, Path] = {}
     for r in ours:
         if r.task in seen:
@@ -452,7 +516,9 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
     for bench in benchmarks.BENCHMARKS:
         mine = [r for r in ours if r.benchmark == bench.name]
         if mine:
-            entry = _benchmark_entry(bench, mine, [g for g in groups if g.benchmark == bench.name], max_empty_rate, official, reasons)
+            entry = _benchmark_entry(
+                bench, mine, [g for g in groups if g.benchmark == bench.name], max_empty_rate, official, reasons
+            )
             if entry is not None:
                 out_benchmarks[bench.name] = entry
     if reasons:
@@ -461,7 +527,7 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
     submission = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "model": {"name": ours[0].label, "model": name, "model_args": model_args},
         "versions": versions,
         "benchmarks": out_benchmarks,
@@ -469,20 +535,25 @@ def build(paths: str | Path | Iterable[str | Path], *, max_empty_rate: float = M
     }
     problems = verify(submission, official=official, max_empty_rate=max_empty_rate)
     if problems:  # a bug here, not the user's input: say so
-        raise RuntimeError("lmms-scene built a submission its own check refuses (please report): " + "; ".join(problems))
+        raise RuntimeError(
+            "lmms-scene built a submission its own check refuses (please report): " + "; ".join(problems)
+        )
     return submission
 
 
 # -- checking --------------------------------------------------------------------------------
 
 
-def verify(submission: Any, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE) -> list[str]:
+def verify(
+    submission: Any, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE
+) -> list[str]:
     """Every reason ``submission`` cannot be ranked (empty: it can); see the module docstring."""
     return check(submission, official=official, max_empty_rate=max_empty_rate)[0]
 
 
-def check(submission: Any, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE
-          ) -> tuple[list[str], dict[str, dict[str, Any]]]:  # fmt: skip
+def check(
+    submission: Any, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE
+) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """(problems, findings): :func:`verify`'s reasons, and per benchmark what the check
     found itself (``vouched_by``, ``fingerprint``, ``rederived``: what was recomputed from
     the outputs and what could not be), which the leaderboard shows instead of anything
@@ -492,8 +563,10 @@ def check(submission: Any, *, official: Mapping[str, Sequence[str]] | None = Non
         return errors, {}
     findings: dict[str, dict[str, Any]] = {}
     if not tested_harness(submission["versions"]["lmms_eval"]):
-        errors.append(f"$.versions.lmms_eval: {submission['versions']['lmms_eval']!r} is not a tested lmms-eval release "
-                      f"({','.join(TESTED_HARNESS)})")  # fmt: skip
+        errors.append(
+            f"$.versions.lmms_eval: {submission['versions']['lmms_eval']!r} is not a tested lmms-eval release "
+            f"({','.join(TESTED_HARNESS)})"
+        )
     for name, entry in submission["benchmarks"].items():
         where = f"$.benchmarks.{name}"
         try:
@@ -510,13 +583,21 @@ def check(submission: Any, *, official: Mapping[str, Sequence[str]] | None = Non
     return errors, findings
 
 
-def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping[str, Sequence[str]] | None,
-                  max_empty_rate: float, found: dict[str, Any]) -> list[str]:  # fmt: skip
+def _verify_entry(
+    bench,
+    entry: Mapping[str, Any],
+    where: str,
+    official: Mapping[str, Sequence[str]] | None,
+    max_empty_rate: float,
+    found: dict[str, Any],
+) -> list[str]:
     errors: list[str] = []
     mod = bench.results()
     specs = {m.name: m for m in bench.headline}
     if entry["headline"] != bench.headline[0].name:
-        errors.append(f"{where}.headline: {entry['headline']!r}; {bench.title}'s headline is {bench.headline[0].name!r}")
+        errors.append(
+            f"{where}.headline: {entry['headline']!r}; {bench.title}'s headline is {bench.headline[0].name!r}"
+        )
     for key, m in entry["metrics"].items():
         spec = specs.get(key)
         if spec is None:
@@ -545,7 +626,9 @@ def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping
         elif any(len(v) != len(mod.VERIFY_FIELDS) for v in payload["values"]):
             errors.append(f"{where}.rows.{task}.values: every row needs {len(mod.VERIFY_FIELDS)} values")
         elif entry["rows_sha256"].get(task) != rows_sha256(payload):
-            errors.append(f"{where}.rows.{task}: its sha256 is not {entry['rows_sha256'].get(task)!r}: the rows were changed")
+            errors.append(
+                f"{where}.rows.{task}: its sha256 is not {entry['rows_sha256'].get(task)!r}: the rows were changed"
+            )
     if errors:
         return errors
     rows_by_task = {t: payload_rows(p) for t, p in payloads.items()}
@@ -562,8 +645,12 @@ def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping
     found["fingerprint"] = identity["fingerprint"]
     found["n_items"] = identity["n_rows"]
     found["claimed_source"] = (entry["dataset"].get("source") or {}).get("path")
-    is_official, why = _official(bench, entry["task"], {**entry["dataset"], "fingerprint": identity["fingerprint"],
-                                                         "n_rows": identity["n_rows"]}, official)  # fmt: skip
+    is_official, why = _official(
+        bench,
+        entry["task"],
+        {**entry["dataset"], "fingerprint": identity["fingerprint"], "n_rows": identity["n_rows"]},
+        official,
+    )
     found["vouched_by"] = vouched(bench, official).get(identity["fingerprint"]) if is_official else None
     if not is_official:
         found["official_hint"] = official_hint(bench, identity["fingerprint"])
@@ -572,7 +659,9 @@ def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping
     rederived: list[str] = []
     for task, rows in units:
         prov = entry["provenance"].get(task) or next(iter(entry["provenance"].values()), None)
-        problems, notes, _ = check_rows(bench, task, rows, prov if isinstance(prov, Mapping) else None, f"{where}.rows.{task}")
+        problems, notes, _ = check_rows(
+            bench, task, rows, prov if isinstance(prov, Mapping) else None, f"{where}.rows.{task}"
+        )
         errors += problems
         rederived += [n for n in notes if n not in rederived]
     found["rederived"] = rederived
@@ -590,10 +679,14 @@ def _verify_entry(bench, entry: Mapping[str, Any], where: str, official: Mapping
         elif not _close(m.get("ci95"), list(ci) if ci else None):
             errors.append(f"{where}.metrics.{key}.ci95: {m.get('ci95')!r} does not follow from its rows ({ci!r})")
         if m.get("n") != again["dataset"]["n_rows"]:
-            errors.append(f"{where}.metrics.{key}.n: {m.get('n')!r}, but its rows hold {again['dataset']['n_rows']} items")
+            errors.append(
+                f"{where}.metrics.{key}.n: {m.get('n')!r}, but its rows hold {again['dataset']['n_rows']} items"
+            )
     if entry["dataset"]["fingerprint"] != again["dataset"]["fingerprint"]:
-        errors.append(f"{where}.dataset.fingerprint: {entry['dataset']['fingerprint']!r} is not the fingerprint of its rows "
-                      f"({again['dataset']['fingerprint']!r})")  # fmt: skip
+        errors.append(
+            f"{where}.dataset.fingerprint: {entry['dataset']['fingerprint']!r} is not the fingerprint of its rows "
+            f"({again['dataset']['fingerprint']!r})"
+        )
     for task, rows in rows_by_task.items():
         counts = mod.row_failures(rows)
         for key, n in counts.items():
@@ -623,8 +716,17 @@ def _read_bytes(path: Path) -> bytes:
     if stat.S_ISLNK(st.st_mode):
         raise ValueError("a symbolic link (only regular files inside the folder are read; links are never followed)")
     if not stat.S_ISREG(st.st_mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-                else "a folder" if stat.S_ISDIR(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a special file")  # fmt: skip
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a device"
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+            else "a folder"
+            if stat.S_ISDIR(st.st_mode)
+            else "a socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "a special file"
+        )
         raise ValueError(f"{kind}, not a regular file (never opened)")
     if st.st_size > MAX_FILE_BYTES:
         raise ValueError(f"{st.st_size} bytes, more than the {MAX_FILE_BYTES} a submission may have")
@@ -712,8 +814,9 @@ def load_file(path: str | Path) -> tuple[Any, list[str]]:
     except UnicodeDecodeError as exc:
         return None, [f"not UTF-8 (byte {exc.start})"]
     try:
-        data = json.loads(text, parse_constant=_no_constants, parse_int=_parse_int, parse_float=_parse_float,
-                          object_pairs_hook=_pairs)  # fmt: skip
+        data = json.loads(
+            text, parse_constant=_no_constants, parse_int=_parse_int, parse_float=_parse_float, object_pairs_hook=_pairs
+        )
     except json.JSONDecodeError as exc:
         return None, [f"not JSON (line {exc.lineno}: {exc.msg})"]
     except RecursionError:
@@ -726,21 +829,29 @@ def load_file(path: str | Path) -> tuple[Any, list[str]]:
     return data, []
 
 
-def read(path: str | Path, *, official: Mapping[str, Sequence[str]] | None = None,
-         max_empty_rate: float = MAX_EMPTY_RATE) -> tuple[dict[str, Any] | None, list[str]]:  # fmt: skip
+def read(
+    path: str | Path, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE
+) -> tuple[dict[str, Any] | None, list[str]]:
     """A submission file and every reason it cannot be ranked (the JSON is None when it
     cannot be parsed). ``NaN`` and ``Infinity`` are not JSON and are refused as such."""
     data, problems, _ = read_checked(path, official=official, max_empty_rate=max_empty_rate)
     return data, problems
 
 
-def read_checked(path: str | Path, *, official: Mapping[str, Sequence[str]] | None = None,
-                 max_empty_rate: float = MAX_EMPTY_RATE) -> tuple[Any, list[str], dict[str, dict[str, Any]]]:  # fmt: skip
+def read_checked(
+    path: str | Path, *, official: Mapping[str, Sequence[str]] | None = None, max_empty_rate: float = MAX_EMPTY_RATE
+) -> tuple[Any, list[str], dict[str, dict[str, Any]]]:
     """:func:`read` with :func:`check`'s findings."""
     data, problems = load_file(path)
     if problems:
         return None, problems, {}
     if isinstance(data, dict) and data.get("format") == FORMAT and data.get("schema_version") != SCHEMA_VERSION:
-        return data, [f"schema_version {str(data.get('schema_version'))[:40]!r}: this lmms-scene reads version {SCHEMA_VERSION}"], {}
+        return (
+            data,
+            [
+                f"schema_version {str(data.get('schema_version'))[:40]!r}: this lmms-scene reads version {SCHEMA_VERSION}"
+            ],
+            {},
+        )
     problems, findings = check(data, official=official, max_empty_rate=max_empty_rate)
     return data, problems, findings

@@ -95,7 +95,9 @@ class Table:
         out = []
         for k, cols in enumerate(blocks):
             first = cols[1] + 1 if k and len(cols) > 1 else 1
-            title = self.title if len(blocks) == 1 else f"{self.title} (columns {first}-{cols[-1] + 1} of {len(header)})"
+            title = (
+                self.title if len(blocks) == 1 else f"{self.title} (columns {first}-{cols[-1] + 1} of {len(header)})"
+            )
             lines = [*_wrap(f"## {title}", width), "", _pipe_row(header[i] for i in cols), "|" + "---|" * len(cols)]
             lines += [_pipe_row(row[i] if i < len(row) else "" for i in cols) for row in cells]
             out.append("\n".join(lines))
@@ -104,8 +106,12 @@ class Table:
         return "\n\n".join(out)
 
     def markdown(self) -> str:
-        lines = [f"### {md_inline(self.title)}", "", _pipe_row(md_cell(str(h)) for h in self.header),
-                 "|" + "---|" * len(self.header)]  # fmt: skip
+        lines = [
+            f"### {md_inline(self.title)}",
+            "",
+            _pipe_row(md_cell(str(h)) for h in self.header),
+            "|" + "---|" * len(self.header),
+        ]
         lines += [_pipe_row(md_cell(c) for c in row) for row in self.cells()]
         if self.provenance:
             lines += [""] + [f"- {md_inline(p)}" for p in self.provenance]
@@ -127,7 +133,9 @@ class Table:
                     out.append(csv_cell(_text(c)))
                 elif isinstance(c, Value):
                     lo, hi = (c.ci95 or (None, None))[:2]
-                    out += ["" if x is None else repr(float(x)) for x in (c.mean, lo, hi)] + ["" if c.n is None else c.n]
+                    out += ["" if x is None else repr(float(x)) for x in (c.mean, lo, hi)] + [
+                        "" if c.n is None else c.n
+                    ]
                 else:
                     out += [csv_cell(_text(c)), "", "", ""]
             w.writerow(out)
@@ -136,9 +144,7 @@ class Table:
     def html(self) -> str:
         e = html.escape
         head = "".join(f"<th>{e(str(h))}</th>" for h in self.header)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{e(_text(c))}</td>" for c in row) + "</tr>" for row in self.rows
-        )
+        body = "".join("<tr>" + "".join(f"<td>{e(_text(c))}</td>" for c in row) + "</tr>" for row in self.rows)
         prov = "".join(f"<li>{e(p)}</li>" for p in self.provenance)
         return (
             f'<figure class="table" id="t-{e(self.slug)}"><figcaption>{e(self.title)}</figcaption>'
@@ -235,8 +241,10 @@ class Run:
 
     def lines(self) -> list[str]:
         limit = f"; --limit {self.limit} (partial run)" if self.limit not in (None, "", "None") else ""
-        head = (f"{self.label}: model {self.model}, model_args {self.model_args or '-'}{limit}; tasks "
-                f"{', '.join(self.tasks)}; data {self.dataset}; source {', '.join(self.sources)}")  # fmt: skip
+        head = (
+            f"{self.label}: model {self.model}, model_args {self.model_args or '-'}{limit}; tasks "
+            f"{', '.join(self.tasks)}; data {self.dataset}; source {', '.join(self.sources)}"
+        )
         return [head, *self.scorer]
 
 
@@ -275,7 +283,11 @@ def unscored_note(where: str, n: Any, listed: Any, id_fields: Sequence[str], sho
             ids = "/".join(str(u.get(k)) for k in id_fields if u.get(k) is not None)
             named.append(f"{ids}: {u.get('reason')}")
     more = f" (and {n - len(named)} more)" if n > len(named) and named else ""
-    return f"{where}: {n} rows not scored (left out of every column): " + ("; ".join(named) or "reasons not recorded") + more
+    return (
+        f"{where}: {n} rows not scored (left out of every column): "
+        + ("; ".join(named) or "reasons not recorded")
+        + more
+    )
 
 
 def cell_text(c: Any) -> str:

@@ -23,7 +23,11 @@ def show_text(paths: Sequence[str | Path], width: int | None = 160) -> tuple[str
     built, mixture = views(ours)
     parts: list[str] = []
     if mixture:
-        parts.append("\n".join(textwrap.fill("NOTE: " + m, width, subsequent_indent="  ") if width else "NOTE: " + m for m in mixture))
+        parts.append(
+            "\n".join(
+                textwrap.fill("NOTE: " + m, width, subsequent_indent="  ") if width else "NOTE: " + m for m in mixture
+            )
+        )
     shown = 0
     for view in built:
         parts.append(f"# {view.title}\n\n{view.text(width)}")

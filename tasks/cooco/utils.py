@@ -4,12 +4,12 @@
 
 from __future__ import annotations
 
+from lmms_scene import settings
 from lmms_scene.data import cooco, recheck
 from lmms_scene.harness import guarded_aggregation, returns_dict
 from lmms_scene.metrics import clip
 from lmms_scene.metrics.cooco import scoring
 from lmms_scene.prompts import render
-from lmms_scene import settings
 
 DEFAULT_TEMPLATE = "cooco/default.jinja"
 
@@ -78,8 +78,10 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None):
 def _log_unusable(doc, exc):
     from loguru import logger  # deferred: loguru is heavy to import
 
-    logger.warning(f"lmms-scene: COOCO {doc.get('image_id', '?')}: cannot be shown ({type(exc).__name__}: {exc}); "
-                   "the model gets a stand-in and the row is recorded unscored")  # fmt: skip
+    logger.warning(
+        f"lmms-scene: COOCO {doc.get('image_id', '?')}: cannot be shown ({type(exc).__name__}: {exc}); "
+        "the model gets a stand-in and the row is recorded unscored"
+    )
 
 
 def doc_to_target(doc):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 
+from lmms_scene.cache import cached
+from lmms_scene.data import recheck
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES, schedule_of_task
 from lmms_scene.data.layered_vqa.rounds import (
     chat_messages,
@@ -17,11 +19,9 @@ from lmms_scene.data.layered_vqa.rounds import (
 from lmms_scene.data.layered_vqa.schedules import GROUP
 from lmms_scene.data.layered_vqa.schema import ID_FIELDS
 from lmms_scene.data.layered_vqa.views import schedule_docs
-from lmms_scene.data import recheck
 from lmms_scene.harness import guarded_aggregation, returns_dict, round_outputs
 from lmms_scene.metrics import rows as R
 from lmms_scene.metrics.layered_vqa import aggregation, scoring
-from lmms_scene.cache import cached
 from lmms_scene.provenance import scorer
 
 
@@ -81,8 +81,10 @@ def __getattr__(name):
 def _log(doc, exc):
     from loguru import logger  # deferred: loguru is heavy to import
 
-    logger.warning(f"lmms-scene: Layered-VQA {doc.get('question_id', '?')}: cannot be delivered "
-                   f"({type(exc).__name__}: {exc}); the row is recorded unscored")  # fmt: skip
+    logger.warning(
+        f"lmms-scene: Layered-VQA {doc.get('question_id', '?')}: cannot be delivered "
+        f"({type(exc).__name__}: {exc}); the row is recorded unscored"
+    )
 
 
 def doc_to_visual(doc):
@@ -103,7 +105,9 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None, previous_output=None, round
         return None, None, True, [str(o) for o in (previous_output or [])], {"round": round_idx, "error": str(exc)}
 
 
-def doc_to_messages(doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None, previous_round_info=None):
+def doc_to_messages(
+    doc, lmms_eval_specific_kwargs=None, previous_output=None, round_idx=None, previous_round_info=None
+):
     try:
         return chat_messages(doc, previous_output, round_idx)
     except Exception as exc:
@@ -130,7 +134,11 @@ def process_results(doc, results):
         rows = []
         for k, conversation in enumerate(replies):
             try:
-                rows.append(scoring.score_row(doc, round_outputs(conversation), turns, lemma_names=lemma_names, synonyms=synonyms, repeat=k))
+                rows.append(
+                    scoring.score_row(
+                        doc, round_outputs(conversation), turns, lemma_names=lemma_names, synonyms=synonyms, repeat=k
+                    )
+                )
             except Exception as exc:
                 rows.append(scoring.unscored_row(doc, f"{type(exc).__name__}: {exc}", conversation, repeat=k))
     row = dict(rows[0])
@@ -139,12 +147,22 @@ def process_results(doc, results):
     return {key: row for key in METRIC_KEYS}
 
 
-METRIC_KEYS = ("retained_text", "retained_visual", "retained_layered", "accuracy", "empty_output_rate", "cannot_tell_rate", "layered_vqa_report")
+METRIC_KEYS = (
+    "retained_text",
+    "retained_visual",
+    "retained_layered",
+    "accuracy",
+    "empty_output_rate",
+    "cannot_tell_rate",
+    "layered_vqa_report",
+)
 
 
 def _report(rows):
     # the gold answer is part of the corpus: two datasets with the same ids are two corpora
-    return R.corpus_value("layered_vqa.report", rows, aggregation.report, id_fields=ID_FIELDS, content_fields=("output", "answer"))
+    return R.corpus_value(
+        "layered_vqa.report", rows, aggregation.report, id_fields=ID_FIELDS, content_fields=("output", "answer")
+    )
 
 
 @guarded_aggregation
@@ -189,7 +207,9 @@ def _group_retained(column):
 
 
 retained_text, retained_visual, retained_layered = (_retained(c) for c in ("text", "visual", "layered"))
-group_retained_text, group_retained_visual, group_retained_layered = (_group_retained(c) for c in ("text", "visual", "layered"))
+group_retained_text, group_retained_visual, group_retained_layered = (
+    _group_retained(c) for c in ("text", "visual", "layered")
+)
 
 
 @guarded_aggregation
@@ -197,6 +217,11 @@ group_retained_text, group_retained_visual, group_retained_layered = (_group_ret
 def layered_vqa_report(rows):
     rep = dict(_report(rows))
     _, synonyms = _grader()
-    rep["scorer"] = scorer("layered_vqa", grader="rule", grade="lmms_scene.metrics.layered_vqa.grader.grade",
-                           grader_version=scoring.GRADER_VERSION, synonyms=synonyms)  # fmt: skip
+    rep["scorer"] = scorer(
+        "layered_vqa",
+        grader="rule",
+        grade="lmms_scene.metrics.layered_vqa.grader.grade",
+        grader_version=scoring.GRADER_VERSION,
+        synonyms=synonyms,
+    )
     return rep

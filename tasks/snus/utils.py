@@ -36,7 +36,9 @@ def doc_to_visual(doc):
     except Exception as exc:  # never a mid-generation exception: process_results records why
         from loguru import logger  # deferred: loguru is heavy to import
 
-        logger.warning(f"lmms-scene: SNUS {doc.get('image_id', '?')}: image cannot be shown ({type(exc).__name__}: {exc})")
+        logger.warning(
+            f"lmms-scene: SNUS {doc.get('image_id', '?')}: image cannot be shown ({type(exc).__name__}: {exc})"
+        )
         return [recheck.stand_in_visual()]
 
 
@@ -71,8 +73,27 @@ def _aggregation(key):
     return guarded_aggregation(aggregate)
 
 
-METRICS = ("CESG", "P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r",
-           "rouge_l", "meteor_nltk", "meteor_java", "cider", "bleu4", "capture_style", "spice_style", "clipscore", "snus_report")  # fmt: skip
+METRICS = (
+    "CESG",
+    "P_o",
+    "R_o",
+    "F1_o",
+    "P_a",
+    "R_a",
+    "F1_a",
+    "P_r",
+    "R_r",
+    "F1_r",
+    "rouge_l",
+    "meteor_nltk",
+    "meteor_java",
+    "cider",
+    "bleu4",
+    "capture_style",
+    "spice_style",
+    "clipscore",
+    "snus_report",
+)
 
 CESG = _aggregation("CESG")
 P_o, R_o, F1_o = _aggregation("P_o"), _aggregation("R_o"), _aggregation("F1_o")
@@ -89,8 +110,13 @@ clipscore = _aggregation("clipscore")
 def snus_report(items):
     """Everything: per-metric means with intervals, counts, provenance, the AC baseline."""
     rep = report.report_of(items)
-    out = {"model": {k: v for k, v in rep["model"].items() if k != "rows"}, "ac": rep["ac"], "n": rep["n"],
-           "dataset": rep["dataset"], "interval": rep["interval"]}
+    out = {
+        "model": {k: v for k, v in rep["model"].items() if k != "rows"},
+        "ac": rep["ac"],
+        "n": rep["n"],
+        "dataset": rep["dataset"],
+        "interval": rep["interval"],
+    }
     # the rows that could not be scored: counted, the first ones named with their reasons
     out.update({k: rep[k] for k in ("n_rows", "n_unscored", "unscored") if k in rep})
     return out

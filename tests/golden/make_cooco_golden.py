@@ -23,8 +23,14 @@ sys.path.insert(0, str(REPO / "tests"))
 
 def outputs_for(doc: dict, index: int) -> str:
     gold = doc["gold_label"].replace("_", " ")
-    choices = [gold, doc["target"].replace("_", " "), doc["scene"].replace("_", " "), "",
-               f"It looks like a big {gold} on the table.", gold[:-1] + "x"]  # fmt: skip
+    choices = [
+        gold,
+        doc["target"].replace("_", " "),
+        doc["scene"].replace("_", " "),
+        "",
+        f"It looks like a big {gold} on the table.",
+        gold[:-1] + "x",
+    ]
     return choices[index % len(choices)]
 
 
@@ -34,9 +40,14 @@ def compute(clip_dir: str) -> dict:
 
     from lmms_scene.tasks.cooco import utils
 
-    raw = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/cooco/sample/cooco_sample.parquet")})["test"]
+    raw = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/cooco/sample/cooco_sample.parquet")})[
+        "test"
+    ]
     out = {}
-    for task, docs in (("cooco_sample", utils.process_docs(raw)), ("cooco_noise_sample", utils.process_docs_noise(raw))):
+    for task, docs in (
+        ("cooco_sample", utils.process_docs(raw)),
+        ("cooco_noise_sample", utils.process_docs_noise(raw)),
+    ):
         entries: dict[str, list] = {}
         for i, doc in enumerate(docs):
             for key, value in utils.process_results(doc, [outputs_for(doc, i)]).items():

@@ -48,9 +48,12 @@ def snus_outputs(doc: dict, index: int) -> str:
 def compute_snus() -> dict:
     os.environ["LMMS_SCENE_CLIP_MODEL"] = "none"
     import datasets
+
     from lmms_scene.tasks.snus import utils
 
-    raw = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/snus/sample/snus_sample.parquet")})["test"]
+    raw = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/snus/sample/snus_sample.parquet")})[
+        "test"
+    ]
     docs = utils.process_docs(raw)
     items = [utils.process_results(doc, [snus_outputs(doc, i)])["CESG"] for i, doc in enumerate(docs)]
     out = {key: getattr(utils, key)(items) for key in utils.METRICS if key != "snus_report"}
@@ -64,7 +67,13 @@ def layered_replies(doc: dict, turns: list, index: int) -> list[str]:
 
     gold = doc["answer"]
     layers = ", ".join(str(k) for k in (doc.get("minimal_sufficient_layers") or [1]))
-    finals = [gold, "A hexagon.", "", f"Looking at the image, I believe the answer is {gold.lower()}", f"Answer: {gold}\nLayers: {layers}"]
+    finals = [
+        gold,
+        "A hexagon.",
+        "",
+        f"Looking at the image, I believe the answer is {gold.lower()}",
+        f"Answer: {gold}\nLayers: {layers}",
+    ]
     final = finals[index % len(finals)]
     if doc["schedule"] in SELECTION and index % 2:
         final = f"{final}\nLayers: {layers}"
@@ -73,13 +82,17 @@ def layered_replies(doc: dict, turns: list, index: int) -> list[str]:
 
 def compute_layered_vqa() -> dict:
     import datasets
-    from lmms_scene.tasks.layered_vqa import utils
 
     from lmms_scene.data.layered_vqa.rounds import turns_of
+    from lmms_scene.tasks.layered_vqa import utils
 
-    raw = datasets.load_dataset("parquet", data_files={"test": str(REPO / "tasks/layered_vqa/sample/layered_vqa_sample.parquet")})["test"]
+    raw = datasets.load_dataset(
+        "parquet", data_files={"test": str(REPO / "tasks/layered_vqa/sample/layered_vqa_sample.parquet")}
+    )["test"]
     docs = utils.process_docs_sample(raw)
-    items = [utils.process_results(doc, [layered_replies(doc, turns_of(doc), i)])["accuracy"] for i, doc in enumerate(docs)]
+    items = [
+        utils.process_results(doc, [layered_replies(doc, turns_of(doc), i)])["accuracy"] for i, doc in enumerate(docs)
+    ]
     return {key: getattr(utils, key)(items) for key in utils.METRIC_KEYS}
 
 

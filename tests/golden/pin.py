@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 
-def compare(expected, got, path: str, problems: list[str], skip: frozenset[str] = frozenset(), tol: float = 1e-6) -> None:
+def compare(
+    expected, got, path: str, problems: list[str], skip: frozenset[str] = frozenset(), tol: float = 1e-6
+) -> None:
     """Append to ``problems`` every place where ``got`` differs from ``expected``: floats
     to ``tol``, everything else exactly; dict keys in ``skip`` are not compared."""
     if isinstance(expected, dict):

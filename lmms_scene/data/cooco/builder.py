@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 import warnings
@@ -26,6 +25,7 @@ from typing import Any
 from PIL import Image
 
 from lmms_scene import imaging
+from lmms_scene.data import local, recheck, release
 from lmms_scene.data.cooco.schema import (
     AUTHORS_EXTRA_FIELDS,
     BOX_ASPECT_RANGE,
@@ -46,7 +46,6 @@ from lmms_scene.data.cooco.schema import (
     to_xywh,
 )
 from lmms_scene.data.local import DATA_FILE, TASKS_DIR  # noqa: F401  (re-exported: where write_local puts things)
-from lmms_scene.data import local, recheck, release
 from lmms_scene.files import iter_jsonl, loads
 from lmms_scene.progress import progress
 
@@ -179,7 +178,9 @@ def _image_bytes(
                 file, data = release.read_file(base, str(path), "", "image")
             else:
                 cell = {"bytes": None, "path": str(path)}
-                data, _ = release.image_cell_bytes(cell, "", "image", roots if roots is not None else release.hub_roots())
+                data, _ = release.image_cell_bytes(
+                    cell, "", "image", roots if roots is not None else release.hub_roots()
+                )
                 file = Path(str(path))
             path = file
         pil = _decode(data, str(path) if path else "(the row's image bytes)")
@@ -274,9 +275,11 @@ def box_formats(spec: str | Mapping[str, str] | Iterable[str] | None) -> dict[st
     out = {c: "xywh" for c in CONDITIONS}
     if spec is None:
         return out
-    items: Iterable[str] = [spec] if isinstance(spec, str) else (
-        [f"{k}={v}" for k, v in spec.items()] if isinstance(spec, Mapping) else spec
-    )  # fmt: skip
+    items: Iterable[str] = (
+        [spec]
+        if isinstance(spec, str)
+        else ([f"{k}={v}" for k, v in spec.items()] if isinstance(spec, Mapping) else spec)
+    )
     groups = {"all": CONDITIONS, "generated": GENERATED_CONDITIONS, "original": ("original", "clean")}
     for item in items:
         for part in str(item).split(","):
@@ -340,9 +343,15 @@ def box_problem(box: Sequence[float], size: tuple[int, int], generated: bool) ->
 
 
 def _checked_box(
-    raw: list[float], condition: str, size: tuple[int, int], fmt: str, where: str, file: str,
-    accept_aspect: bool, notes: list[str] | None,
-) -> list[float]:  # fmt: skip
+    raw: list[float],
+    condition: str,
+    size: tuple[int, int],
+    fmt: str,
+    where: str,
+    file: str,
+    accept_aspect: bool,
+    notes: list[str] | None,
+) -> list[float]:
     """``raw`` (as the release stores it, in ``fmt``) as a checked ``[x, y, w, h]``. A box
     that fails :func:`box_problem` is an error naming the value and the file; every other
     order in which it would make sense is reported with it (``--box-format``). With
@@ -392,7 +401,9 @@ def _coco_id(parsed: Mapping[str, str], given: Mapping[str, Any], name: Any, fil
             raise ValueError(f"coco_id {from_meta!r} is not a COCO image id (at most 12 digits)")
         text = text.zfill(12)
         if from_file and text != from_file:
-            raise ValueError(f"coco_id {from_meta!r} in the metadata contradicts the file name's {from_file!r} (file {file})")
+            raise ValueError(
+                f"coco_id {from_meta!r} in the metadata contradicts the file name's {from_file!r} (file {file})"
+            )
         return text
     if from_file:
         return from_file
@@ -429,7 +440,9 @@ def convert_row(
     2], recording each in ``notes``. Image files are read inside ``base`` only; a hub row
     (no ``base``) that names a file instead of carrying its bytes is read only inside
     ``roots`` (default: the hub caches)."""
-    formats = box_format if isinstance(box_format, dict) and set(box_format) == set(CONDITIONS) else box_formats(box_format)
+    formats = (
+        box_format if isinstance(box_format, dict) and set(box_format) == set(CONDITIONS) else box_formats(box_format)
+    )
     image_value = raw.get("image")
     name = raw.get("file_name") or (image_value.get("path") if isinstance(image_value, Mapping) else None)
     where = f"row {index}" + (f" ({Path(str(name)).name})" if name else "")
@@ -622,11 +635,16 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
     if suffix == ".csv":
         return _read_csv(path, text)
     if suffix == ".jsonl":
-        rows = [_object(value, f"{path} line {n}") for n, value in iter_jsonl(path, objects=False, error=CoocoBuildError, allow_nan=False)]
+        rows = [
+            _object(value, f"{path} line {n}")
+            for n, value in iter_jsonl(path, objects=False, error=CoocoBuildError, allow_nan=False)
+        ]
         if not rows:
             raise CoocoBuildError(f"{path}: empty (no JSON lines): nothing to build")
         return rows
-    data = loads(text, where=str(path), allow_nan=False, error=CoocoBuildError)  # repeated keys, absurd numbers: refused
+    data = loads(
+        text, where=str(path), allow_nan=False, error=CoocoBuildError
+    )  # repeated keys, absurd numbers: refused
     if isinstance(data, dict):
         if "rows" in data and not isinstance(data["rows"], list):
             raise CoocoBuildError(
@@ -672,9 +690,13 @@ def folder_rows(folder: Path, metadata: Path | None = None) -> tuple[list[dict[s
     files = folder_images(folder)
     others = sorted(p.name for p in folder.glob("*.json") if p.is_file())
     hint = (
-        f"; the folder has {others[:5]}: if one is the authors' metadata (a JSON object keyed by image file name, "
-        f"e.g. final_dataset.json), pass it with --metadata"
-    ) if others else ""  # fmt: skip
+        (
+            f"; the folder has {others[:5]}: if one is the authors' metadata (a JSON object keyed by image file name, "
+            f"e.g. final_dataset.json), pass it with --metadata"
+        )
+        if others
+        else ""
+    )
     if not files:
         raise CoocoBuildError(f"{folder}: no images and no metadata file" + hint)
     # Without metadata the file name carries everything but the box, which COOCO
@@ -693,9 +715,10 @@ def folder_images(folder: Path) -> list[Path]:
     return sorted(
         p
         for p in folder.rglob("*")
-        if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file()
+        if p.suffix.lower() in IMAGE_SUFFIXES
+        and p.is_file()
         and not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    )  # fmt: skip
+    )
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -785,9 +808,15 @@ def generate_rows(
     for index, raw in pairs:
         renamed = raw if mapping is None else _rename(raw, mapping)
         row = convert_row(
-            renamed, index, base, prefer_metadata=prefer_metadata, notes=notes, box_format=formats,
-            accept_aspect=accept_aspect, roots=roots,
-        )  # fmt: skip
+            renamed,
+            index,
+            base,
+            prefer_metadata=prefer_metadata,
+            notes=notes,
+            box_format=formats,
+            accept_aspect=accept_aspect,
+            roots=roots,
+        )
         if row["image_id"] in seen:
             raise CoocoBuildError(f"row {index} ({row['image_id']}): duplicate of row {seen[row['image_id']]}")
         seen[row["image_id"]] = index
@@ -819,9 +848,7 @@ def _warn_sizes(sizes: Iterable[tuple[str, int, int]], notes: list[str] | None) 
         return
     if notes is not None:
         notes.extend(f"warning: {f}" for f in flagged)
-    warnings.warn(
-        CoocoBuildWarning(f"{len(flagged)} very large or elongated images: {_listed(flagged)}"), stacklevel=3
-    )
+    warnings.warn(CoocoBuildWarning(f"{len(flagged)} very large or elongated images: {_listed(flagged)}"), stacklevel=3)
 
 
 def _counting(
@@ -871,10 +898,17 @@ def build_dataset(
     formats = box_formats(box_format)
     converted = list(
         generate_rows(
-            indexed, None, base, prefer_metadata=prefer_metadata, notes=notes, indexed=True, box_format=formats,
-            accept_aspect=accept_aspect, roots=roots,
+            indexed,
+            None,
+            base,
+            prefer_metadata=prefer_metadata,
+            notes=notes,
+            indexed=True,
+            box_format=formats,
+            accept_aspect=accept_aspect,
+            roots=roots,
         )
-    )  # fmt: skip
+    )
     _check_selection([r["condition"] for r in converted], [r["excluded"] for r in converted], str(base or "the rows"))
     _warn_sizes(((r["image_id"], r["width"], r["height"]) for r in converted), notes)
     if notes is not None:
@@ -905,9 +939,13 @@ def ensure_schema(dataset):
     if ours <= set(dataset.column_names):
         _check_unique_ids(dataset)
         checked = recheck.screen(
-            dataset, loaded_row_problem, _stand_in, what="the COOCO dataset", error=CoocoBuildError,
+            dataset,
+            loaded_row_problem,
+            _stand_in,
+            what="the COOCO dataset",
+            error=CoocoBuildError,
             memo_key=("cooco", getattr(dataset, "_fingerprint", None), len(dataset)),
-        )  # fmt: skip
+        )
         _check_usable(checked, "the COOCO dataset")
         return checked
     try:
@@ -933,8 +971,9 @@ def ensure_schema(dataset):
     marked = features()
     marked[recheck.PROBLEM] = Value("string")
     fingerprint = recheck.map_fingerprint(dataset, "cooco.ensure_schema", mapping, [str(r) for r in roots])
-    converted = dataset.map(convert, with_indices=True, remove_columns=dataset.column_names, features=marked,
-                            new_fingerprint=fingerprint)  # fmt: skip
+    converted = dataset.map(
+        convert, with_indices=True, remove_columns=dataset.column_names, features=marked, new_fingerprint=fingerprint
+    )
     problems = {i: p for i, p in enumerate(converted[recheck.PROBLEM]) if p}
     if len(problems) == len(converted) and problems:
         raise CoocoBuildError(
@@ -964,7 +1003,9 @@ def _check_usable(dataset, source: str) -> None:
         _check_selection([conditions[k] for k in good], [excluded[k] for k in good], source)
     except CoocoBuildError as exc:
         problems = {k: mark for k, mark in enumerate(marks) if mark}
-        raise CoocoBuildError(f"{exc}; besides, {len(problems)} rows failed the check at load: {recheck.listed(problems)}") from None
+        raise CoocoBuildError(
+            f"{exc}; besides, {len(problems)} rows failed the check at load: {recheck.listed(problems)}"
+        ) from None
 
 
 def _finite_box(value: Any) -> list[float] | None:
@@ -1047,13 +1088,21 @@ def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
     side = recheck.STAND_IN_SIDE
     excluded = row.get("excluded")
     return {
-        "image": recheck.stand_in_image(), "image_id": Path(image_id).stem if "/" in image_id else image_id,
-        "coco_id": text(row.get("coco_id")), "scene": text(row.get("scene")), "target": text(row.get("target")),
-        "swapped_object": text(row.get("swapped_object")), "gold_label": text(row.get("gold_label")),
-        "condition": condition, "target_bbox": [side / 4, side / 4, side / 2, side / 2], "width": side, "height": side,
-        "rel_level": text(row.get("rel_level")), "rel_score": None,
+        "image": recheck.stand_in_image(),
+        "image_id": Path(image_id).stem if "/" in image_id else image_id,
+        "coco_id": text(row.get("coco_id")),
+        "scene": text(row.get("scene")),
+        "target": text(row.get("target")),
+        "swapped_object": text(row.get("swapped_object")),
+        "gold_label": text(row.get("gold_label")),
+        "condition": condition,
+        "target_bbox": [side / 4, side / 4, side / 2, side / 2],
+        "width": side,
+        "height": side,
+        "rel_level": text(row.get("rel_level")),
+        "rel_score": None,
         "excluded": excluded if isinstance(excluded, bool) else False,
-    }  # fmt: skip
+    }
 
 
 def _check_unique_ids(dataset) -> None:
@@ -1087,12 +1136,16 @@ def load_hub_rows(repo: str = HUB_REPO, split: str | None = None):
             data = load_from_disk(str(local))
             if split is not None:
                 if not hasattr(data, "keys") or split not in data:
-                    raise ValueError(f"no split {split!r} (splits: {list(data.keys()) if hasattr(data, 'keys') else 'one'})")
+                    raise ValueError(
+                        f"no split {split!r} (splits: {list(data.keys()) if hasattr(data, 'keys') else 'one'})"
+                    )
                 data = data[split]
         else:
-            data = load_dataset(str(local) if local.is_dir() else repo, split=split) if split else load_dataset(
-                str(local) if local.is_dir() else repo
-            )  # fmt: skip
+            data = (
+                load_dataset(str(local) if local.is_dir() else repo, split=split)
+                if split
+                else load_dataset(str(local) if local.is_dir() else repo)
+            )
     except Exception as exc:
         where = f"the local folder {local}" if local.is_dir() else f"{repo!r} from the hub"
         raise CoocoBuildError(f"could not load {where} ({type(exc).__name__}: {exc})") from exc
@@ -1130,16 +1183,27 @@ def build(
     if hub is not None:
         rows, columns = load_hub_rows(hub, split)
         local = Path(str(hub)).expanduser()
-        base, label = None, (f"{local} (a local dataset standing in for the hub)" if local.is_dir() else f"hf://datasets/{hub}")
+        base, label = (
+            None,
+            (f"{local} (a local dataset standing in for the hub)" if local.is_dir() else f"hf://datasets/{hub}"),
+        )
         roots = [*release.hub_roots(), *([local] if local.is_dir() else [])]
     else:
         rows, columns = folder_rows(Path(folder), metadata)
         base, label = Path(folder), str(folder)
     notes: list[str] = []
     dataset = build_dataset(
-        rows, columns, base, column_map, prefer_metadata=prefer_metadata, skip_unmatched=skip_unmatched, notes=notes,
-        box_format=box_format, accept_aspect=accept_aspect, roots=roots,
-    )  # fmt: skip
+        rows,
+        columns,
+        base,
+        column_map,
+        prefer_metadata=prefer_metadata,
+        skip_unmatched=skip_unmatched,
+        notes=notes,
+        box_format=box_format,
+        accept_aspect=accept_aspect,
+        roots=roots,
+    )
     return dataset, label, notes
 
 

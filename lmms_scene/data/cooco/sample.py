@@ -76,8 +76,12 @@ def sample_rows() -> list[dict[str, Any]]:
     for k, ((scene, target, high, medium, low), size) in enumerate(zip(_SAMPLE_ITEMS, _SAMPLE_SIZES)):
         coco_id = f"{990000000001 + k:012d}"  # outside COCO's id range: plainly synthetic
         variants = (
-            ("original", "", target), ("relscore_same_target", target, target), ("relscore_high", high, high),
-            ("relscore_middle", medium, medium), ("relscore_low", low, low), ("clean", "", None),
+            ("original", "", target),
+            ("relscore_same_target", target, target),
+            ("relscore_high", high, high),
+            ("relscore_middle", medium, medium),
+            ("relscore_low", low, low),
+            ("clean", "", None),
         )
         for v, (rel_level, swapped, drawn) in enumerate(variants):
             image, draw, box = _sample_scene(scene, size, seed=1000 + k)

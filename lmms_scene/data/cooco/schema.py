@@ -30,14 +30,37 @@ CONDITION_ALIASES: dict[str, str] = {
     "low": "low",
 }
 #: Condition suffixes of the authors' file names, longest first for parsing.
-_FILE_CONDITIONS = sorted((k for k in CONDITION_ALIASES if k in ("original", "clean") or k.startswith("relscore_")), key=len, reverse=True)
+_FILE_CONDITIONS = sorted(
+    (k for k in CONDITION_ALIASES if k in ("original", "clean") or k.startswith("relscore_")), key=len, reverse=True
+)
 
 #: The 25 COOCO scene labels (Appendix A, Table 2), in the file-name spelling.
 SCENES: tuple[str, ...] = (
-    "arrival_gate_outdoor", "art_studio", "bakery_shop", "banquet_hall", "bathroom", "bedroom",
-    "coffee_shop", "cubicle_office", "delicatessen", "dining_room", "dorm_room", "fastfood_restaurant",
-    "gas_station", "home_office", "kitchen", "living_room", "market_outdoor", "music_studio",
-    "pantry", "parking_lot", "physics_laboratory", "restaurant", "street", "tower", "train_railway",
+    "arrival_gate_outdoor",
+    "art_studio",
+    "bakery_shop",
+    "banquet_hall",
+    "bathroom",
+    "bedroom",
+    "coffee_shop",
+    "cubicle_office",
+    "delicatessen",
+    "dining_room",
+    "dorm_room",
+    "fastfood_restaurant",
+    "gas_station",
+    "home_office",
+    "kitchen",
+    "living_room",
+    "market_outdoor",
+    "music_studio",
+    "pantry",
+    "parking_lot",
+    "physics_laboratory",
+    "restaurant",
+    "street",
+    "tower",
+    "train_railway",
 )
 #: The four scene labels whose SUN-397 name has a slash, as the authors' metadata spells
 #: them (``config_filter.py``'s ``sun_scene_to_keep``; their evaluation gives CLIP this
@@ -50,8 +73,24 @@ SCENE_SPELLINGS: dict[str, str] = {
 }
 #: The 18 COCO-Search18 target categories (COOCO's original targets).
 TARGETS: tuple[str, ...] = (
-    "bottle", "bowl", "car", "chair", "clock", "cup", "fork", "keyboard", "knife", "laptop",
-    "microwave", "mouse", "oven", "potted_plant", "sink", "stop_sign", "toilet", "tv",
+    "bottle",
+    "bowl",
+    "car",
+    "chair",
+    "clock",
+    "cup",
+    "fork",
+    "keyboard",
+    "knife",
+    "laptop",
+    "microwave",
+    "mouse",
+    "oven",
+    "potted_plant",
+    "sink",
+    "stop_sign",
+    "toilet",
+    "tv",
 )
 
 #: Source column -> our field, for the metadata the authors describe. ``None`` drops a
@@ -206,16 +245,39 @@ def parse_filename(name: str) -> dict[str, str]:
 #: Source column names a release may use for our fields (after lower-casing, ``-`` and
 #: spaces read as ``_``), to suggest a ``--column-map`` when a column is unknown.
 _COLUMN_SYNONYMS: dict[str, str] = {
-    "bbox": "target_bbox", "box": "target_bbox", "target_box": "target_bbox", "bounding_box": "target_bbox",
-    "path": "file_name", "file": "file_name", "name": "file_name", "image_file": "file_name", "img": "image",
-    "scene_label": "scene", "scene_name": "scene", "scene_category": "scene", "scene_type": "scene",
-    "target_name": "target", "target_object": "target", "original_target": "target", "original_object": "target",
-    "replacement": "swapped_object", "replacement_object": "swapped_object", "swapped": "swapped_object",
-    "new_object": "swapped_object", "object_for_replacement": "swapped_object",
-    "relatedness": "rel_level", "relatedness_level": "rel_level", "level": "rel_level",
-    "relatedness_score": "rel_score", "score": "rel_score", "similarity": "rel_score",
-    "is_excluded": "excluded", "exclude": "excluded", "coco_image_id": "coco_id", "cocoid": "coco_id",
-}  # fmt: skip
+    "bbox": "target_bbox",
+    "box": "target_bbox",
+    "target_box": "target_bbox",
+    "bounding_box": "target_bbox",
+    "path": "file_name",
+    "file": "file_name",
+    "name": "file_name",
+    "image_file": "file_name",
+    "img": "image",
+    "scene_label": "scene",
+    "scene_name": "scene",
+    "scene_category": "scene",
+    "scene_type": "scene",
+    "target_name": "target",
+    "target_object": "target",
+    "original_target": "target",
+    "original_object": "target",
+    "replacement": "swapped_object",
+    "replacement_object": "swapped_object",
+    "swapped": "swapped_object",
+    "new_object": "swapped_object",
+    "object_for_replacement": "swapped_object",
+    "relatedness": "rel_level",
+    "relatedness_level": "rel_level",
+    "level": "rel_level",
+    "relatedness_score": "rel_score",
+    "score": "rel_score",
+    "similarity": "rel_score",
+    "is_excluded": "excluded",
+    "exclude": "excluded",
+    "coco_image_id": "coco_id",
+    "cocoid": "coco_id",
+}
 
 
 def suggest_column_map(unknown: Iterable[str], fields: Sequence[str]) -> list[str]:

@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene import imaging
-from lmms_scene.data.cooco.schema import NAMING_CONDITIONS, NO_NOISE_AREA, NOISE_LEVELS, label_key, parse_filename
 from lmms_scene.cache import memo
 from lmms_scene.data.cooco.builder import size_warning
+from lmms_scene.data.cooco.schema import NAMING_CONDITIONS, NO_NOISE_AREA, NOISE_LEVELS, label_key, parse_filename
 
 NOISE_AREAS: tuple[str, ...] = imaging.NOISE_AREAS
 
@@ -85,7 +85,9 @@ def authors_spelling(doc: Mapping[str, Any], field: str) -> str:
     kept). The built row keeps the label tidied (``baseball``); the file name keeps the
     THINGSplus spelling, so it is read from there when it names the same label (a ``/``,
     which file names write as ``_``, is kept as the row has it)."""
-    label = str(doc["target"] if field == "target" else doc["gold_label"] if doc["condition"] != "clean" else doc["target"])
+    label = str(
+        doc["target"] if field == "target" else doc["gold_label"] if doc["condition"] != "clean" else doc["target"]
+    )
     try:
         parsed = parse_filename(str(doc["image_id"]) + ".jpg")
     except ValueError:
@@ -99,8 +101,11 @@ def authors_spelling(doc: Mapping[str, Any], field: str) -> str:
 def naming_item(doc: Mapping[str, Any], output: str | None) -> dict[str, Any]:
     """A doc and a model answer as the item :func:`lmms_scene.metrics.cooco.scoring.score_rows` scores."""
     reading = reading_of(doc)
-    spellings = {"gold_spelling": authors_spelling(doc, "gold"), "target_spelling": authors_spelling(doc, "target")} \
-        if reading == "authors" else {}
+    spellings = (
+        {"gold_spelling": authors_spelling(doc, "gold"), "target_spelling": authors_spelling(doc, "target")}
+        if reading == "authors"
+        else {}
+    )
     return {
         "reading": reading,
         **spellings,
@@ -115,7 +120,13 @@ def naming_item(doc: Mapping[str, Any], output: str | None) -> dict[str, Any]:
         "output": output,
         "crop": target_crop(doc),
         # the noise-free crop is the same under every noise setting: encode it once
-        "crop_key": ("cooco-crop", doc["image_id"], tuple(float(v) for v in doc["target_bbox"]), int(doc["width"]), int(doc["height"])),
+        "crop_key": (
+            "cooco-crop",
+            doc["image_id"],
+            tuple(float(v) for v in doc["target_bbox"]),
+            int(doc["width"]),
+            int(doc["height"]),
+        ),
     }
 
 
@@ -163,13 +174,20 @@ def prompt_context(doc: Mapping[str, Any]) -> dict[str, Any]:
     norm = tuple(clip01(v / side) for v in imaging.xywh_to_xyxy(box))
     ul, lr = kosmos_patch_indices(norm)
     return {
-        "x1": x1, "y1": y1, "x2": x2, "y2": y2,
-        "nx1": norm[0], "ny1": norm[1], "nx2": norm[2], "ny2": norm[3],
-        "cx": 100.0 * (norm[0] + norm[2]) / 2, "cy": 100.0 * (norm[1] + norm[3]) / 2,
-        "side": side, "patch_ul": ul, "patch_lr": lr,
+        "x1": x1,
+        "y1": y1,
+        "x2": x2,
+        "y2": y2,
+        "nx1": norm[0],
+        "ny1": norm[1],
+        "nx2": norm[2],
+        "ny2": norm[3],
+        "cx": 100.0 * (norm[0] + norm[2]) / 2,
+        "cy": 100.0 * (norm[1] + norm[3]) / 2,
+        "side": side,
+        "patch_ul": ul,
+        "patch_lr": lr,
     }
-
-
 
 
 def _with_setting(dataset, area: str, level: float):
@@ -214,8 +232,10 @@ def reading_option(value: str | None, include_clean: bool = False) -> str:
     if word not in READINGS:
         raise ValueError(f"LMMS_SCENE_COOCO_READING={value!r}: expected 'cleaned' (the default) or 'authors'")
     if word == "authors" and include_clean:
-        raise ValueError("LMMS_SCENE_COOCO_READING=authors with LMMS_SCENE_COOCO_CLEAN=include: the authors' "
-                         "evaluation skips clean images; drop one of the two")  # fmt: skip
+        raise ValueError(
+            "LMMS_SCENE_COOCO_READING=authors with LMMS_SCENE_COOCO_CLEAN=include: the authors' "
+            "evaluation skips clean images; drop one of the two"
+        )
     return word
 
 
@@ -227,21 +247,32 @@ def selection(dataset, include_clean: bool = False, reading: str = "cleaned") ->
     conditions, excluded = dataset["condition"], dataset["excluded"]
     n_excluded = sum(bool(e) for e in excluded)
     n_clean = sum(1 for c, e in zip(conditions, excluded) if c == "clean" and not e)
-    kept = sum(1 for c, e in zip(conditions, excluded) if not e and (c in NAMING_CONDITIONS or (include_clean and c == "clean")))
+    kept = sum(
+        1
+        for c, e in zip(conditions, excluded)
+        if not e and (c in NAMING_CONDITIONS or (include_clean and c == "clean"))
+    )
     return {
-        "release_rows": len(conditions), "evaluated": kept, "skipped_excluded": n_excluded,
-        "skipped_clean": 0 if include_clean else n_clean, "clean_included": bool(include_clean),
+        "release_rows": len(conditions),
+        "evaluated": kept,
+        "skipped_excluded": n_excluded,
+        "skipped_clean": 0 if include_clean else n_clean,
+        "clean_included": bool(include_clean),
         "reading": reading,
-    }  # fmt: skip
+    }
 
 
 def _selection_feature():
     from datasets import Value  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     return {
-        "release_rows": Value("int32"), "evaluated": Value("int32"), "skipped_excluded": Value("int32"),
-        "skipped_clean": Value("int32"), "clean_included": Value("bool"), "reading": Value("string"),
-    }  # fmt: skip
+        "release_rows": Value("int32"),
+        "evaluated": Value("int32"),
+        "skipped_excluded": Value("int32"),
+        "skipped_clean": Value("int32"),
+        "clean_included": Value("bool"),
+        "reading": Value("string"),
+    }
 
 
 def _naming_filter(dataset, include_clean: bool = False):
@@ -262,11 +293,16 @@ def naming_docs(dataset, include_clean: bool = False, reading: str = "cleaned"):
     ``include_clean`` the clean images too (scored against the removed target, reported
     apart). Each carries the run's ``selection`` counts."""
     base = dataset.flatten_indices() if dataset._indices else dataset
-    return _naming_filter(_with_selection(_with_setting(base, NO_NOISE_AREA, 0.0), include_clean, reading), include_clean)
+    return _naming_filter(
+        _with_selection(_with_setting(base, NO_NOISE_AREA, 0.0), include_clean, reading), include_clean
+    )
 
 
 def noise_grid_docs(
-    dataset, areas: Sequence[str] = NOISE_AREAS, levels: Sequence[float] = NOISE_LEVELS, include_clean: bool = False,
+    dataset,
+    areas: Sequence[str] = NOISE_AREAS,
+    levels: Sequence[float] = NOISE_LEVELS,
+    include_clean: bool = False,
     reading: str = "cleaned",
 ):
     """Every naming item once per (noise area, noise level): ``len(areas) * len(levels)``

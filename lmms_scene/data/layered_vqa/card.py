@@ -8,13 +8,20 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from lmms_scene.data.layered_vqa.schema import COLUMNS
 from lmms_scene.data.card import front_matter
+from lmms_scene.data.layered_vqa.schema import COLUMNS
 from lmms_scene.prompts import render
 
 
-def card_text(items: Sequence[Mapping[str, Any]], *, source: str, max_difference: int, tolerance: int,
-              license: str = "see the release", license_id: str = "other") -> str:  # fmt: skip
+def card_text(
+    items: Sequence[Mapping[str, Any]],
+    *,
+    source: str,
+    max_difference: int,
+    tolerance: int,
+    license: str = "see the release",
+    license_id: str = "other",
+) -> str:
     """The dataset card: where the data came from, license (``license_id`` the hub's
     identifier, ``license`` in words), split, counts, features."""
     text = render(
@@ -30,6 +37,12 @@ def card_text(items: Sequence[Mapping[str, Any]], *, source: str, max_difference
         features=list(COLUMNS),
     )
 
-    head = front_matter(license=license_id, source=source, pretty_name="Layered-VQA", splits=["test"],
-                        task_categories=["visual-question-answering"], license_terms=license)  # fmt: skip
+    head = front_matter(
+        license=license_id,
+        source=source,
+        pretty_name="Layered-VQA",
+        splits=["test"],
+        task_categories=["visual-question-answering"],
+        license_terms=license,
+    )
     return head + text.lstrip("\n") + "\n"

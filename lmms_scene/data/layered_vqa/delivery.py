@@ -348,7 +348,9 @@ if set(_BUILDERS) != set(_schedules.NAMES):
 
 #: The sixteen schedules (Table 10, and the paper's section 3 for the rest): the one table
 #: (:data:`lmms_scene.data.layered_vqa.schedules.TABLE`, in its order) with its builders.
-SCHEDULES: dict[str, Schedule] = {name: Schedule(name, family, shape, _BUILDERS[name]) for name, family, shape in _schedules.TABLE}
+SCHEDULES: dict[str, Schedule] = {
+    name: Schedule(name, family, shape, _BUILDERS[name]) for name, family, shape in _schedules.TABLE
+}
 
 #: schedules whose evidence comes in one turn (Table 5's "in one turn")
 SINGLE_TURN: frozenset[str] = frozenset({"full", "concat-q", "concat-v", "all-lyr", "oracle"})

@@ -67,13 +67,21 @@ def conversations(results: Any) -> list[Any]:
     without it one entry per request, each a list of per-round outputs or, from the
     simple qwen classes, the string of a tuple. A flat list of plain strings is one
     conversation (one output per round)."""
-    if isinstance(results, (list, tuple)) and len(results) == 1 and isinstance(results[0], Mapping) and REPEATS_KEY in results[0]:
+    if (
+        isinstance(results, (list, tuple))
+        and len(results) == 1
+        and isinstance(results[0], Mapping)
+        and REPEATS_KEY in results[0]
+    ):
         found = list(results[0][REPEATS_KEY])
         if not found:
             return [[]]
         return [[c] if isinstance(c, str) else c for c in found]
     if isinstance(results, (list, tuple)) and len(results) > 1:
-        if all(isinstance(r, (list, tuple)) or (isinstance(r, str) and r.startswith("(") and r.endswith(")")) for r in results):
+        if all(
+            isinstance(r, (list, tuple)) or (isinstance(r, str) and r.startswith("(") and r.endswith(")"))
+            for r in results
+        ):
             return [[r] if isinstance(r, str) else r for r in results]
     return [results]
 
@@ -136,5 +144,7 @@ def chat_messages(doc: Mapping[str, Any], previous_output: Sequence[str] | None 
     for k, turn in enumerate(turns[: round_idx + 1]):
         messages.append(_user(turn))
         if k < round_idx:
-            messages.append({"role": "assistant", "content": [{"type": "text", "text": previous[k] if k < len(previous) else ""}]})
+            messages.append(
+                {"role": "assistant", "content": [{"type": "text", "text": previous[k] if k < len(previous) else ""}]}
+            )
     return messages, False, previous, info

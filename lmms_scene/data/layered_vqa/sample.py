@@ -50,7 +50,6 @@ def toy_item(n_layers: int = 3, size: tuple[int, int] = (8, 6)) -> dict[str, Any
     }
 
 
-
 #: the generated split of the shipped ``layered_vqa_synth`` task: procedural scenes (never
 #: the paper's data, never ranked as the benchmark), fixed by its version, seed and size;
 #: disjoint from the embedded sample (other scenes, other scene ids). A change to the
@@ -67,8 +66,10 @@ SYNTH_ID_PREFIX = f"gen{SYNTH_VERSION}"
 def synth_description() -> str:
     """What the ``layered_vqa_synth`` task reads, in one sentence (its task metadata, the
     report's note, the docs)."""
-    return (f"generated scenes (lmms-scene's procedural generator v{SYNTH_VERSION}: {SYNTH_SCENES} scenes, seed {SYNTH_SEED}, "
-            f"{SYNTH_SIZE[0]}x{SYNTH_SIZE[1]}), not the paper's data; never ranked as the benchmark")  # fmt: skip
+    return (
+        f"generated scenes (lmms-scene's procedural generator v{SYNTH_VERSION}: {SYNTH_SCENES} scenes, seed {SYNTH_SEED}, "
+        f"{SYNTH_SIZE[0]}x{SYNTH_SIZE[1]}), not the paper's data; never ranked as the benchmark"
+    )
 
 
 def build_sample(folder: str | Path, scenes: int = 4, seed: int = 0) -> list[Path]:

@@ -40,12 +40,20 @@ TABLE: tuple[tuple[str, str, str], ...] = (
     ("snowball-v", "visual", "L turns: Q with layer 0, then the composite of layers 0..t at turn t"),
     ("aligned", "alignment", "n turns: shard i with its supporting layers (none for a shard with none)"),
     ("misaligned", "alignment", "n turns: shard i with the next supporting set (cyclic) minus its own layers"),
-    ("ev-first", "order", "n turns: shard i, with every layer handed over once, supporting layers first (the reverse of ev-last)"),
-    ("ev-last", "order", "n turns: shard i, with every layer handed over once, non-supporting layers first, supporting ones in the final turns"),
+    (
+        "ev-first",
+        "order",
+        "n turns: shard i, with every layer handed over once, supporting layers first (the reverse of ev-last)",
+    ),
+    (
+        "ev-last",
+        "order",
+        "n turns: shard i, with every layer handed over once, non-supporting layers first, supporting ones in the final turns",
+    ),
     ("shuffled", "order", "n turns: shard i, with every layer handed over once, in a seeded random order"),
     ("all-lyr", "evidence", "1 turn: Q with all L layers as separate images, plus the selection prompt"),
     ("oracle", "evidence", "1 turn: Q with only the minimal-sufficient layers, plus the selection prompt"),
-)  # fmt: skip
+)
 
 #: the schedule names, in :data:`TABLE`'s order
 NAMES: tuple[str, ...] = tuple(name for name, _, _ in TABLE)

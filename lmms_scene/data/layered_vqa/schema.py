@@ -116,11 +116,15 @@ def validate(item: Mapping[str, Any], check_images: bool = True) -> None:
         sizes = [getattr(layer, "size", None) or (layer.shape[1], layer.shape[0]) for layer in layers]
         for i, size in enumerate(sizes):
             if tuple(size) != tuple(sizes[0]):
-                raise ValueError(f"{where}: layers[{i}]: size {size[0]}x{size[1]} differs from layer 0's {sizes[0][0]}x{sizes[0][1]}")
+                raise ValueError(
+                    f"{where}: layers[{i}]: size {size[0]}x{size[1]} differs from layer 0's {sizes[0][0]}x{sizes[0][1]}"
+                )
         comp = item["composite"]
         csize = getattr(comp, "size", None) or (comp.shape[1], comp.shape[0])
         if tuple(csize) != tuple(sizes[0]):
-            raise ValueError(f"{where}: composite: size {csize[0]}x{csize[1]} differs from the layers' {sizes[0][0]}x{sizes[0][1]}")
+            raise ValueError(
+                f"{where}: composite: size {csize[0]}x{csize[1]} differs from the layers' {sizes[0][0]}x{sizes[0][1]}"
+            )
 
 
 def n_layers(item: Mapping[str, Any]) -> int:

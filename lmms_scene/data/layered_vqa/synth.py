@@ -180,7 +180,9 @@ def _plural(shape: str, n: int) -> str:
 
 
 def _distractors(target: Obj, objects: Sequence[Obj], minimal: set[int]) -> list[int]:
-    return sorted(o.layer for o in objects if o.layer not in minimal and (o.shape == target.shape or o.size == target.size))
+    return sorted(
+        o.layer for o in objects if o.layer not in minimal and (o.shape == target.shape or o.size == target.size)
+    )
 
 
 def _question(qtype, question, answer, shards, minimal, distractors):
@@ -201,10 +203,13 @@ def _direct(objects, rng):
         "direct ask",
         f"What shape is the {t.colour} object?",
         f"A {t.shape}.",
-        [("Can you help me identify a particular thing in this image?", []),
-         ("The answer should name a shape.", [t.layer]),
-         (f"The target is the {t.colour} object.", [t.layer])],
-        m, _distractors(t, objects, m),
+        [
+            ("Can you help me identify a particular thing in this image?", []),
+            ("The answer should name a shape.", [t.layer]),
+            (f"The target is the {t.colour} object.", [t.layer]),
+        ],
+        m,
+        _distractors(t, objects, m),
     )
 
 
@@ -218,11 +223,14 @@ def _binding(objects, rng):
         "attribute binding",
         f"What colour is the {t.size} {t.shape}?",
         f"{_cap(t.colour)}.",
-        [("Can you help me figure out a property of a particular thing?", []),
-         ("The answer should name a colour.", [t.layer]),
-         (f"The target thing is a {t.shape}.", [t.layer]),
-         (f"The target {t.shape} is the {t.size} one.", [o.layer for o in objects if o.shape == t.shape])],
-        m, [o.layer for o in objects if o.shape == t.shape and o.layer != t.layer],
+        [
+            ("Can you help me figure out a property of a particular thing?", []),
+            ("The answer should name a colour.", [t.layer]),
+            (f"The target thing is a {t.shape}.", [t.layer]),
+            (f"The target {t.shape} is the {t.size} one.", [o.layer for o in objects if o.shape == t.shape]),
+        ],
+        m,
+        [o.layer for o in objects if o.shape == t.shape and o.layer != t.layer],
     )
 
 
@@ -240,11 +248,14 @@ def _occlusion(objects, rng):
         "occlusion",
         f"Which object is partly hidden behind the {front.name}?",
         f"The {back.name}.",
-        [("Can you help me identify a particular thing in this image?", []),
-         ("The answer should name an object.", [back.layer]),
-         ("The target object is partly hidden.", [back.layer, front.layer]),
-         (f"It is hidden behind the {front.name}.", [front.layer])],
-        m, _distractors(back, objects, m),
+        [
+            ("Can you help me identify a particular thing in this image?", []),
+            ("The answer should name an object.", [back.layer]),
+            ("The target object is partly hidden.", [back.layer, front.layer]),
+            (f"It is hidden behind the {front.name}.", [front.layer]),
+        ],
+        m,
+        _distractors(back, objects, m),
     )
 
 
@@ -259,11 +270,14 @@ def _counting(objects, rng):
             "counting",
             f"How many objects are {a}s, and how many are {b}s?",
             answer,
-            [("Can you help me figure out the counts for two groups of things?", sorted(m)),
-             ("Each requested result is a count.", []),
-             (f"Count the {a}s.", [o.layer for o in objects if o.shape == a]),
-             (f"Include a count of the {b}s.", [o.layer for o in objects if o.shape == b])],
-            m, [o.layer for o in objects if o.layer not in m],
+            [
+                ("Can you help me figure out the counts for two groups of things?", sorted(m)),
+                ("Each requested result is a count.", []),
+                (f"Count the {a}s.", [o.layer for o in objects if o.shape == a]),
+                (f"Include a count of the {b}s.", [o.layer for o in objects if o.shape == b]),
+            ],
+            m,
+            [o.layer for o in objects if o.layer not in m],
         )
     s = rng.choice(present)
     m = {o.layer for o in objects if o.shape == s}
@@ -271,11 +285,14 @@ def _counting(objects, rng):
         "counting",
         f"How many {s}s are there in this scene?",
         f"{_cap(NUMBER_WORDS[counts[s]])}.",
-        [("Can you help me figure out a quantity?", sorted(m)),
-         ("The requested quantity is a count.", []),
-         (f"The things to count are {s}s.", sorted(m)),
-         ("Restrict the count to this scene.", [0])],
-        m, [o.layer for o in objects if o.layer not in m],
+        [
+            ("Can you help me figure out a quantity?", sorted(m)),
+            ("The requested quantity is a count.", []),
+            (f"The things to count are {s}s.", sorted(m)),
+            ("Restrict the count to this scene.", [0]),
+        ],
+        m,
+        [o.layer for o in objects if o.layer not in m],
     )
 
 
@@ -300,17 +317,24 @@ def _spatial(objects, rng):
         "spatial",
         f"Where is the {a.name} relative to the {b.name}?",
         f"{_cap(rel)} the {b.name}.",
-        [("Can you help me figure out a spatial property of a particular thing?", []),
-         ("The answer should report where the thing is located.", []),
-         (f"The target thing is the {a.name}.", [a.layer]),
-         (f"Determine its position relative to the {b.name}.", [b.layer])],
-        m, _distractors(a, objects, m),
+        [
+            ("Can you help me figure out a spatial property of a particular thing?", []),
+            ("The answer should report where the thing is located.", []),
+            (f"The target thing is the {a.name}.", [a.layer]),
+            (f"Determine its position relative to the {b.name}.", [b.layer]),
+        ],
+        m,
+        _distractors(a, objects, m),
     )
 
 
 def _multihop(objects, rng):
-    pairs = [(r, t) for r in objects for t in objects if r is not t and r.shape == t.shape
-             and sum(1 for o in objects if o.shape == r.shape) == 2]
+    pairs = [
+        (r, t)
+        for r in objects
+        for t in objects
+        if r is not t and r.shape == t.shape and sum(1 for o in objects if o.shape == r.shape) == 2
+    ]
     if not pairs:
         return None
     ref, t = rng.choice(pairs)
@@ -319,11 +343,14 @@ def _multihop(objects, rng):
         "multi-hop",
         f"What colour is the other object that has the same shape as the {ref.colour} object?",
         f"{_cap(t.colour)}.",
-        [("Can you help me figure out a property of a particular thing?", []),
-         ("The answer should name a colour.", [t.layer]),
-         (f"The target has the same shape as the {ref.colour} object.", [ref.layer, t.layer]),
-         (f"The target is not the {ref.colour} object itself.", [ref.layer])],
-        m, [o.layer for o in objects if o.layer not in m],
+        [
+            ("Can you help me figure out a property of a particular thing?", []),
+            ("The answer should name a colour.", [t.layer]),
+            (f"The target has the same shape as the {ref.colour} object.", [ref.layer, t.layer]),
+            (f"The target is not the {ref.colour} object itself.", [ref.layer]),
+        ],
+        m,
+        [o.layer for o in objects if o.layer not in m],
     )
 
 
@@ -337,8 +364,9 @@ BUILDERS = {
 }
 
 
-def generate(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5,
-             id_prefix: str = "synth") -> list[dict[str, Any]]:  # fmt: skip
+def generate(
+    scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5, id_prefix: str = "synth"
+) -> list[dict[str, Any]]:
     """``scenes`` scenes as Layered-VQA items (one per question; every type a scene
     allows). The first ``max_objects`` scenes have ``max_objects`` .. 1 objects. Scene ids
     are ``<id_prefix>-0000``, ``<id_prefix>-0001``, ... (two splits meant to be disjoint
@@ -383,7 +411,9 @@ def _columns():
     return COLUMNS
 
 
-def dataset(scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5, id_prefix: str = "synth"):
+def dataset(
+    scenes: int, seed: int = 0, size: tuple[int, int] = (320, 240), max_objects: int = 5, id_prefix: str = "synth"
+):
     """:func:`generate` as a ``datasets.Dataset`` with the Layered-VQA features."""
     from datasets import Dataset  # deferred: datasets (pyarrow, pandas) is heavy to import
 

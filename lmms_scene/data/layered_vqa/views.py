@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from lmms_scene.data import recheck, release
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES, deliver
 from lmms_scene.data.layered_vqa.rounds import MAX_ROUNDS
 from lmms_scene.data.layered_vqa.schema import (
@@ -19,7 +20,6 @@ from lmms_scene.data.layered_vqa.schema import (
     repeated,
     validate,
 )
-from lmms_scene.data import recheck, release
 
 # -- task documents --------------------------------------------------------------------
 
@@ -39,16 +39,25 @@ def schedule_docs(dataset, schedules: Sequence[str], seed: int = 0):
         raise ValueError(f"schedules: unknown or none {unknown or list(schedules)}; known: {', '.join(SCHEDULES)}")
     missing = [c for c in COLUMNS if c not in dataset.column_names]
     if missing:
-        raise ValueError(f"Layered-VQA data lacks the fields {missing}; it has {dataset.column_names}. "
-                         "Build it with `lmms-scene build layered-vqa` (or layered-synth).")  # fmt: skip
+        raise ValueError(
+            f"Layered-VQA data lacks the fields {missing}; it has {dataset.column_names}. "
+            "Build it with `lmms-scene build layered-vqa` (or layered-synth)."
+        )
     ids = list(zip(dataset["scene_id"], dataset["question_id"]))
     twice = repeated(ids)
     if twice:
         first = ids.index(twice[0])
-        raise ValueError(f"row {ids.index(twice[0], first + 1)}: item {twice[0][1]!r} (scene {twice[0][0]!r}) repeats row "
-                         f"{first} (rows are keyed by scene and question id)")  # fmt: skip
-    dataset = recheck.screen(dataset, _row_checker(), _stand_in, what="the Layered-VQA dataset",
-                             memo_key=("layered_vqa", getattr(dataset, "_fingerprint", None), len(dataset)))  # fmt: skip
+        raise ValueError(
+            f"row {ids.index(twice[0], first + 1)}: item {twice[0][1]!r} (scene {twice[0][0]!r}) repeats row "
+            f"{first} (rows are keyed by scene and question id)"
+        )
+    dataset = recheck.screen(
+        dataset,
+        _row_checker(),
+        _stand_in,
+        what="the Layered-VQA dataset",
+        memo_key=("layered_vqa", getattr(dataset, "_fingerprint", None), len(dataset)),
+    )
     # the round cap from the text columns only (no image is decoded again)
     texts = dataset.select_columns([c for c in dataset.column_names if c not in ("composite", "layers")])
     names = texts["layer_names"]
@@ -93,7 +102,9 @@ def loaded_row_problem(row: Mapping[str, Any], index: int, decoded: dict[str, An
         data, _ = release.image_cell_bytes(cell, where, field, release.hub_roots())
         key = _hashlib.sha256(data).hexdigest() + mode
         if key not in cache:
-            name = Path(str(cell["path"])).name if isinstance(cell, Mapping) and cell.get("path") else "(the row's bytes)"
+            name = (
+                Path(str(cell["path"])).name if isinstance(cell, Mapping) and cell.get("path") else "(the row's bytes)"
+            )
             try:
                 cache[key] = release.decode_image(data, name).convert(mode)
             except ValueError as exc:
@@ -125,12 +136,16 @@ def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
     return {
         "scene_id": text(row.get("scene_id")) or f"unusable_scene_{index:06d}",
         "question_id": text(row.get("question_id")) or f"unusable_row_{index:06d}",
-        "question_type": kind, "question": recheck.UNUSABLE_PROMPT, "answer": text(row.get("answer")),
-        "composite": recheck.stand_in_image("RGB"), "layers": [recheck.stand_in_image("RGBA")], "layer_names": ["background"],
+        "question_type": kind,
+        "question": recheck.UNUSABLE_PROMPT,
+        "answer": text(row.get("answer")),
+        "composite": recheck.stand_in_image("RGB"),
+        "layers": [recheck.stand_in_image("RGBA")],
+        "layer_names": ["background"],
         "shards": [{"text": recheck.UNUSABLE_PROMPT, "supporting_layers": []}],
-        "minimal_sufficient_layers": [0], "distractor_layers": [],
-    }  # fmt: skip
-
+        "minimal_sufficient_layers": [0],
+        "distractor_layers": [],
+    }
 
 
 # -- the shipped schedule tasks' data location ------------------------------------------

@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lmms_scene.data import local
-from lmms_scene.registration import tasks_path
+from lmms_scene.data import local, recheck, release
 from lmms_scene.data.snus.card import card
-from lmms_scene.data.snus.schema import features, FIELDS, SPLITS
-from lmms_scene.data import recheck, release
+from lmms_scene.data.snus.schema import FIELDS, SPLITS, features
 from lmms_scene.files import iter_jsonl, loads
+from lmms_scene.registration import tasks_path
 
 # -- converting a release ---------------------------------------------------------------
 
@@ -44,7 +42,9 @@ def _records(value: Any, keys: Sequence[str], where: str) -> list[dict[str, str]
         if isinstance(item, (list, tuple)) and len(item) == len(keys):
             item = dict(zip(keys, item))
         if not isinstance(item, Mapping) or set(keys) - set(item):
-            raise ValueError(f"{where}[{i}]: expected an object with {list(keys)} (or a {len(keys)}-item list), got {item!r}")
+            raise ValueError(
+                f"{where}[{i}]: expected an object with {list(keys)} (or a {len(keys)}-item list), got {item!r}"
+            )
         out.append({k: str(item[k]) for k in keys})
     return out
 
@@ -54,7 +54,9 @@ def _image_id(raw: Mapping[str, Any], where: str) -> str | None:
     if value is None or value == "":
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise ValueError(f"{where}: field 'image_id': expected a string (or an integer), got {type(value).__name__} {value!r}")
+        raise ValueError(
+            f"{where}: field 'image_id': expected a string (or an integer), got {type(value).__name__} {value!r}"
+        )
     text = str(value).strip()
     if not text:
         raise ValueError(f"{where}: field 'image_id': expected a non-empty id, got {value!r}")
@@ -67,7 +69,9 @@ def convert_row(raw: Mapping[str, Any], folder: Path | None, number: int) -> dic
     symbolic link out of it: :func:`lmms_scene.data.release.inside`), decoded in full
     (a file that is not an image, or is cut short, is refused naming it)."""
     if not isinstance(raw, Mapping):
-        raise ValueError(f"row {number}: expected an object of fields (image, caption, ...), got {type(raw).__name__} {str(raw)[:60]!r}")
+        raise ValueError(
+            f"row {number}: expected an object of fields (image, caption, ...), got {type(raw).__name__} {str(raw)[:60]!r}"
+        )
     label = raw.get("image_id") if isinstance(raw.get("image_id"), (str, int)) else None
     shown = raw.get("image") if isinstance(raw.get("image"), str) else None
     where = f"row {number} ({label or shown or '?'})"
@@ -76,7 +80,9 @@ def convert_row(raw: Mapping[str, Any], folder: Path | None, number: int) -> dic
     if image is None:
         raise ValueError(f"{where}: field 'image': missing (a file name relative to the release folder)")
     if not isinstance(image, str):
-        raise ValueError(f"{where}: field {field!r}: expected a file name relative to the release folder, got {type(image).__name__} {image!r}")
+        raise ValueError(
+            f"{where}: field {field!r}: expected a file name relative to the release folder, got {type(image).__name__} {image!r}"
+        )
     if folder is None:
         raise ValueError(f"{where}: field {field!r}: a file name needs the release folder it is relative to")
     path, data = release.read_file(folder, image, where, field)
@@ -95,8 +101,12 @@ def convert_row(raw: Mapping[str, Any], folder: Path | None, number: int) -> dic
         "image": {"bytes": data, "path": path.name},
         "caption": caption.strip(),
         "missing_objects": _strings(raw.get("missing_objects"), f"{where}: field 'missing_objects'"),
-        "missing_attributes": _records(raw.get("missing_attributes"), ("object", "attribute"), f"{where}: field 'missing_attributes'"),
-        "missing_relations": _records(raw.get("missing_relations"), ("subject", "relation", "object"), f"{where}: field 'missing_relations'"),
+        "missing_attributes": _records(
+            raw.get("missing_attributes"), ("object", "attribute"), f"{where}: field 'missing_attributes'"
+        ),
+        "missing_relations": _records(
+            raw.get("missing_relations"), ("subject", "relation", "object"), f"{where}: field 'missing_relations'"
+        ),
         "scene": scene or "",
     }
 
@@ -110,7 +120,9 @@ def read_metadata(path: Path) -> list[dict[str, Any]]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8") from None
+        raise ValueError(
+            f"{path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); save it as UTF-8"
+        ) from None
     if path.suffix == ".json":
         data = loads(text, where=str(path), allow_nan=False)  # repeated keys, absurd numbers: refused
         if not isinstance(data, list):
@@ -134,7 +146,9 @@ def build(folder: Path, metadata: Path | None = None) -> dict[str, Any]:
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder}: not a folder (the release: images and metadata.jsonl/.json/.csv)")
     if metadata is None:
-        found = [folder / f"metadata.{ext}" for ext in ("jsonl", "json", "csv") if (folder / f"metadata.{ext}").is_file()]
+        found = [
+            folder / f"metadata.{ext}" for ext in ("jsonl", "json", "csv") if (folder / f"metadata.{ext}").is_file()
+        ]
         if not found:
             raise FileNotFoundError(f"{folder}: no metadata.jsonl/.json/.csv (give --metadata)")
         metadata = found[0]
@@ -148,13 +162,14 @@ def build(folder: Path, metadata: Path | None = None) -> dict[str, Any]:
             raise ValueError(f"row {n}: field 'split': expected one of {SPLITS}, got {split!r}")
         row = convert_row(raw, folder, n)
         if row["image_id"] in seen:
-            raise ValueError(f"row {n}: field 'image_id': duplicate {row['image_id']!r} (first in row {seen[row['image_id']]})")
+            raise ValueError(
+                f"row {n}: field 'image_id': duplicate {row['image_id']!r} (first in row {seen[row['image_id']]})"
+            )
         seen[row["image_id"]] = n
         by_split.setdefault(split, []).append(row)
     if not by_split:
         raise ValueError(f"{metadata}: no records")
     return DatasetDict({s: Dataset.from_list(rows, features=features()) for s, rows in by_split.items()})
-
 
 
 # -- docs for the harness ---------------------------------------------------------------
@@ -169,14 +184,23 @@ def ensure_schema(dataset: Any) -> Any:
     and counted in the report. The dataset is returned as is when every row is good."""
     missing = [f for f in FIELDS if f not in dataset.column_names]
     if missing:
-        raise ValueError(f"SNUS data lacks the fields {missing}; it has {dataset.column_names}. Build it with `lmms-scene build snus`.")
+        raise ValueError(
+            f"SNUS data lacks the fields {missing}; it has {dataset.column_names}. Build it with `lmms-scene build snus`."
+        )
     seen: dict[Any, int] = {}
     for i, image_id in enumerate(dataset["image_id"]):
         if image_id in seen:
-            raise ValueError(f"SNUS row {i}: field 'image_id': {image_id!r} repeats row {seen[image_id]} (rows are keyed by image_id)")
+            raise ValueError(
+                f"SNUS row {i}: field 'image_id': {image_id!r} repeats row {seen[image_id]} (rows are keyed by image_id)"
+            )
         seen[image_id] = i
-    return recheck.screen(dataset, loaded_row_problem, _stand_in, what="the SNUS dataset",
-                          memo_key=("snus", getattr(dataset, "_fingerprint", None), len(dataset)))  # fmt: skip
+    return recheck.screen(
+        dataset,
+        loaded_row_problem,
+        _stand_in,
+        what="the SNUS dataset",
+        memo_key=("snus", getattr(dataset, "_fingerprint", None), len(dataset)),
+    )
 
 
 def loaded_row_problem(row: Mapping[str, Any], index: int) -> str | None:
@@ -202,10 +226,14 @@ def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
     a grey image, no missing information."""
     image_id = recheck.text(row.get("image_id")) or f"unusable_row_{index:06d}"
     return {
-        "image_id": image_id, "image": recheck.stand_in_image(), "caption": recheck.text(row.get("caption")),
-        "missing_objects": [], "missing_attributes": [], "missing_relations": [], "scene": recheck.text(row.get("scene")),
-    }  # fmt: skip
-
+        "image_id": image_id,
+        "image": recheck.stand_in_image(),
+        "caption": recheck.text(row.get("caption")),
+        "missing_objects": [],
+        "missing_attributes": [],
+        "missing_relations": [],
+        "scene": recheck.text(row.get("scene")),
+    }
 
 
 # -- a locally built dataset, ready to evaluate -----------------------------------------
@@ -226,8 +254,9 @@ def local_task_configs(out: Path, name: str) -> dict[str, dict[str, Any]]:
     return local.task_configs(out, name, "snus", LOCAL_BASES)
 
 
-def write_local(dataset: Mapping[str, Any], out: Path, source: str, name: str | None = None,
-                tool: str = "lmms-scene build snus") -> dict[str, Any]:  # fmt: skip
+def write_local(
+    dataset: Mapping[str, Any], out: Path, source: str, name: str | None = None, tool: str = "lmms-scene build snus"
+) -> dict[str, Any]:
     """Write the splits of a built dataset to ``out`` in the layout every build writes
     (:mod:`lmms_scene.data.local`: ``data/<split>-00000-of-00001.parquet``, ``README.md``
     the card from ``source``, ``tasks/snus_<name>.yaml`` when there is a test split).
@@ -242,7 +271,9 @@ def write_local(dataset: Mapping[str, Any], out: Path, source: str, name: str | 
     return local.write_local(dict(dataset), out, card(dataset, source), configs, tool=tool)
 
 
-def evaluate_command(written: Mapping[str, Any], model: str = "MODEL", model_args: str | None = "pretrained=CHECKPOINT") -> str:
+def evaluate_command(
+    written: Mapping[str, Any], model: str = "MODEL", model_args: str | None = "pretrained=CHECKPOINT"
+) -> str:
     """The command that evaluates a dataset written by :func:`write_local`."""
     return local.evaluate_command(written, model=model, model_args=model_args)
 

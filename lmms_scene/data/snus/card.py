@@ -7,13 +7,22 @@ from typing import Any
 
 from lmms_scene.data.card import front_matter
 
+
 def card(dataset: Mapping[str, Any], source: str) -> str:
     """The dataset card (source, license, splits, fields)."""
     splits = "\n".join(f"| {name} | {len(ds)} |" for name, ds in dataset.items())
-    head = front_matter(license="other", source=str(source), pretty_name="SNUS", splits=list(dataset),
-                        task_categories=["image-to-text"],
-                        license_terms="as the original release", language=["en"])  # fmt: skip
-    return head + f"""# SNUS (Scene Negation Understanding under Safety cognition)
+    head = front_matter(
+        license="other",
+        source=str(source),
+        pretty_name="SNUS",
+        splits=list(dataset),
+        task_categories=["image-to-text"],
+        license_terms="as the original release",
+        language=["en"],
+    )
+    return (
+        head
+        + f"""# SNUS (Scene Negation Understanding under Safety cognition)
 
 Converted by `lmms-scene build snus` from {source}.
 Paper: Jiang et al., "Benchmarking MLLMs via Cognitive Expected Scene Graph for
@@ -26,3 +35,4 @@ Safety-Critical Visual Negation Understanding". License: as the original release
 Fields: `image_id`, `image`, `caption` (the negative caption), `missing_objects`,
 `missing_attributes` (object, attribute), `missing_relations` (subject, relation, object), `scene`.
 """
+    )

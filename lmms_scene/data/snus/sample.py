@@ -9,7 +9,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from lmms_scene.data.snus.schema import features, SAMPLE_FILE
+from lmms_scene.data.snus.schema import SAMPLE_FILE, features
 
 # -- the embedded sample (our own procedural scenes and captions) -------------------------
 

@@ -12,7 +12,6 @@ The public hub location is not known yet: :data:`HUB_REPO` (mirrored in
 
 from __future__ import annotations
 
-
 #: where the ``snus`` task reads the release (placeholder until the authors publish it)
 HUB_REPO = "snus-benchmark/SNUS"
 SPLITS = ("train", "validation", "test")
@@ -23,7 +22,14 @@ FIELDS = ("image_id", "image", "caption", "missing_objects", "missing_attributes
 
 def features():
     """The explicit ``datasets.Features`` of a SNUS split."""
-    from datasets import Features, Image, Sequence as Seq, Value  # deferred: datasets (pyarrow, pandas) is heavy to import
+    from datasets import (
+        Features,
+        Image,
+        Value,
+    )  # deferred: datasets (pyarrow, pandas) is heavy to import
+    from datasets import (
+        Sequence as Seq,
+    )
 
     return Features(
         {

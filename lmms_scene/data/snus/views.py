@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from lmms_scene.nlp.sentences import split_sentences
 
+
 def negative_statements(captions: Iterable[str]) -> list[str]:
     """Every sentence of the captions (for the blind prior)."""
     return [s for c in captions for s in split_sentences(c)]

@@ -47,7 +47,9 @@ class Cesg(evaluate.Metric):
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=[
-                datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Sequence(datasets.Value("string"))}),
+                datasets.Features(
+                    {"predictions": datasets.Value("string"), "references": datasets.Sequence(datasets.Value("string"))}
+                ),
                 datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
             ],
             reference_urls=["https://github.com/lmms-scene/lmms-scene"],
@@ -56,7 +58,9 @@ class Cesg(evaluate.Metric):
     def _compute(self, predictions, references, ids=None, **options):
         if ids is not None and len(ids) != len(predictions):
             raise ValueError(f"ids: expected {len(predictions)} ids (one per prediction), got {len(ids)}")
-        rows = [(str(ids[i]) if ids is not None else str(i), p, r) for i, (p, r) in enumerate(zip(predictions, references))]
+        rows = [
+            (str(ids[i]) if ids is not None else str(i), p, r) for i, (p, r) in enumerate(zip(predictions, references))
+        ]
         out = score_corpus(rows, **options)
         result = {k: out["means"][k] for k in KEYS}
         result.update({k: v for k, v in out.items() if k.startswith("n")})

@@ -41,7 +41,9 @@ class CoocoNamingAccuracy(evaluate.Metric):
             description=_DESCRIPTION,
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
-            features=datasets.Features({"predictions": datasets.Value("string"), "references": datasets.Value("string")}),
+            features=datasets.Features(
+                {"predictions": datasets.Value("string"), "references": datasets.Value("string")}
+            ),
             reference_urls=["https://arxiv.org/abs/2506.22274"],
         )
 
@@ -53,7 +55,9 @@ class CoocoNamingAccuracy(evaluate.Metric):
         scored = [i for i, p in enumerate(preds) if p]
         sims = {}
         if use_clip and scored:
-            values = clip.text_similarity([scoring.long_form(preds[i]) for i in scored], [scoring.long_form(golds[i]) for i in scored], model=name)
+            values = clip.text_similarity(
+                [scoring.long_form(preds[i]) for i in scored], [scoring.long_form(golds[i]) for i in scored], model=name
+            )
             sims = dict(zip(scored, values))
         items = []
         for i, (p, g) in enumerate(zip(preds, golds)):
@@ -63,8 +67,15 @@ class CoocoNamingAccuracy(evaluate.Metric):
                 acc = None
             else:
                 acc = float(sim >= scoring.ACCURACY_THRESHOLD) if sim is not None else 0.0
-            items.append({"prediction": p, "gold": g, "text_similarity": sim, "accuracy": acc,
-                          "levenshtein_accuracy": float(lev >= scoring.LEVENSHTEIN_THRESHOLD)})
+            items.append(
+                {
+                    "prediction": p,
+                    "gold": g,
+                    "text_similarity": sim,
+                    "accuracy": acc,
+                    "levenshtein_accuracy": float(lev >= scoring.LEVENSHTEIN_THRESHOLD),
+                }
+            )
         return {
             "accuracy": mean(r["accuracy"] for r in items),
             "levenshtein_accuracy": mean(r["levenshtein_accuracy"] for r in items),

@@ -44,7 +44,11 @@ class Refclipscore(evaluate.Metric):
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(
-                {"images": datasets.Image(), "predictions": datasets.Value("string"), "references": datasets.Sequence(datasets.Value("string"))}
+                {
+                    "images": datasets.Image(),
+                    "predictions": datasets.Value("string"),
+                    "references": datasets.Sequence(datasets.Value("string")),
+                }
             ),
             reference_urls=["https://arxiv.org/abs/2104.08718"],
         )

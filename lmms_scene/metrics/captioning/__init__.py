@@ -7,11 +7,11 @@ CAPTURE-style score, and CESG itself (:mod:`~lmms_scene.metrics.captioning.cesg_
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Hashable
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
-from lmms_scene.metrics.captioning.base import CaptionScorer, CorpusScore, check_corpus
 from lmms_scene.benchmarks import resolve
+from lmms_scene.metrics.captioning.base import CaptionScorer, CorpusScore, check_corpus
 
 #: column name -> "module:Class" (one file per metric)
 SCORERS: dict[str, str] = {

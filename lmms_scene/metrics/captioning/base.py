@@ -7,9 +7,9 @@ A new metric is one new file in this package plus its entry in ``SCORERS``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Protocol
+from typing import Any, Protocol
 
 from lmms_scene.validation import texts
 
@@ -55,7 +55,9 @@ def check_corpus(references: Mapping[Hashable, Any], predictions: Mapping[Hashab
     if set(references) != set(predictions):
         only_r = sorted(map(str, set(references) - set(predictions)))[:5]
         only_p = sorted(map(str, set(predictions) - set(references)))[:5]
-        raise ValueError(f"references and predictions have different ids: only in references {only_r}, only in predictions {only_p}")
+        raise ValueError(
+            f"references and predictions have different ids: only in references {only_r}, only in predictions {only_p}"
+        )
     refs = {k: texts(v, f"references[{k!r}]", allow_empty=False) for k, v in references.items()}
     preds = {}
     for k, v in predictions.items():
@@ -65,7 +67,9 @@ def check_corpus(references: Mapping[Hashable, Any], predictions: Mapping[Hashab
     return refs, preds
 
 
-def mean_over_items(name: str, score_one: Any, references: Mapping[Hashable, Any], predictions: Mapping[Hashable, Any], provenance: Any) -> CorpusScore:
+def mean_over_items(
+    name: str, score_one: Any, references: Mapping[Hashable, Any], predictions: Mapping[Hashable, Any], provenance: Any
+) -> CorpusScore:
     """A metric whose corpus score is the mean of per-item scores ``score_one(prediction,
     references)`` (``provenance``: a dict, or a callable giving it)."""
     refs, preds = check_corpus(references, predictions)

@@ -13,8 +13,8 @@ provenance says which one computed the score.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Hashable
+from collections.abc import Hashable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -95,4 +95,6 @@ class CaptureStyle:
         return sum(per_ref) / len(per_ref)
 
     def score(self, references: Mapping[Hashable, list[str]], predictions: Mapping[Hashable, str]) -> CorpusScore:
-        return mean_over_items(self.name, lambda p, r: self.score_one(p, r) if p.strip() else 0.0, references, predictions, self.provenance)
+        return mean_over_items(
+            self.name, lambda p, r: self.score_one(p, r) if p.strip() else 0.0, references, predictions, self.provenance
+        )

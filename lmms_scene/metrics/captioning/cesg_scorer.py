@@ -10,8 +10,8 @@ every component, corpus P/R/F1 with the rows behind each mean, counts).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Hashable
+from collections.abc import Hashable, Mapping
+from typing import Any
 
 from lmms_scene.metrics.captioning.base import CorpusScore, check_corpus
 from lmms_scene.metrics.cesg import configuration, score_corpus
@@ -32,4 +32,6 @@ class CesgScorer:
         per_item = {r["id"]: r["CESG"] for r in out["rows"]}
         not_computed = {r["id"]: r["status"] for r in out["rows"] if r["CESG"] is None}
         n_empty = out["n_empty_prediction"]
-        return CorpusScore(self.name, out["means"]["CESG"], per_item, out["provenance"], not_computed, n_empty, details=out)
+        return CorpusScore(
+            self.name, out["means"]["CESG"], per_item, out["provenance"], not_computed, n_empty, details=out
+        )

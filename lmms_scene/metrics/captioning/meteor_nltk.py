@@ -13,9 +13,9 @@ Punkt download). An empty prediction scores 0 and is counted.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from importlib.metadata import version
-from typing import Any, Hashable
+from typing import Any
 
 from lmms_scene import provenance
 from lmms_scene.metrics.captioning.base import CorpusScore, mean_over_items

@@ -11,8 +11,8 @@ parser is. Every results row names it ``spice_style`` with this provenance.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Hashable
+from collections.abc import Hashable, Mapping
+from typing import Any
 
 from lmms_scene import provenance
 from lmms_scene.metrics.captioning.base import CorpusScore, mean_over_items

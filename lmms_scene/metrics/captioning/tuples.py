@@ -5,12 +5,13 @@ parser CESG uses (the union of each sentence's affirmative graph)."""
 from __future__ import annotations
 
 from lmms_scene import cache
-from lmms_scene.metrics.cesg.graph import SceneGraph, split_key
 from lmms_scene.metrics.cesg.construct import default_pipeline
+from lmms_scene.metrics.cesg.graph import SceneGraph, split_key
 
 
 def factual_graph(text: str) -> SceneGraph:
     """All objects, attributes and relations of ``text``, negation ignored (memoised)."""
+
     def compute() -> SceneGraph:
         pipe = default_pipeline()
         sentences = pipe.split(text)

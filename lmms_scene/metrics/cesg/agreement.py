@@ -28,9 +28,15 @@ from lmms_scene.metrics.cesg.match import weighted
 STATISTICS = ("pearson_r", "r2", "kendall_tau", "goodman_kruskal_gamma", "spearman_rho", "pairwise_accuracy")
 #: Table 4's weight grid (w_o, w_a, w_r)
 TABLE4_WEIGHTS = (
-    (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (0.0, 0.5, 0.5),
-    (0.5, 0.5, 0.0), (0.5, 0.0, 0.5), (1 / 3, 1 / 3, 1 / 3), (0.5, 0.25, 0.25),
-)  # fmt: skip
+    (1.0, 0.0, 0.0),
+    (0.0, 1.0, 0.0),
+    (0.0, 0.0, 1.0),
+    (0.0, 0.5, 0.5),
+    (0.5, 0.5, 0.0),
+    (0.5, 0.0, 0.5),
+    (1 / 3, 1 / 3, 1 / 3),
+    (0.5, 0.25, 0.25),
+)
 
 
 def _number(v: Any) -> float | None:
@@ -45,7 +51,9 @@ def _number(v: Any) -> float | None:
     return None if not math.isfinite(f) else f
 
 
-def check_finite(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], where: Callable[[int], str] | None = None) -> None:
+def check_finite(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str], where: Callable[[int], str] | None = None
+) -> None:
     """``ValueError`` naming the row, the column and the value when a score in ``columns``
     is infinite (JSON's ``Infinity``): a metric or a judge cannot score a caption
     infinitely well, so the file is wrong, and an infinite value would silently turn every
@@ -155,11 +163,17 @@ def agreement(
         t = np.array([k[2] for k in kept])
         point = statistics(m, t, groups)
         intervals = _bootstrap(m, t, groups, n_boot, seed)
-        out["metrics"][name] = {"n": len(kept), "excluded": excluded, **{s: {"value": point[s], "ci95": intervals[s]} for s in STATISTICS}}
+        out["metrics"][name] = {
+            "n": len(kept),
+            "excluded": excluded,
+            **{s: {"value": point[s], "ci95": intervals[s]} for s in STATISTICS},
+        }
     return out
 
 
-def _bootstrap(m: np.ndarray, t: np.ndarray, groups: list[Any], n_boot: int, seed: int) -> dict[str, list[float] | None]:
+def _bootstrap(
+    m: np.ndarray, t: np.ndarray, groups: list[Any], n_boot: int, seed: int
+) -> dict[str, list[float] | None]:
     ids: dict[Any, int] = {}
     index = np.array([ids.setdefault(g, len(ids)) for g in groups], dtype=int)
     members = [np.nonzero(index == c)[0] for c in range(len(ids))]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lmms_scene.files import iter_jsonl
-from lmms_scene.metrics.cesg import cesg_score, KEYS
+from lmms_scene.metrics.cesg import KEYS, cesg_score
 from lmms_scene.metrics.cesg.match import elements, verbalise
 from lmms_scene.metrics.cesg.negation import strip_negation
 from lmms_scene.metrics.cesg.score import cesg_graph
@@ -78,23 +78,27 @@ def labelled_agreement(path: Path | str = LABELLED, **options: Any) -> dict[str,
 
 PAPER_EXAMPLES: tuple[dict[str, Any], ...] = (
     {
-        "q": "Q3", "what": "the same object described differently (coreference across captions)",
+        "q": "Q3",
+        "what": "the same object described differently (coreference across captions)",
         "reference": "The fire box beside the worker on the ground has no hose.",
         "predictions": {"same object, other description": "The fire box near the wall has no hose."},
     },
     {
-        "q": "Q4", "what": "interchangeable relation and attribute (cross-type, interactive matching)",
+        "q": "Q4",
+        "what": "interchangeable relation and attribute (cross-type, interactive matching)",
         "reference": "The worker's eyes are not protected.",
         "predictions": {"relation for the attribute": "The man not wearing goggles is cutting metal."},
         "options": ({}, {"lambda_": 0.25}),
     },
     {
-        "q": "Q5", "what": "one plural statement for per-person references (homogeneous merging)",
+        "q": "Q5",
+        "what": "one plural statement for per-person references (homogeneous merging)",
         "reference": "The man on the left is not wearing a hard hat. The man on the right is not wearing a hard hat.",
         "predictions": {"plural": "Neither of these individuals is wearing a safety hat."},
     },
     {
-        "q": "Q6", "what": "a missing helmet anchored to the right worker",
+        "q": "Q6",
+        "what": "a missing helmet anchored to the right worker",
         "reference": "The worker standing on the scaffolding is not wearing a safety helmet. The worker on the ground is wearing a safety helmet.",
         "predictions": {
             "right worker": "The worker on the scaffolding is not wearing a helmet.",
@@ -102,7 +106,7 @@ PAPER_EXAMPLES: tuple[dict[str, Any], ...] = (
             "worker not said": "A worker is not wearing a helmet.",
         },
     },
-)  # fmt: skip
+)
 
 
 def paper_examples() -> list[dict[str, Any]]:
@@ -112,7 +116,9 @@ def paper_examples() -> list[dict[str, Any]]:
         for opts in ex.get("options", ({},)):
             for label, pred in ex["predictions"].items():
                 s = cesg_score(pred, ex["reference"], **opts)
-                out.append({"q": ex["q"], "prediction": label, "text": pred, "options": opts, **{k: s[k] for k in KEYS}})
+                out.append(
+                    {"q": ex["q"], "prediction": label, "text": pred, "options": opts, **{k: s[k] for k in KEYS}}
+                )
     return out
 
 
@@ -163,7 +169,7 @@ RANKING: tuple[dict[str, Any], ...] = (
         },
         "wrong": "The workers are not wearing gloves. There is no warning sign.",
     },
-)  # fmt: skip
+)
 
 
 def ranking() -> list[dict[str, Any]]:
@@ -189,19 +195,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = Path(args[0]) if args else LABELLED
     res = labelled_agreement(path)
     print(f"labelled set {path.name}: {res['n']} sentences ({res['n_negative']} negative)")
-    print(f"polarity agreement {res['polarity_agreement']:.4f}; element agreement {res['element_agreement']:.4f} over {res['n_element_checked']}")
+    print(
+        f"polarity agreement {res['polarity_agreement']:.4f}; element agreement {res['element_agreement']:.4f} over {res['n_element_checked']}"
+    )
     for k, v in res["per_kind"].items():
         print(f"  {k}: {v['n']} sentences, agreement {v['agreement']:.3f}")
     for d in res["disagreements"] + res["element_disagreements"]:
         print("  disagreement:", json.dumps(d))
     print("\npaper examples:")
     for e in paper_examples():
-        parts = " ".join(f"{k} {_fmt(e[k])}" for k in ("P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r", "CESG"))
+        parts = " ".join(
+            f"{k} {_fmt(e[k])}" for k in ("P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r", "CESG")
+        )
         print(f"  {e['q']} {e['prediction']} {e['options'] or ''}: {parts}")
     print("\nranking:")
     for r in ranking():
         cells = ", ".join(f"{k} {_fmt(v)}" for k, v in r["correct"].items())
-        print(f"  {r['reference']!r}: {cells}; wrong {_fmt(r['wrong'])}; affirmative {_fmt(r['affirmative'])}; ranked right: {r['ranked_right']}")
+        print(
+            f"  {r['reference']!r}: {cells}; wrong {_fmt(r['wrong'])}; affirmative {_fmt(r['affirmative'])}; ranked right: {r['ranked_right']}"
+        )
     return 0
 
 

@@ -18,18 +18,19 @@ import multiprocessing
 import os
 import threading
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from lmms_scene import cache
-from lmms_scene.metrics.cesg.negation import normalise_lists
-from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, ParseFailure, Relation, SceneGraph, split_key
 from lmms_scene.metrics.cesg import parse
-from lmms_scene.metrics.cesg.coref import _QUICK, antecedents, FastCoref, render, RuleCoref
-from lmms_scene.metrics.cesg.negation import PROVENANCE as NEG, strip_negation
+from lmms_scene.metrics.cesg.coref import _QUICK, FastCoref, RuleCoref, antecedents, render
+from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, ParseFailure, Relation, SceneGraph, split_key
+from lmms_scene.metrics.cesg.negation import PROVENANCE as NEG
+from lmms_scene.metrics.cesg.negation import normalise_lists, strip_negation
 from lmms_scene.metrics.cesg.parse import DiscoSGParser, FactualT5Parser, RuleParser
-from lmms_scene.nlp.sentences import PROVENANCE as SPLIT, split_sentences
-
+from lmms_scene.nlp.sentences import PROVENANCE as SPLIT
+from lmms_scene.nlp.sentences import split_sentences
 
 #: texts per construction batch (the parallel path shares these batches among processes)
 BATCH_TEXTS = 128
@@ -44,7 +45,9 @@ def compare(negative: SceneGraph, affirmative: SceneGraph) -> CESG:
     lacks is absent (objects) or negated (attributes, relations); counted as multisets."""
     present = Counter(negative.objects)
     absent_counts = Counter(affirmative.objects) - present
-    absent_nodes = tuple(Node(split_key(key)[0], True, split_key(key)[1]) for key, n in absent_counts.items() for _ in range(n))
+    absent_nodes = tuple(
+        Node(split_key(key)[0], True, split_key(key)[1]) for key, n in absent_counts.items() for _ in range(n)
+    )
 
     def node(key: object) -> Node:
         # the paper's e^m marker: a dependent is absent when it is absent in this sentence
@@ -122,7 +125,12 @@ class Pipeline:
 
     @property
     def key(self) -> tuple:
-        return (getattr(self.coref, "name", repr(self.coref)), getattr(self.strip, "__qualname__", ""), getattr(self.parser, "name", repr(self.parser)), id(self))
+        return (
+            getattr(self.coref, "name", repr(self.coref)),
+            getattr(self.strip, "__qualname__", ""),
+            getattr(self.parser, "name", repr(self.parser)),
+            id(self),
+        )
 
     def provenance(self) -> dict[str, Any]:
         return {
@@ -163,7 +171,7 @@ class Pipeline:
                     flat.append(one)
             del exc
         out, k = [], 0
-        for i, text in enumerate(texts):
+        for i in range(len(texts)):
             graphs: list[CESG] = []
             for sentence in negative[i]:
                 result = flat[k]
@@ -172,7 +180,17 @@ class Pipeline:
                     failures[i].append(ParseFailure("parse", sentence, f"{type(result).__name__}: {result}"))
                     continue
                 graphs.append(compare(*result))
-            out.append(Construction(originals[i], resolved[i], negative[i], affirmative[i], graphs, combine(graphs, failures[i]), failures[i]))
+            out.append(
+                Construction(
+                    originals[i],
+                    resolved[i],
+                    negative[i],
+                    affirmative[i],
+                    graphs,
+                    combine(graphs, failures[i]),
+                    failures[i],
+                )
+            )
         return out
 
     def _one_parse(self, texts: list[str]) -> list[Construction] | None:
@@ -181,7 +199,9 @@ class Pipeline:
         (a resolved pronoun is read as its antecedent's node), instead of re-parsing the
         resolved text; the resolved and affirmative texts are still produced for
         inspection. Only for RuleCoref + RuleParser with a shared spaCy pipeline."""
-        if not (type(self.coref) is RuleCoref and type(self.parser) is RuleParser and self.coref.nlp is self.parser.nlp):
+        if not (
+            type(self.coref) is RuleCoref and type(self.parser) is RuleParser and self.coref.nlp is self.parser.nlp
+        ):
             return None
         from spacy.tokens import Doc  # deferred: spaCy is heavy to import
 
@@ -226,7 +246,17 @@ class Pipeline:
                 except Exception as exc:
                     failures.append(ParseFailure("parse", sentence, f"{type(exc).__name__}: {exc}"))
             resolved = " ".join(negative) if found else text
-            out.append(Construction(text, resolved, negative, [self.strip(s) for s in negative], graphs, combine(graphs, failures), failures))
+            out.append(
+                Construction(
+                    text,
+                    resolved,
+                    negative,
+                    [self.strip(s) for s in negative],
+                    graphs,
+                    combine(graphs, failures),
+                    failures,
+                )
+            )
         return out
 
     def _resolve(self, texts: list[str], failures: list[list[ParseFailure]]) -> list[str]:
@@ -300,7 +330,9 @@ def fork_workers(workers: int | str, n_items: int) -> int:
         return workers if "fork" in multiprocessing.get_all_start_methods() else 1
     if n_items < PARALLEL_MIN or "fork" not in multiprocessing.get_all_start_methods():
         return 1
-    if threading.current_thread() is not threading.main_thread() or any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+    if threading.current_thread() is not threading.main_thread() or any(
+        t is not threading.main_thread() and not t.daemon for t in threading.enumerate()
+    ):
         return 1
     try:
         cpus = len(os.sched_getaffinity(0))

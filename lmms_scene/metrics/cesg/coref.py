@@ -149,7 +149,9 @@ class FastCoref:
             try:
                 from fastcoref import LingMessCoref  # deferred: optional (fastcoref may not be installed)
             except ImportError as exc:
-                raise MissingNLPComponent("LINGMESS needs `pip install fastcoref` and its checkpoint (biu-nlp/lingmess-coref)") from exc
+                raise MissingNLPComponent(
+                    "LINGMESS needs `pip install fastcoref` and its checkpoint (biu-nlp/lingmess-coref)"
+                ) from exc
 
             return LingMessCoref(device=device, nlp=spacy_pipeline(disable=()), attn_implementation="eager")
 

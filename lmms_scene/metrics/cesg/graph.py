@@ -75,7 +75,12 @@ class Relation:
     negated: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"subject": self.subject.to_json(), "predicate": self.predicate, "object": self.object.to_json(), "negated": self.negated}
+        return {
+            "subject": self.subject.to_json(),
+            "predicate": self.predicate,
+            "object": self.object.to_json(),
+            "negated": self.negated,
+        }
 
 
 @dataclass(frozen=True)

@@ -41,13 +41,14 @@ so an empty type never adds points and an identical caption scores 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, Relation
 from lmms_scene import cache
+from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, Relation
 from lmms_scene.nlp.wordnet import hypernym_closure, lexname, synonyms, synsets
 
 TYPES = ("o", "a", "r")
@@ -63,7 +64,9 @@ EXTRA_DEPENDENT_COST = 0.25
 #: predicates that say a subject has an (absent) object with it: for an absent object
 #: "has no helmet (on)", "is not wearing a helmet", "is not using a helmet", "is without
 #: a helmet" state one thing (ours; the parser keeps the verb as written)
-POSSESSION_PREDICATES = frozenset({"have", "wear", "use", "carry", "don", "have on", "put on", "with", "equip with", "bring", "hold"})
+POSSESSION_PREDICATES = frozenset(
+    {"have", "wear", "use", "carry", "don", "have on", "put on", "with", "equip with", "bring", "hold"}
+)
 
 
 def elements(g: CESG) -> dict[str, list[Any]]:
@@ -102,7 +105,9 @@ def _pos(e: Any) -> str | None:
 
 
 #: modifiers that do not change what an object is ("safety helmet" is a helmet)
-GENERIC_MODIFIERS = frozenset("safety protective protection work personal proper required appropriate adequate necessary suitable".split())
+GENERIC_MODIFIERS = frozenset(
+    "safety protective protection work personal proper required appropriate adequate necessary suitable".split()
+)
 
 
 def _core(name: str) -> str:
@@ -154,7 +159,18 @@ def _kind_of(a: str, b: str) -> bool:
     return cache.memo("cesg.kind_of", (a, b), lambda: _hypernym(a, b))
 
 
-_TOO_GENERAL = {"entity", "physical_entity", "object", "whole", "thing", "abstraction", "artifact", "living_thing", "organism", "causal_agent"}
+_TOO_GENERAL = {
+    "entity",
+    "physical_entity",
+    "object",
+    "whole",
+    "thing",
+    "abstraction",
+    "artifact",
+    "living_thing",
+    "organism",
+    "causal_agent",
+}
 
 
 def _hypernym(a: str, b: str) -> bool:
@@ -221,8 +237,13 @@ def compatible(p: Node, g: Node, ref: dict[str, set[tuple[str, ...]]] | None = N
     if not p.qualifier or not g.qualifier or _overlap(p.qualifier, g.qualifier):
         return True
     person = is_person(g.name)
-    others = [q for name, qs in ref.items() if name == g.name or (person and is_person(name)) for q in qs
-              if q and (name, q) != (g.name, g.qualifier)]  # fmt: skip
+    others = [
+        q
+        for name, qs in ref.items()
+        if name == g.name or (person and is_person(name))
+        for q in qs
+        if q and (name, q) != (g.name, g.qualifier)
+    ]
     return not any(_overlap(p.qualifier, q) for q in others)
 
 
@@ -236,8 +257,13 @@ def _predicate_synonyms(x: Any, y: Any) -> bool:
     possession with an absent object ("has no helmet" ~ "is not wearing a hard hat")."""
     if word_synonyms(x.predicate, y.predicate):
         return True
-    return (isinstance(x, Relation) and x.object.absent and y.object.absent
-            and x.predicate in POSSESSION_PREDICATES and y.predicate in POSSESSION_PREDICATES)  # fmt: skip
+    return (
+        isinstance(x, Relation)
+        and x.object.absent
+        and y.object.absent
+        and x.predicate in POSSESSION_PREDICATES
+        and y.predicate in POSSESSION_PREDICATES
+    )
 
 
 def synonym(x: Any, y: Any, verifier: Callable[[str, str], bool | None] | None = None, ref: dict | None = None) -> bool:
@@ -272,8 +298,16 @@ class TypeCounts:
         """(P, R, F1) of one row: None where a side has no element (see the module docstring).
         Each extra dependent adds :data:`EXTRA_DEPENDENT_COST` of an element to |I_p^t|."""
         denominator = self.n_pred + EXTRA_DEPENDENT_COST * self.extra_dependents
-        p = min((self.hard_p + self.synonym_p + self.interactive_p + self.extra_p + self.soft_p) / denominator, 1.0) if self.n_pred else None
-        r = min((self.hard_g + self.synonym_g + self.interactive_g + self.soft_g) / self.n_gt, 1.0) if self.n_gt else None
+        p = (
+            min((self.hard_p + self.synonym_p + self.interactive_p + self.extra_p + self.soft_p) / denominator, 1.0)
+            if self.n_pred
+            else None
+        )
+        r = (
+            min((self.hard_g + self.synonym_g + self.interactive_g + self.soft_g) / self.n_gt, 1.0)
+            if self.n_gt
+            else None
+        )
         return p, r, f1(p, r)
 
 
@@ -307,7 +341,9 @@ class Options:
     judge_failures: list[str] = field(default_factory=list)
 
 
-def fold_extra_dependents(P: dict[str, list[Any]], G: dict[str, list[Any]], ref: dict | None = None) -> tuple[dict[str, list[Any]], dict[str, int]]:
+def fold_extra_dependents(
+    P: dict[str, list[Any]], G: dict[str, list[Any]], ref: dict | None = None
+) -> tuple[dict[str, list[Any]], dict[str, int]]:
     """A predicted negated relation that only adds a dependent to a claim the prediction
     already makes, where the reference states that claim without the dependent, is that
     claim with an extra dependent (ours): "the cylinders are not chained to the wall"
@@ -336,7 +372,10 @@ def fold_extra_dependents(P: dict[str, list[Any]], G: dict[str, list[Any]], ref:
             continue
         if r.object.absent and any(o.name == r.object.name for o in P["o"]):
             in_ref = [o for o in G["o"] if word_synonyms(r.object.name, o.name, "n")]
-            if in_ref and not any(word_synonyms(r.object.name, y.object.name, "n") or word_synonyms(r.object.name, y.subject.name, "n") for y in G["r"]):
+            if in_ref and not any(
+                word_synonyms(r.object.name, y.object.name, "n") or word_synonyms(r.object.name, y.subject.name, "n")
+                for y in G["r"]
+            ):
                 folded["o"] += 1
                 continue
         keep.append(r)
@@ -360,9 +399,9 @@ def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
 
             def hit(x: Any, y: Any) -> bool:
                 key = (id(x), id(y))
-                verdict = seen.get(key)
+                verdict = seen.get(key)  # noqa: B023 (called only inside this iteration)
                 if verdict is None:
-                    verdict = seen[key] = test(x, y)
+                    verdict = seen[key] = test(x, y)  # noqa: B023 (as above)
                 return verdict
 
             mp = [i for i in left_p[t] if any(hit(P[t][i], y) for y in G[t])]
@@ -393,7 +432,12 @@ def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
         level(syn, "synonym")
     enc = opts.encoder
     sim_of = None
-    if enc is not None and (opts.interactive or opts.soft) and any(left_p[t] for t in TYPES) and any(left_g[t] for t in TYPES):
+    if (
+        enc is not None
+        and (opts.interactive or opts.soft)
+        and any(left_p[t] for t in TYPES)
+        and any(left_g[t] for t in TYPES)
+    ):
         # one encoder call per side; every similarity below is a slice of this matrix
         pos_p = [(t, i) for t in TYPES for i in left_p[t]]
         pos_g = [(t, j) for t in TYPES for j in left_g[t]]

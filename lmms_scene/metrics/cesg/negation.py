@@ -76,7 +76,14 @@ def _lexical(w: str) -> tuple[str, str] | None:
         stem = w[2:]
         verb = morphy(stem, "v")
         # a past participle of a real verb: "secured", "guarded", "lit" (morphy's exceptions)
-        if verb and verb != stem and (stem.endswith(("ed", "en", "wn")) or stem in ("lit", "shut", "set", "cut", "put", "built", "kept", "held", "tied")):
+        if (
+            verb
+            and verb != stem
+            and (
+                stem.endswith(("ed", "en", "wn"))
+                or stem in ("lit", "shut", "set", "cut", "put", "built", "kept", "held", "tied")
+            )
+        ):
             return ("un", verb)
         return None
     if w.endswith("less") and w not in _LESS_EXCLUDED:
@@ -124,7 +131,9 @@ def strip_negation(text: str) -> str:
     # "X is missing/absent." -> "X is present."; "is missing a helmet" -> "has a helmet";
     # attributive "a missing guardrail" -> "a guardrail".
     t = _sub(r"\b(missing|absent)\b(?=\s*(?:[.,;:!?)]|$|and\b|or\b|from\b))", "present", t)
-    t = _sub(r"\b(is|are|was|were)\s+missing\b", lambda m: {"is": "has", "was": "had"}.get(m.group(1).lower(), "have"), t)
+    t = _sub(
+        r"\b(is|are|was|were)\s+missing\b", lambda m: {"is": "has", "was": "had"}.get(m.group(1).lower(), "have"), t
+    )
     t = _sub(r"\b(missing|absent)\s+", "", t)
     t = _sub(r"\b(not|never|no)\b\s*", "", t)
     return re.sub(r"[ \t]{2,}", " ", t).replace(" .", ".").strip()
@@ -134,20 +143,75 @@ def strip_negation(text: str) -> str:
 
 #: verdicts after "Item:" that say the item is not there
 ABSENT_VERDICTS = frozenset(
-    {"absent", "missing", "none", "no", "lacking", "nowhere", "not present", "not visible", "not found", "not seen",
-     "not detected", "not observed", "not provided", "not available", "not installed", "not worn", "not used",
-     "not in place", "not fitted", "not equipped", "not apparent", "not evident", "not identified", "not there",
-     "not wearing", "not visible anywhere", "none visible", "none present", "none seen", "not applicable", "x", "✗", "❌"}
+    {
+        "absent",
+        "missing",
+        "none",
+        "no",
+        "lacking",
+        "nowhere",
+        "not present",
+        "not visible",
+        "not found",
+        "not seen",
+        "not detected",
+        "not observed",
+        "not provided",
+        "not available",
+        "not installed",
+        "not worn",
+        "not used",
+        "not in place",
+        "not fitted",
+        "not equipped",
+        "not apparent",
+        "not evident",
+        "not identified",
+        "not there",
+        "not wearing",
+        "not visible anywhere",
+        "none visible",
+        "none present",
+        "none seen",
+        "not applicable",
+        "x",
+        "✗",
+        "❌",
+    }
 )
 #: verdicts that say the item is there
 PRESENT_VERDICTS = frozenset(
-    {"present", "yes", "worn", "visible", "ok", "okay", "in place", "installed", "provided", "available", "used", "fitted",
-     "secured", "on", "seen", "detected", "observed", "there", "✓", "✔", "✅", "present and worn", "in use"}
+    {
+        "present",
+        "yes",
+        "worn",
+        "visible",
+        "ok",
+        "okay",
+        "in place",
+        "installed",
+        "provided",
+        "available",
+        "used",
+        "fitted",
+        "secured",
+        "on",
+        "seen",
+        "detected",
+        "observed",
+        "there",
+        "✓",
+        "✔",
+        "✅",
+        "present and worn",
+        "in use",
+    }
 )
 #: words that make a header ("Missing safety items:") announce absent items
 _NEGATIVE_HEADER = re.compile(
     r"\b(missing|absent|lacking|lacks|lack|without|not\s+present|not\s+visible|not\s+found|not\s+worn|not\s+provided|"
-    r"not\s+available|not\s+installed|not\s+seen|nowhere|no)\b", re.IGNORECASE
+    r"not\s+available|not\s+installed|not\s+seen|nowhere|no)\b",
+    re.IGNORECASE,
 )
 #: a header ending in one of these continues into its items ("The worker is not wearing:")
 _OPEN_ENDINGS = frozenset("of with without has have lacks lack include includes including are is wear wears".split())
@@ -156,7 +220,10 @@ _BULLET = re.compile(r"^\s*(?:[-*\u2022\u00b7\u25cf\u25aa>]+|\(?\d{1,3}[.)]|\(?[
 _ITEM_SEP = re.compile(r"^(?P<head>[^:\n]{1,80}?)\s*(?::|\s[-\u2013\u2014]\s|\u2014|\u2013)\s*(?P<rest>.*)$")
 _HTML = re.compile(r"<[^<>]{0,200}>")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_VERBISH = re.compile(r"\b(is|are|was|were|be|been|has|have|had|does|do|did|can|cannot|could|will|would|should|wears?|wearing|stands?|standing|works?|working|seems?|appears?)\b", re.IGNORECASE)
+_VERBISH = re.compile(
+    r"\b(is|are|was|were|be|been|has|have|had|does|do|did|can|cannot|could|will|would|should|wears?|wearing|stands?|standing|works?|working|seems?|appears?)\b",
+    re.IGNORECASE,
+)
 
 
 def _verdict(rest: str) -> str | None:
@@ -201,9 +268,14 @@ def _np(item: str) -> str:
 
 
 #: prepositions that end the naming part of an entity head ("Man on the left")
-_HEAD_PREPS = frozenset("on in at near by beside behind under above below next inside outside from with without wearing holding standing working".split())
+_HEAD_PREPS = frozenset(
+    "on in at near by beside behind under above below next inside outside from with without wearing holding standing working".split()
+)
 #: how a per-entity verdict starts: "no hard hat", "not wearing a harness", "lacks gloves"
-_ENTITY_NEG = re.compile(r"^(?:no|not|isn't|is\s+not|doesn't|does\s+not|lacks|lacking|without|missing|has\s+no|wears\s+no|never)\b", re.IGNORECASE)
+_ENTITY_NEG = re.compile(
+    r"^(?:no|not|isn't|is\s+not|doesn't|does\s+not|lacks|lacking|without|missing|has\s+no|wears\s+no|never)\b",
+    re.IGNORECASE,
+)
 
 
 def _entity(head: str) -> str | None:
@@ -228,7 +300,7 @@ def _entity(head: str) -> str | None:
     noun = morphy(naming[-1].lower(), "n") or naming[-1].lower()
     if lexname(noun) != "noun.person":
         return None
-    rest = [w for w in words[len(naming):] if not (w.isdigit() or w.startswith("#"))]
+    rest = [w for w in words[len(naming) :] if not (w.isdigit() or w.startswith("#"))]
     return " ".join(["the", *(w.lower() if not w.isupper() else w for w in naming), *rest])
 
 
@@ -238,7 +310,11 @@ def _entity_sentences(entity: str, rest: str) -> list[str]:
     the left has no vest."), so the list keeps its relations."""
     rest = re.sub(r"[.!;]+$", "", rest.strip())
     low = rest[0].lower() + rest[1:]
-    parts = [p.strip() for p in re.split(r"\s*[,;]\s*(?=no\b|not\b|without\b|missing\b|lacks\b)", low, flags=re.IGNORECASE) if p.strip()]
+    parts = [
+        p.strip()
+        for p in re.split(r"\s*[,;]\s*(?=no\b|not\b|without\b|missing\b|lacks\b)", low, flags=re.IGNORECASE)
+        if p.strip()
+    ]
     out = []
     for part in parts:
         if re.match(r"^(no|never)\b", part, re.IGNORECASE):
@@ -268,7 +344,14 @@ def normalise_lists(text: str) -> str:
     t = _CONTROL.sub(" ", text)
     if "<" in t:
         t = _HTML.sub(" ", t)
-    if "\n" not in t and ":" not in t and "\u2014" not in t and " - " not in t and "\u2013" not in t and not _BULLET.match(t):
+    if (
+        "\n" not in t
+        and ":" not in t
+        and "\u2014" not in t
+        and " - " not in t
+        and "\u2013" not in t
+        and not _BULLET.match(t)
+    ):
         return t
     out: list[str] = []
     context: str | None = None  # None, "absent" (a negative header), "prefix:<header>" or "entity:<the man ...>"
@@ -293,7 +376,11 @@ def _line(line: str, bulleted: bool, context: str | None, out: list[str]) -> str
         entity = _entity(head)
         if not rest:  # a header
             words = head.lower().split()
-            if len(words) >= 3 and (words[-1] in _OPEN_ENDINGS or words[-1].endswith("ing")) and words[-1] not in ("missing", "lacking"):
+            if (
+                len(words) >= 3
+                and (words[-1] in _OPEN_ENDINGS or words[-1].endswith("ing"))
+                and words[-1] not in ("missing", "lacking")
+            ):
                 return "prefix:" + head
             if entity is not None:
                 return "entity:" + entity  # "Man on the left:" then "- no hard hat"

@@ -21,8 +21,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from lmms_scene.metrics.cesg.graph import SceneGraph
 from lmms_scene import cache
+from lmms_scene.metrics.cesg.graph import SceneGraph
 from lmms_scene.metrics.cesg.negation import lexical_negation
 from lmms_scene.nlp import MissingNLPComponent
 from lmms_scene.nlp.spacy_model import provenance, spacy_pipeline
@@ -31,46 +31,231 @@ from lmms_scene.nlp.wordnet import synsets
 #: words whose presence marks a verb or noun phrase as negated (beyond spaCy's `neg`)
 _NEG_DET = {"no", "neither"}
 _NEG_SUBJ_PRON = {"none", "neither", "nobody", "nothing", "noone"}
-_QUANT_OF = {"none", "neither", "all", "both", "each", "either", "some", "any", "most", "many", "several", "one", "two", "three"}
+_QUANT_OF = {
+    "none",
+    "neither",
+    "all",
+    "both",
+    "each",
+    "either",
+    "some",
+    "any",
+    "most",
+    "many",
+    "several",
+    "one",
+    "two",
+    "three",
+}
 _LACK = {"lack", "miss"}
 #: verbs whose negation means the object is not there ("not wearing a helmet"); for other
 #: verbs only the relation is negated ("nobody is holding the ladder": the ladder is there)
-_POSSESSION = {"have", "wear", "carry", "use", "own", "bring", "don", "put", "contain", "include", "get", "keep", "feature", "involve"}
+_POSSESSION = {
+    "have",
+    "wear",
+    "carry",
+    "use",
+    "own",
+    "bring",
+    "don",
+    "put",
+    "contain",
+    "include",
+    "get",
+    "keep",
+    "feature",
+    "involve",
+}
 _ABSENT_ADJ = {"missing", "absent", "lacking", "unavailable", "gone"}
 #: predicates that only state existence: "no sign is visible" == "there is no sign"
-_EXIST = {"visible", "present", "available", "provide", "install", "see", "evident", "exist", "place", "there", "find", "detect", "notice", "spot", "observe", "identify", "locate", "apparent"}
+_EXIST = {
+    "visible",
+    "present",
+    "available",
+    "provide",
+    "install",
+    "see",
+    "evident",
+    "exist",
+    "place",
+    "there",
+    "find",
+    "detect",
+    "notice",
+    "spot",
+    "observe",
+    "identify",
+    "locate",
+    "apparent",
+}
 #: perception verbs: "I don't see a helmet" / "I cannot find any sign" says the object is
 #: absent; the perceiver (the narrator, the image) is no scene node
-_PERCEIVE = {"see", "notice", "observe", "spot", "find", "detect", "identify", "locate", "show", "depict", "spy", "discern", "recognize", "recognise"}
+_PERCEIVE = {
+    "see",
+    "notice",
+    "observe",
+    "spot",
+    "find",
+    "detect",
+    "identify",
+    "locate",
+    "show",
+    "depict",
+    "spy",
+    "discern",
+    "recognize",
+    "recognise",
+}
 #: raising verbs whose negation belongs to their complement ("does not appear to be")
 _RAISING = {"appear", "seem", "look", "happen", "tend"}
 #: adjectives whose complement is not done: "unable to see", "impossible to find"
 _UNABLE = {"unable", "impossible"}
 #: modifiers that say how something is seen or judged, not what it is ("no visible X")
-_EPISTEMIC_ADJ = {"visible", "apparent", "evident", "obvious", "noticeable", "discernible", "observable", "identifiable",
-                  "detectable", "present", "available", "proper", "adequate", "required", "necessary", "appropriate",
-                  "suitable", "sufficient", "any", "additional", "single", "clear"}  # fmt: skip
+_EPISTEMIC_ADJ = {
+    "visible",
+    "apparent",
+    "evident",
+    "obvious",
+    "noticeable",
+    "discernible",
+    "observable",
+    "identifiable",
+    "detectable",
+    "present",
+    "available",
+    "proper",
+    "adequate",
+    "required",
+    "necessary",
+    "appropriate",
+    "suitable",
+    "sufficient",
+    "any",
+    "additional",
+    "single",
+    "clear",
+}
 #: abstract nouns after "no"/"without" that are idioms, not absent objects ("no doubt")
-_IDIOM_NOUNS = {"doubt", "question", "problem", "issue", "concern", "need", "way", "reason", "exception", "denying", "time",
-                "chance", "matter", "difference", "longer", "hesitation", "fail", "sign_of", "evidence", "indication", "trace"}  # fmt: skip
+_IDIOM_NOUNS = {
+    "doubt",
+    "question",
+    "problem",
+    "issue",
+    "concern",
+    "need",
+    "way",
+    "reason",
+    "exception",
+    "denying",
+    "time",
+    "chance",
+    "matter",
+    "difference",
+    "longer",
+    "hesitation",
+    "fail",
+    "sign_of",
+    "evidence",
+    "indication",
+    "trace",
+}
 #: attitudes after "no"/"without" ("pays no attention", "without interest"): not absent objects
-_ATTITUDE_NOUNS = {"attention", "heed", "interest", "intention", "idea", "mind", "regard", "respect", "mercy", "effort", "attempt"}
+_ATTITUDE_NOUNS = {
+    "attention",
+    "heed",
+    "interest",
+    "intention",
+    "idea",
+    "mind",
+    "regard",
+    "respect",
+    "mercy",
+    "effort",
+    "attempt",
+}
 #: "the lack of lighting", "in the absence of a rail": the "of" object is absent
 _LACK_NOUNS = {"lack", "absence"}
 #: "devoid of customers", "bereft of leaves": the "of" object is absent
 _DEVOID = {"devoid", "bereft"}
 #: heads that make a quoted or named "no X" a label, not an absence ("a no parking sign")
-_LABEL_NOUNS = {"sign", "signage", "sticker", "label", "banner", "poster", "notice", "symbol", "zone", "placard", "plate", "board", "tape", "text", "writing", "message"}
+_LABEL_NOUNS = {
+    "sign",
+    "signage",
+    "sticker",
+    "label",
+    "banner",
+    "poster",
+    "notice",
+    "symbol",
+    "zone",
+    "placard",
+    "plate",
+    "board",
+    "tape",
+    "text",
+    "writing",
+    "message",
+}
 #: people and animals: "a missing person", "a poster of a missing woman" say lost, not absent
-_LOST_BEINGS = {"person", "people", "man", "woman", "child", "children", "kid", "girl", "boy", "dog", "cat", "pet", "teen", "teenager", "student", "hiker", "child"}
+_LOST_BEINGS = {
+    "person",
+    "people",
+    "man",
+    "woman",
+    "child",
+    "children",
+    "kid",
+    "girl",
+    "boy",
+    "dog",
+    "cat",
+    "pet",
+    "teen",
+    "teenager",
+    "student",
+    "hiker",
+}
 #: "no X" said of X: "no sign of X", "no evidence of X": X is what is absent
 _EVIDENCE = {"evidence", "sign", "indication", "trace", "hint", "presence"}
 #: narrators and depictions: never scene nodes of a perception verb
-_PERCEIVERS = {"i", "we", "you", "one", "image", "picture", "photo", "photograph", "scene", "frame", "view", "camera", "it"}
+_PERCEIVERS = {
+    "i",
+    "we",
+    "you",
+    "one",
+    "image",
+    "picture",
+    "photo",
+    "photograph",
+    "scene",
+    "frame",
+    "view",
+    "camera",
+    "it",
+}
 #: the scene itself as a subject: "the site lacks a fire extinguisher" == "there is no
 #: fire extinguisher" (no relation with the site); depictions as prepositional objects
-_SCENE_NOUNS = {"site", "scene", "area", "image", "picture", "photo", "photograph", "frame", "view", "workplace", "workspace",
-                "setting", "environment", "premises", "location", "worksite", "jobsite", "shot", "footage"}  # fmt: skip
+_SCENE_NOUNS = {
+    "site",
+    "scene",
+    "area",
+    "image",
+    "picture",
+    "photo",
+    "photograph",
+    "frame",
+    "view",
+    "workplace",
+    "workspace",
+    "setting",
+    "environment",
+    "premises",
+    "location",
+    "worksite",
+    "jobsite",
+    "shot",
+    "footage",
+}
 _DEPICTIONS = {"image", "picture", "photo", "photograph", "frame", "scene", "view", "shot", "footage"}
 #: passive verbs whose "with" object is what is (not) there: "not equipped with harnesses"
 _WITH_VERBS = {"equip", "provide", "fit", "supply", "furnish", "outfit"}
@@ -79,10 +264,32 @@ _PERSON_WORDS = {"one", "nobody", "noone", "someone", "anyone", "everyone", "som
 _NOUN = {"NOUN", "PROPN"}
 #: prepositions whose object tells two entities of one name apart ("the worker on the
 #: scaffold" vs "the worker on the ground"); with/without/of state parts and possessions
-_QUALIFYING_PREPS = {"on", "in", "at", "near", "beside", "by", "behind", "under", "above", "below", "next", "inside", "outside",
-                     "from", "atop", "underneath", "beneath", "around", "along", "across", "over", "between", "left", "right"}  # fmt: skip
-
-
+_QUALIFYING_PREPS = {
+    "on",
+    "in",
+    "at",
+    "near",
+    "beside",
+    "by",
+    "behind",
+    "under",
+    "above",
+    "below",
+    "next",
+    "inside",
+    "outside",
+    "from",
+    "atop",
+    "underneath",
+    "beneath",
+    "around",
+    "along",
+    "across",
+    "over",
+    "between",
+    "left",
+    "right",
+}
 
 
 class RuleParser:
@@ -103,7 +310,9 @@ class RuleParser:
     def provenance(self) -> dict[str, Any]:
         return {"parser": self.name, **provenance()}
 
-    def parse_pairs(self, negative: Sequence[str], affirmative: Sequence[str]) -> list[tuple[SceneGraph, SceneGraph] | Exception]:
+    def parse_pairs(
+        self, negative: Sequence[str], affirmative: Sequence[str]
+    ) -> list[tuple[SceneGraph, SceneGraph] | Exception]:
         """One (factual graph of the negative sentence, graph of its affirmative) per pair;
         an exception object in place of a pair whose sentence failed to parse."""
         out: list[tuple[SceneGraph, SceneGraph] | Exception] = []
@@ -145,18 +354,38 @@ def _is_lack(tok: Any) -> bool:
 
 def _nounish(tok: Any) -> bool:
     """A noun, or a word the small model could not tag in a noun's place ("a fedora"/X)."""
-    return tok.pos_ in _NOUN or (tok.pos_ == "X" and tok.dep_ in ("dobj", "pobj", "attr", "nsubj", "nsubjpass", "conj", "appos"))
+    return tok.pos_ in _NOUN or (
+        tok.pos_ == "X" and tok.dep_ in ("dobj", "pobj", "attr", "nsubj", "nsubjpass", "conj", "appos")
+    )
 
 
 def _lost_being(tok: Any) -> bool:
     """ "a missing persons sign", "a missing young woman": lost people, not an absence."""
     words = [tok, *[c for c in tok.children if c.dep_ == "compound"]]
-    return any(w.lemma_.lower().split()[-1] in _LOST_BEINGS or w.lower_.split()[-1] in _LOST_BEINGS for w in words if w.lemma_)
+    return any(
+        w.lemma_.lower().split()[-1] in _LOST_BEINGS or w.lower_.split()[-1] in _LOST_BEINGS for w in words if w.lemma_
+    )
 
 
 #: words that open a noun phrase of their own before "no": "a no parking sign" (a label),
 #: against "there is no stop sign" (an absent sign)
-_OPENERS = {"a", "an", "the", "this", "that", "these", "those", "its", "his", "her", "their", "our", "my", "your", "one"}
+_OPENERS = {
+    "a",
+    "an",
+    "the",
+    "this",
+    "that",
+    "these",
+    "those",
+    "its",
+    "his",
+    "her",
+    "their",
+    "our",
+    "my",
+    "your",
+    "one",
+}
 
 
 def _label(no: Any, tok: Any) -> bool:
@@ -184,6 +413,7 @@ def _lemma(tok: Any) -> str:
     lemma = tok.lemma_.lower()
     words = tok.lower_.split()
     if tok.pos_ in _NOUN and words and lemma.split() and lemma.split()[-1] != words[-1]:
+
         def keep_plural() -> bool:
             return not synsets(lemma.split()[-1], "n") and bool(synsets(words[-1], "n"))
 
@@ -195,7 +425,11 @@ def _lemma(tok: Any) -> str:
 def _name(tok: Any) -> str:
     if tok.lower_ in _PERSON_WORDS:
         return "person"
-    parts = [_lemma(c) for c in tok.lefts if c.dep_ == "compound" and c.pos_ in _NOUN | {"ADJ", "VERB"} and _lexical(c) is None]
+    parts = [
+        _lemma(c)
+        for c in tok.lefts
+        if c.dep_ == "compound" and c.pos_ in _NOUN | {"ADJ", "VERB"} and _lexical(c) is None
+    ]
     return " ".join([*parts, _lemma(tok)])
 
 
@@ -208,14 +442,24 @@ def _qualifier(tok: Any) -> tuple[str, ...]:
         for prep in owner.children:
             if prep.dep_ == "prep" and prep.lower_ in _QUALIFYING_PREPS:
                 for pobj in prep.children:
-                    if pobj.dep_ == "pobj" and pobj.pos_ in _NOUN and not _is_idiom(pobj) and pobj.lemma_.lower() not in _DEPICTIONS:
+                    if (
+                        pobj.dep_ == "pobj"
+                        and pobj.pos_ in _NOUN
+                        and not _is_idiom(pobj)
+                        and pobj.lemma_.lower() not in _DEPICTIONS
+                    ):
                         out.append(f"{prep.lower_} {_name(pobj)}")
 
     preps(tok)
     for c in tok.children:
         if c.dep_ in ("acl", "relcl") and c.pos_ in ("VERB", "AUX"):
             preps(c)
-        elif c.dep_ == "amod" and c.lower_ not in _ABSENT_ADJ and c.lemma_.lower() not in _EPISTEMIC_ADJ and _lexical(c) is None:
+        elif (
+            c.dep_ == "amod"
+            and c.lower_ not in _ABSENT_ADJ
+            and c.lemma_.lower() not in _EPISTEMIC_ADJ
+            and _lexical(c) is None
+        ):
             out.append(c.lemma_.lower())
     return tuple(sorted(dict.fromkeys(out)))
 
@@ -229,13 +473,21 @@ def _lexical(tok: Any) -> tuple[str, str] | None:
 def _conjuncts(tok: Any) -> list[Any]:
     out = [tok]
     for c in tok.children:
-        if c.dep_ == "conj" and c.pos_ in _NOUN | {"ADJ", "VERB"} and c.pos_ == tok.pos_ or (c.dep_ == "conj" and c.pos_ in _NOUN and tok.pos_ in _NOUN):
+        if (
+            c.dep_ == "conj"
+            and c.pos_ in _NOUN | {"ADJ", "VERB"}
+            and c.pos_ == tok.pos_
+            or (c.dep_ == "conj" and c.pos_ in _NOUN and tok.pos_ in _NOUN)
+        ):
             out.extend(_conjuncts(c))
     return out
 
 
 #: pronoun token index -> antecedent token, while one sentence of a resolved doc is parsed
-_ANTECEDENTS: contextvars.ContextVar[dict[int, Any]] = contextvars.ContextVar("cesg_antecedents", default={})
+_ANTECEDENTS: contextvars.ContextVar[dict[int, Any]] = contextvars.ContextVar(
+    "cesg_antecedents",
+    default={},  # noqa: B039 (read-only default; set() replaces it, never mutated)
+)
 
 
 def _entities(tok: Any) -> list[Any]:
@@ -291,11 +543,21 @@ def _has_neg(tok: Any) -> bool:
         return _has_neg(head)
     if tok.dep_ == "xcomp" and head.lower_ in _UNABLE:
         return True  # "I am unable to see a harness"
-    if tok.dep_ in ("advcl", "ccomp") and lemma in _RAISING and _own_neg(head) and any(c.dep_ == "mark" and c.lower_ in ("like", "if", "though") for c in tok.children):
+    if (
+        tok.dep_ in ("advcl", "ccomp")
+        and lemma in _RAISING
+        and _own_neg(head)
+        and any(c.dep_ == "mark" and c.lower_ in ("like", "if", "though") for c in tok.children)
+    ):
         return not _own_neg(tok)  # "it does not look like the trench is shored"
     if tok.dep_ in ("ccomp", "xcomp") and lemma in _PERCEIVE:
         return _has_neg(head)
-    if tok.dep_ in ("acl", "relcl") and head.dep_ in ("dobj", "attr") and head.head.lemma_.lower() in _PERCEIVE and tok.dep_ == "acl":
+    if (
+        tok.dep_ in ("acl", "relcl")
+        and head.dep_ in ("dobj", "attr")
+        and head.head.lemma_.lower() in _PERCEIVE
+        and tok.dep_ == "acl"
+    ):
         return _has_neg(head.head)  # "I don't see anyone wearing a helmet"
     return False
 
@@ -307,13 +569,20 @@ def _denied(verb: Any) -> bool:
     h = verb.head
     if h.lemma_.lower() in ("true", "case", "correct"):
         return _own_neg(h) or _own_neg(h.head)
-    return h.lemma_.lower() == "be" and _own_neg(h) and any(c.lemma_.lower() in ("true", "case", "correct") for c in h.children)
+    return (
+        h.lemma_.lower() == "be"
+        and _own_neg(h)
+        and any(c.lemma_.lower() in ("true", "case", "correct") for c in h.children)
+    )
 
 
 def _subject_negates(subj: Any) -> bool:
     if subj.lower_ in _NEG_SUBJ_PRON:
         return True
-    if any(c.lower_ == "not" and c.dep_ in ("neg", "preconj", "advmod") and c.i < subj.i and not _not_only(c) for c in subj.children):
+    if any(
+        c.lower_ == "not" and c.dep_ in ("neg", "preconj", "advmod") and c.i < subj.i and not _not_only(c)
+        for c in subj.children
+    ):
         return True  # "not one of the painters", "not a single worker"
     return any((c.dep_ in ("det", "preconj") and c.lower_ in _NEG_DET) for c in subj.children)
 
@@ -322,8 +591,19 @@ def _subjects(verb: Any, depth: int = 0) -> tuple[list[Any], bool]:
     """(subject nouns of ``verb``, whether a subject quantifier negates it)."""
     subjs = [c for c in verb.children if c.dep_ in ("nsubj", "nsubjpass")]
     if not subjs:  # the small model sometimes hangs the subject on the auxiliary
-        subjs = [g for c in verb.children if c.dep_ in ("aux", "auxpass") for g in c.children if g.dep_ in ("nsubj", "nsubjpass")]
-    if subjs and verb.dep_ == "relcl" and verb.head.pos_ in _NOUN and all(s.tag_ in ("WDT", "WP") or s.lower_ in ("who", "that", "which") for s in subjs):
+        subjs = [
+            g
+            for c in verb.children
+            if c.dep_ in ("aux", "auxpass")
+            for g in c.children
+            if g.dep_ in ("nsubj", "nsubjpass")
+        ]
+    if (
+        subjs
+        and verb.dep_ == "relcl"
+        and verb.head.pos_ in _NOUN
+        and all(s.tag_ in ("WDT", "WP") or s.lower_ in ("who", "that", "which") for s in subjs)
+    ):
         return _entities(verb.head), False  # "the player who is not holding a bat"
     if subjs:
         ents = [e for s in subjs for e in _entities(s)]
@@ -347,7 +627,13 @@ def _det_no(tok: Any) -> bool:
             return not _label(c, tok)  # "no X" (a fragment's "No" may be tagged an interjection)
         if c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither":
             return True
-        if c.dep_ == "neg" and c.lower_ == "not" and c.i < tok.i and not _not_only(c) and tok.dep_ not in ("nsubj", "nsubjpass", "ROOT"):
+        if (
+            c.dep_ == "neg"
+            and c.lower_ == "not"
+            and c.i < tok.i
+            and not _not_only(c)
+            and tok.dep_ not in ("nsubj", "nsubjpass", "ROOT")
+        ):
             return True  # contrast: "an oven but not a bottle", "a cat, not a dog"
     if tok.lower_ in ("nobody", "noone"):
         return True  # "a wheelchair with nobody in it"
@@ -360,11 +646,24 @@ def _det_no(tok: Any) -> bool:
     if k > 0 and (doc[k].lower_, doc[k - 1].lower_) in (("than", "rather"), ("of", "instead")):
         return True  # "boots rather than sneakers", "a brush instead of a roller" (however it is parsed)
     prep = tok.head
-    if tok.dep_ == "pobj" and prep.lower_ == "than" and (any(c.lower_ == "rather" for c in prep.children) or (prep.i > 0 and doc[prep.i - 1].lower_ == "rather")):
+    if (
+        tok.dep_ == "pobj"
+        and prep.lower_ == "than"
+        and (any(c.lower_ == "rather" for c in prep.children) or (prep.i > 0 and doc[prep.i - 1].lower_ == "rather"))
+    ):
         return True  # "sneakers rather than steel-toe boots"
-    if tok.dep_ == "pobj" and prep.lower_ == "of" and (prep.head.lower_ == "instead" or (prep.i > 0 and doc[prep.i - 1].lower_ == "instead")):
+    if (
+        tok.dep_ == "pobj"
+        and prep.lower_ == "of"
+        and (prep.head.lower_ == "instead" or (prep.i > 0 and doc[prep.i - 1].lower_ == "instead"))
+    ):
         return True  # "instead of a helmet"
-    if tok.dep_ == "pobj" and prep.lower_ == "of" and prep.head is not prep and (_is_lack(prep.head) or prep.head.lemma_.lower() in _DEVOID):
+    if (
+        tok.dep_ == "pobj"
+        and prep.lower_ == "of"
+        and prep.head is not prep
+        and (_is_lack(prep.head) or prep.head.lemma_.lower() in _DEVOID)
+    ):
         return True  # "the lack of lighting", "devoid of customers"
     if tok.dep_ == "pobj" and prep.lower_ == "of" and prep.head is not prep:
         owner = prep.head
@@ -414,7 +713,9 @@ class _Builder:
             objects=tuple(name[i] for i in order if not self.absent[i]),
             attributes=tuple((name[i], a) for i, a, neg in attrs if not neg and not self.absent[i]),
             relations=tuple(
-                (name[s], p, name[o]) for s, p, o, neg in self.rels if not neg and not self.absent[s] and not self.absent[o]
+                (name[s], p, name[o])
+                for s, p, o, neg in self.rels
+                if not neg and not self.absent[s] and not self.absent[o]
             ),
         )
         affirmative = SceneGraph(
@@ -431,7 +732,9 @@ def _prep_relations(b: _Builder, heads: list[Any], owner: Any, base: str, neg: b
         if prep.dep_ != "prep":
             continue
         word = prep.lower_
-        objs = [o for o in _pobjs(prep) if not (word in ("in", "on", "from", "within") and o.lemma_.lower() in _DEPICTIONS)]
+        objs = [
+            o for o in _pobjs(prep) if not (word in ("in", "on", "from", "within") and o.lemma_.lower() in _DEPICTIONS)
+        ]
         if word == "without":
             for o in objs:
                 # "never without a harness", "no worker is without a helmet": a double negation
@@ -459,10 +762,14 @@ def _lexical_negations(b: _Builder, doc: Any) -> None:
             anchors, neg = _entities(tok.head) or [tok.head], False
         elif tok.pos_ in _NOUN and nxt is not None and nxt.pos_ in _NOUN:
             anchors, neg = _entities(nxt) or [nxt], False  # a misparsed modifier: "a helmetless roofer"
-        elif tok.dep_ in ("acomp", "oprd", "attr", "xcomp", "advcl", "conj", "advmod", "npadvmod") or tok.dep_ == "ROOT" or (
-            kind == "less" and tok.dep_ == "dobj"  # "riding helmetless": a misparsed manner modifier
+        elif (
+            tok.dep_ in ("acomp", "oprd", "attr", "xcomp", "advcl", "conj", "advmod", "npadvmod")
+            or tok.dep_ == "ROOT"
+            or (
+                kind == "less" and tok.dep_ == "dobj"  # "riding helmetless": a misparsed manner modifier
+            )
         ):
-            verb = tok if tok.dep_ == "ROOT" or not tok.head.pos_ in ("VERB", "AUX") else tok.head
+            verb = tok if tok.dep_ == "ROOT" or tok.head.pos_ not in ("VERB", "AUX") else tok.head
             anchors, subject_neg = _subjects(verb)
             neg = _has_neg(verb) or subject_neg
         else:
@@ -489,25 +796,41 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
     for tok in doc:
         if (
             (_nounish(tok) or (tok.pos_ == "PRON" and tok.lower_ in _PERSON_WORDS))
-            and tok.dep_ != "compound" and not _is_quantifier(tok) and not _is_evidence(tok) and not _is_idiom(tok)
-            and not _is_lack(tok) and tok.lower_ != "sans" and _lexical(tok) is None
-        ):  # fmt: skip
+            and tok.dep_ != "compound"
+            and not _is_quantifier(tok)
+            and not _is_evidence(tok)
+            and not _is_idiom(tok)
+            and not _is_lack(tok)
+            and tok.lower_ != "sans"
+            and _lexical(tok) is None
+        ):
             det_no = _det_no(tok)
             head = tok.head
             # "no" on the subject of a transitive verb negates the verb, not the subject;
             # "no worker is without a helmet" is a double negation
             transitive_subject = tok.dep_ == "nsubj" and any(c.dep_ == "dobj" for c in head.children)
-            double = tok.dep_ in ("nsubj", "nsubjpass") and any(c.dep_ == "prep" and c.lower_ == "without" for c in head.children)
-            missing_mod = any(c.dep_ == "amod" and c.lower_ in _ABSENT_ADJ for c in tok.children) and not _lost_being(tok)
+            double = tok.dep_ in ("nsubj", "nsubjpass") and any(
+                c.dep_ == "prep" and c.lower_ == "without" for c in head.children
+            )
+            missing_mod = any(c.dep_ == "amod" and c.lower_ in _ABSENT_ADJ for c in tok.children) and not _lost_being(
+                tok
+            )
             perceiver = tok.dep_ == "nsubj" and tok.lower_ in _PERCEIVERS and head.lemma_.lower() in _PERCEIVE
             if perceiver:
                 continue
-            sans = tok.i > 0 and tok.doc[tok.i - 1].lower_ == "sans"  # "two men sans shirts" (the small model misparses "sans")
+            sans = (
+                tok.i > 0 and tok.doc[tok.i - 1].lower_ == "sans"
+            )  # "two men sans shirts" (the small model misparses "sans")
             b.node(tok, absent=(det_no and not transitive_subject and not double) or missing_mod or sans)
             for c in tok.children:
                 if c.dep_ == "amod" and any(g.dep_ == "cc" for g in c.children) and c.i < tok.i:
                     b.node(c)  # a misparsed contrast: "an oven but not a bottle" ("oven" tagged a modifier)
-                elif c.dep_ == "amod" and c.lower_ not in _ABSENT_ADJ and c.lemma_.lower() not in _EPISTEMIC_ADJ and _lexical(c) is None:
+                elif (
+                    c.dep_ == "amod"
+                    and c.lower_ not in _ABSENT_ADJ
+                    and c.lemma_.lower() not in _EPISTEMIC_ADJ
+                    and _lexical(c) is None
+                ):
                     for adj in _conjuncts(c):
                         if _lexical(adj) is None:
                             b.attrs.append((tok.i, adj.lemma_.lower(), False))
@@ -517,8 +840,11 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
         elif tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass") and _lexical(tok) is None:
             _verb(b, tok)
             _ellipsis(b, tok)
-        if not _nounish(tok) and tok.pos_ in ("ADV", "ADJ", "VERB", "X") and not _is_idiom(tok) and any(
-            c.dep_ == "det" and c.lower_ == "no" and c.i < tok.i for c in tok.children
+        if (
+            not _nounish(tok)
+            and tok.pos_ in ("ADV", "ADJ", "VERB", "X")
+            and not _is_idiom(tok)
+            and any(c.dep_ == "det" and c.lower_ == "no" and c.i < tok.i for c in tok.children)
         ):
             b.node(tok, absent=True)  # "there is no talking", "no scoreboard" tagged an adverb
     _negated_modifiers(b, doc)
@@ -546,7 +872,11 @@ def _verb(b: _Builder, verb: Any) -> None:
     if lemma in _PERCEIVE and not passive:
         _perceive(b, verb, subjects, neg)
         return
-    if lemma == "be" or (lemma in _EXIST | {"miss"} and passive) or (lemma in _LACK and not any(c.dep_ == "dobj" for c in verb.children)):
+    if (
+        lemma == "be"
+        or (lemma in _EXIST | {"miss"} and passive)
+        or (lemma in _LACK and not any(c.dep_ == "dobj" for c in verb.children))
+    ):
         if lemma != "be":
             # "the guardrail is not installed", "the extinguisher is missing", "signage is lacking"
             gone = (not neg) if lemma in _LACK else neg
@@ -606,8 +936,14 @@ def _verb(b: _Builder, verb: Any) -> None:
         _prep_relations(b, subjects, verb, lemma, neg)
         return
     predicate, rel_neg, objects_absent = lemma, neg, neg and lemma in _POSSESSION
-    failed = lemma == "miss" and verb.tag_ in ("VBD", "VBN") and not any(c.lower_ in ("is", "are", "'s", "'re") for c in verb.children)
-    if lemma in _LACK and not failed:  # "lacks a guardrail" == "does not have a guardrail"; "missed the ball" is a failed action
+    failed = (
+        lemma == "miss"
+        and verb.tag_ in ("VBD", "VBN")
+        and not any(c.lower_ in ("is", "are", "'s", "'re") for c in verb.children)
+    )
+    if (
+        lemma in _LACK and not failed
+    ):  # "lacks a guardrail" == "does not have a guardrail"; "missed the ball" is a failed action
         predicate, rel_neg, objects_absent = "have", not neg, not neg
     objects = [e for c in verb.children if c.dep_ in ("dobj", "attr", "oprd") for e in _entities(c)]
     for o in objects:
@@ -615,12 +951,19 @@ def _verb(b: _Builder, verb: Any) -> None:
         b.node(o, absent=objects_absent or det_no)
         for s in subjects:
             b.rels.append((s.i, predicate, o.i, rel_neg or det_no))
-    actions = [c for c in verb.children if c.dep_ in ("xcomp", "dobj") and c.tag_ == "VBG"] if lemma in _POSSESSION else []
+    actions = (
+        [c for c in verb.children if c.dep_ in ("xcomp", "dobj") and c.tag_ == "VBG"] if lemma in _POSSESSION else []
+    )
     for a in actions:  # "the clip does not feature baking": a missing action
         b.node(a, absent=neg)
     _prep_relations(b, subjects, verb, predicate, rel_neg)
-    if neg and not objects and not actions and verb.pos_ == "VERB" and lemma not in _LACK and not any(
-        c.dep_ in ("prep", "xcomp", "ccomp", "advcl", "dative", "prt", "acomp") for c in verb.children
+    if (
+        neg
+        and not objects
+        and not actions
+        and verb.pos_ == "VERB"
+        and lemma not in _LACK
+        and not any(c.dep_ in ("prep", "xcomp", "ccomp", "advcl", "dative", "prt", "acomp") for c in verb.children)
     ):
         for s in subjects:  # "a giraffe that is not eating": a negated action
             b.attrs.append((s.i, lemma, True))
@@ -630,7 +973,13 @@ def _negated_modifiers(b: _Builder, doc: Any) -> None:
     """ "the elephant not in the water", "a bicycle not near the wall": a "not" the parser
     hangs on the noun negates the modifier after it (a negated relation or attribute)."""
     for t in doc:
-        if t.dep_ == "neg" and t.head.dep_ == "prep" and t.head.i > t.i and _nounish(t.head.head) and t.head.head.i < t.i:
+        if (
+            t.dep_ == "neg"
+            and t.head.dep_ == "prep"
+            and t.head.i > t.i
+            and _nounish(t.head.head)
+            and t.head.head.i < t.i
+        ):
             head, nxt = t.head.head, t.head  # "the elephant not in the water" ("not" on the preposition)
         elif t.dep_ == "neg" and t.head.i < t.i and _nounish(t.head) and t.i + 1 < len(doc):
             head, nxt = t.head, doc[t.i + 1]
@@ -726,7 +1075,9 @@ class FactualT5Parser:
 
     one_parse = False
 
-    def __init__(self, model: str = FACTUAL_MODEL, device: str | None = None, batch_size: int = 32, max_new_tokens: int = 128):
+    def __init__(
+        self, model: str = FACTUAL_MODEL, device: str | None = None, batch_size: int = 32, max_new_tokens: int = 128
+    ):
         self.name = f"FACTUAL T5 ({model})"
         self.model_name = model
         self.batch_size = batch_size
@@ -734,7 +1085,10 @@ class FactualT5Parser:
         self.device = cache.torch_device(device)
 
         def load() -> tuple[Any, Any]:
-            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer  # deferred: transformers (imports torch) is heavy to import
+            from transformers import (
+                AutoModelForSeq2SeqLM,
+                AutoTokenizer,
+            )  # deferred: transformers (imports torch) is heavy to import
 
             try:
                 tok = AutoTokenizer.from_pretrained(model)
@@ -767,7 +1121,9 @@ class FactualT5Parser:
     def _parse(self, sentences: list[str]) -> list[SceneGraph]:
         return [parse_factual_output(t) for t in self.generate(sentences)]
 
-    def parse_pairs(self, negative: Sequence[str], affirmative: Sequence[str]) -> list[tuple[SceneGraph, SceneGraph] | Exception]:
+    def parse_pairs(
+        self, negative: Sequence[str], affirmative: Sequence[str]
+    ) -> list[tuple[SceneGraph, SceneGraph] | Exception]:
         graphs = self._parse([*negative, *affirmative])
         n = len(negative)
         return list(zip(graphs[:n], graphs[n:]))
@@ -791,16 +1147,22 @@ class DiscoSGParser:
 
     one_parse = False
 
-    def __init__(self, model: str = DISCOSG_MODEL, initial: str = FACTUAL_MODEL, device: str | None = None, batch_size: int = 16):
+    def __init__(
+        self, model: str = DISCOSG_MODEL, initial: str = FACTUAL_MODEL, device: str | None = None, batch_size: int = 16
+    ):
         self.name = f"DiscoSG-Refiner ({model}; initial graphs: FACTUAL T5 {initial})"
         self.model_name, self.batch_size = model, batch_size
         self.device = cache.torch_device(device)
 
         def load() -> Any:
             try:
-                from discosg.parser.DualTaskSceneGraphParser import DualTaskSceneGraphParser  # deferred: optional (discosg may not be installed)
+                from discosg.parser.DualTaskSceneGraphParser import (
+                    DualTaskSceneGraphParser,
+                )  # deferred: optional (discosg may not be installed)
             except ImportError as exc:
-                raise MissingNLPComponent(f"parser='discosg' needs the discosg package: {DISCOSG_INSTALL}; the offline default is parser='rule'") from exc
+                raise MissingNLPComponent(
+                    f"parser='discosg' needs the discosg package: {DISCOSG_INSTALL}; the offline default is parser='rule'"
+                ) from exc
             try:
                 return DualTaskSceneGraphParser(model_path=model, device=self.device, lemmatize=False, lowercase=True)
             except (OSError, ValueError) as exc:
@@ -816,10 +1178,14 @@ class DiscoSGParser:
     def provenance(self) -> dict[str, Any]:
         return {"parser": self.name}
 
-    def parse_pairs(self, negative: Sequence[str], affirmative: Sequence[str]) -> list[tuple[SceneGraph, SceneGraph] | Exception]:
+    def parse_pairs(
+        self, negative: Sequence[str], affirmative: Sequence[str]
+    ) -> list[tuple[SceneGraph, SceneGraph] | Exception]:
         sentences = [*negative, *affirmative]
         initial = dict(zip(sentences, self._initial.generate(sentences)))
-        refined = self._refiner.parse(descriptions=list(initial), graph_to_fix=initial, batch_size=self.batch_size, task="delete_before_insert")
+        refined = self._refiner.parse(
+            descriptions=list(initial), graph_to_fix=initial, batch_size=self.batch_size, task="delete_before_insert"
+        )
         graphs = [parse_factual_output(refined["insert"].get(s) or initial[s]) for s in sentences]
         n = len(negative)
         return list(zip(graphs[:n], graphs[n:]))

@@ -11,18 +11,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lmms_scene import provenance as _provenance
-from lmms_scene.metrics import rows as rows_lib
-from lmms_scene.metrics.cesg.score import KEYS
 from lmms_scene import cache, settings
+from lmms_scene import provenance as _provenance
 from lmms_scene.data import recheck
 from lmms_scene.files import iter_jsonl
 from lmms_scene.metrics import clip
+from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.metrics.captioning import score_all
 from lmms_scene.metrics.captioning.cesg_scorer import CesgScorer
 from lmms_scene.metrics.captioning.coco import meteor_process
 from lmms_scene.metrics.cesg.negation import strip_negation
-from lmms_scene.metrics.cesg.score import cesg_score, configuration, corpus_scores, parse_components
+from lmms_scene.metrics.cesg.score import KEYS, cesg_score, configuration, corpus_scores, parse_components
 from lmms_scene.metrics.outputs import read_output, shown
 from lmms_scene.nlp.java import java
 from lmms_scene.nlp.wordnet import wordnet
@@ -33,8 +32,28 @@ ID_FIELDS = ("image_id",)
 DATA_FIELDS = ("references",)
 #: Table 2's columns: (row key, header); baselines first, then CESG's components. MET is
 #: NLTK's METEOR (the paper's); METEOR-J is pycocoevalcap's Java METEOR 1.5 (not the paper's)
-BASELINES = (("rouge_l", "ROU"), ("meteor_nltk", "MET"), ("cider", "CID"), ("bleu4", "BL4"), ("capture_style", "CAP*"), ("clipscore", "CS"), ("spice_style", "SPI*"), ("meteor_java", "METEOR-J"))
-CESG_COLUMNS = (("P_o", "P_o"), ("R_o", "R_o"), ("F1_o", "F1_o"), ("P_r", "P_r"), ("R_r", "R_r"), ("F1_r", "F1_r"), ("P_a", "P_a"), ("R_a", "R_a"), ("F1_a", "F1_a"), ("CESG", "CESG"))
+BASELINES = (
+    ("rouge_l", "ROU"),
+    ("meteor_nltk", "MET"),
+    ("cider", "CID"),
+    ("bleu4", "BL4"),
+    ("capture_style", "CAP*"),
+    ("clipscore", "CS"),
+    ("spice_style", "SPI*"),
+    ("meteor_java", "METEOR-J"),
+)
+CESG_COLUMNS = (
+    ("P_o", "P_o"),
+    ("R_o", "R_o"),
+    ("F1_o", "F1_o"),
+    ("P_r", "P_r"),
+    ("R_r", "R_r"),
+    ("F1_r", "F1_r"),
+    ("P_a", "P_a"),
+    ("R_a", "R_a"),
+    ("F1_a", "F1_a"),
+    ("CESG", "CESG"),
+)
 CAPTION_METRICS = ("rouge_l", "meteor_nltk", "meteor_java", "cider", "bleu4", "capture_style", "spice_style")
 #: pycocoevalcap scores of the whole split (not means of per-image scores): no interval
 CORPUS_LEVEL = ("bleu4", "meteor_java", "cider")
@@ -111,7 +130,10 @@ def prescore(pairs: Sequence[tuple[Mapping[str, Any], Any]]) -> int:
     by_id = {r["image_id"]: r for r in rows}
     for r in scored:
         src = by_id[r["image_id"]]
-        memo.put(_row_key(src["image_id"], src["output"], src["references"]), {k: r.get(k) for k in ROW_SCORES} | {"row_scores_from": f"batch of {len(rows)} rows"})
+        memo.put(
+            _row_key(src["image_id"], src["output"], src["references"]),
+            {k: r.get(k) for k in ROW_SCORES} | {"row_scores_from": f"batch of {len(rows)} rows"},
+        )
     return len(scored)
 
 
@@ -138,13 +160,28 @@ def samples_rows(path: Any) -> list[dict[str, Any]]:
     the row every metric key carries. Errors name the line."""
     out, seen = [], set()
     for n, record in iter_jsonl(Path(path)):
-        row = next((v for v in record.values() if isinstance(v, Mapping) and isinstance(v.get("scores"), Mapping) and "image_id" in v), None)
+        row = next(
+            (
+                v
+                for v in record.values()
+                if isinstance(v, Mapping) and isinstance(v.get("scores"), Mapping) and "image_id" in v
+            ),
+            None,
+        )
         if row is None:
-            raise ValueError(f"{path}, line {n}: no SNUS row with per-row scores (a samples file of lmms-scene >= issue 14's snus task?)")
+            raise ValueError(
+                f"{path}, line {n}: no SNUS row with per-row scores (a samples file of lmms-scene >= issue 14's snus task?)"
+            )
         if row["image_id"] in seen:
             continue  # a row gathered twice
         seen.add(row["image_id"])
-        out.append({"image_id": str(row["image_id"]), "output": row.get("output"), **{k: row["scores"].get(k) for k in ROW_SCORES}})
+        out.append(
+            {
+                "image_id": str(row["image_id"]),
+                "output": row.get("output"),
+                **{k: row["scores"].get(k) for k in ROW_SCORES},
+            }
+        )
     if not out:
         raise ValueError(f"{path}: no rows")
     return out
@@ -157,12 +194,19 @@ def unscored_row(doc: Mapping[str, Any], output: Any, reason: str) -> dict[str, 
     read = read_output(output, MAX_OUTPUT_CHARS) if isinstance(output, (str, bytes)) else None
     caption = doc.get("caption") if isinstance(doc, Mapping) else None
     return {
-        "image_id": str(doc.get("image_id", "?")) if isinstance(doc, Mapping) else "?", "output": shown(output),
-        "references": [caption if isinstance(caption, str) else ""], "scene": str(doc.get("scene") or "") if isinstance(doc, Mapping) else "",
-        "scores": {**{k: None for k in ROW_SCORES}, "status": "unscored"}, "clipscore": None, "clipscore_ac": None,
-        "clip_model": None, "scored": False, "unscored_reason": reason,
-        "output_sanitised": bool(read and read.sanitised), "output_changes": list(read.changes) if read else [],
-    }  # fmt: skip
+        "image_id": str(doc.get("image_id", "?")) if isinstance(doc, Mapping) else "?",
+        "output": shown(output),
+        "references": [caption if isinstance(caption, str) else ""],
+        "scene": str(doc.get("scene") or "") if isinstance(doc, Mapping) else "",
+        "scores": {**{k: None for k in ROW_SCORES}, "status": "unscored"},
+        "clipscore": None,
+        "clipscore_ac": None,
+        "clip_model": None,
+        "scored": False,
+        "unscored_reason": reason,
+        "output_sanitised": bool(read and read.sanitised),
+        "output_changes": list(read.changes) if read else [],
+    }
 
 
 def doc_row(doc: Mapping[str, Any], output: Any) -> dict[str, Any]:
@@ -186,7 +230,12 @@ def doc_row(doc: Mapping[str, Any], output: Any) -> dict[str, Any]:
 
 def _scored_row(doc: Mapping[str, Any], read: Any) -> dict[str, Any]:
     output = read.text
-    row: dict[str, Any] = {"image_id": str(doc["image_id"]), "output": output, "references": [doc["caption"]], "scene": doc.get("scene", "")}
+    row: dict[str, Any] = {
+        "image_id": str(doc["image_id"]),
+        "output": output,
+        "references": [doc["caption"]],
+        "scene": doc.get("scene", ""),
+    }
     row["scores"] = _row_scores(row["image_id"], output, row["references"])
     row["clipscore"] = row["clipscore_ac"] = None
     row["clip_model"] = None
@@ -207,7 +256,12 @@ def _scored_row(doc: Mapping[str, Any], read: Any) -> dict[str, Any]:
     return row
 
 
-def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], clip_field: str = "clipscore", summary: bool = True) -> dict[str, Any]:
+def _scores(
+    rows: Sequence[Mapping[str, Any]],
+    predictions: Mapping[str, str],
+    clip_field: str = "clipscore",
+    summary: bool = True,
+) -> dict[str, Any]:
     refs = {r["image_id"]: list(r["references"]) for r in rows}
     options = cesg_options()
     cesg_scorer = CesgScorer(**options)
@@ -229,8 +283,13 @@ def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], c
     # CESG in the paper's corpus convention (P/R means over the rows that have the type,
     # F1 = HM(P, R), CESG = weighted F1s), images resampled for the intervals
     w = cesg["provenance"]["weights"]
-    conv = corpus_scores([{**r, "image_id": r["id"]} for r in cesg["rows"]], (w["w_o"], w["w_a"], w["w_r"]),
-                         cluster="image_id", n_boot=rows_lib.N_BOOT, seed=rows_lib.SEED)  # fmt: skip
+    conv = corpus_scores(
+        [{**r, "image_id": r["id"]} for r in cesg["rows"]],
+        (w["w_o"], w["w_a"], w["w_r"]),
+        cluster="image_id",
+        n_boot=rows_lib.N_BOOT,
+        seed=rows_lib.SEED,
+    )
     summary.update({k: conv[k] for k in KEYS if conv[k] is not None})
     summary.setdefault("ci95", {}).update({k: v for k, v in conv["ci95"].items() if conv[k] is not None})
     # BLEU-4, Java METEOR and CIDEr-D: pycocoevalcap's score of the whole split
@@ -248,17 +307,27 @@ def _scores(rows: Sequence[Mapping[str, Any]], predictions: Mapping[str, str], c
         "provenance": {
             "cesg": cesg["provenance"],
             **{n: s.provenance for n, s in caps.items()},
-            "clipscore": _provenance.scorer("clipscore", clip_model=clip_models[0] if len(clip_models) == 1 else clip_models or None,
-                                            formula=f"{CLIP_W:g} * max(cos(image, text), 0)", text="the whole output (CLIP truncates at 77 tokens)")
-            if clip_models else clipscore_off(),
+            "clipscore": _provenance.scorer(
+                "clipscore",
+                clip_model=clip_models[0] if len(clip_models) == 1 else clip_models or None,
+                formula=f"{CLIP_W:g} * max(cos(image, text), 0)",
+                text="the whole output (CLIP truncates at 77 tokens)",
+            )
+            if clip_models
+            else clipscore_off(),
         },
         "rows": per_row,
     }
 
 
 def _nothing_scored() -> dict[str, Any]:
-    return {"summary": {}, "corpus": {name: None for name in CORPUS_LEVEL}, "counts": {"n": 0, "n_scored": 0},
-            "provenance": {}, "rows": []}  # fmt: skip
+    return {
+        "summary": {},
+        "corpus": {name: None for name in CORPUS_LEVEL},
+        "counts": {"n": 0, "n_scored": 0},
+        "provenance": {},
+        "rows": [],
+    }
 
 
 def corpus_report(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -270,18 +339,30 @@ def corpus_report(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     rows = [r for r in everything if r.get("scored") is not False]
     if rows:
         model = _scores(rows, {r["image_id"]: r["output"] for r in rows})
-        ac = _scores(rows, {r["image_id"]: " ".join(strip_negation(t) for t in r["references"]) for r in rows}, clip_field="clipscore_ac")
+        ac = _scores(
+            rows,
+            {r["image_id"]: " ".join(strip_negation(t) for t in r["references"]) for r in rows},
+            clip_field="clipscore_ac",
+        )
     else:
         model, ac = _nothing_scored(), _nothing_scored()
     ac.pop("rows")
-    return {"model": model, "ac": ac, "n": len(rows), "n_rows": len(everything), **rows_lib.unscored_summary(everything, ID_FIELDS),
-            "dataset": rows_lib.dataset_identity(everything, ID_FIELDS, DATA_FIELDS),
-            "interval": f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}"}  # fmt: skip
+    return {
+        "model": model,
+        "ac": ac,
+        "n": len(rows),
+        "n_rows": len(everything),
+        **rows_lib.unscored_summary(everything, ID_FIELDS),
+        "dataset": rows_lib.dataset_identity(everything, ID_FIELDS, DATA_FIELDS),
+        "interval": f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}",
+    }
 
 
 def report_of(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     # the references are part of the corpus: two datasets with the same ids are two corpora
-    return rows_lib.corpus_value("snus_report", items, corpus_report, id_fields=ID_FIELDS, content_fields=("output", "references"))
+    return rows_lib.corpus_value(
+        "snus_report", items, corpus_report, id_fields=ID_FIELDS, content_fields=("output", "references")
+    )
 
 
 def metric_value(items: Sequence[Mapping[str, Any]], key: str) -> float | None:

@@ -3,24 +3,44 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
-from lmms_scene import provenance as _provenance, settings
-from lmms_scene.metrics.cesg import construct as _construct
-from lmms_scene.metrics.cesg.construct import Construction, Pipeline, combine, fork_map, fork_workers, pipeline as _pipeline
-from lmms_scene.metrics.cesg.graph import CESG
-from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA, DEFAULT_WEIGHTS, TYPES, Options, elements, f1, match, scores, weighted
-from lmms_scene.validation import texts
+from lmms_scene import provenance as _provenance
+from lmms_scene import settings
 from lmms_scene.judges import parse_judges
 from lmms_scene.metrics import rows as rows_lib
+from lmms_scene.metrics.cesg import construct as _construct
+from lmms_scene.metrics.cesg.construct import (
+    Construction,
+    Pipeline,
+    combine,
+    fork_map,
+    fork_workers,
+)
+from lmms_scene.metrics.cesg.construct import (
+    pipeline as _pipeline,
+)
+from lmms_scene.metrics.cesg.graph import CESG
 from lmms_scene.metrics.cesg.judges import ExtraJudges, SynonymVerifier
-from lmms_scene.metrics.cesg.match import verbalise
+from lmms_scene.metrics.cesg.match import (
+    DEFAULT_LAMBDA,
+    DEFAULT_WEIGHTS,
+    TYPES,
+    Options,
+    elements,
+    f1,
+    match,
+    scores,
+    verbalise,
+    weighted,
+)
 from lmms_scene.nlp.encoders import sentence_encoder
 from lmms_scene.progress import progress
+from lmms_scene.validation import texts
 
 #: the score keys, in Table 2's order within CESG
 KEYS = ("P_o", "R_o", "F1_o", "P_a", "R_a", "F1_a", "P_r", "R_r", "F1_r", "CESG")
@@ -31,26 +51,47 @@ EMPTY_PREDICTION = "empty_prediction"
 NO_ABSENT_PREDICTION = "prediction_without_absent_information"
 NO_ABSENT_REFERENCE = "reference_without_absent_information"
 
-_OPTIONS = {"pipeline", "coref", "parser", "encoder", "lambda_", "weights", "synonyms", "interactive", "soft", "verifier", "extra_judge", "device"}
+_OPTIONS = {
+    "pipeline",
+    "coref",
+    "parser",
+    "encoder",
+    "lambda_",
+    "weights",
+    "synonyms",
+    "interactive",
+    "soft",
+    "verifier",
+    "extra_judge",
+    "device",
+}
 
 
 def _resolve(options: dict[str, Any]) -> tuple[Pipeline, Options, dict[str, Any]]:
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
         raise TypeError(f"cesg_score: unknown options {unknown}; known: {sorted(_OPTIONS)}")
-    pipe = options.get("pipeline") or _pipeline(options.get("coref", "rule"), options.get("parser", "rule"), options.get("device"))
+    pipe = options.get("pipeline") or _pipeline(
+        options.get("coref", "rule"), options.get("parser", "rule"), options.get("device")
+    )
     lam = float(options.get("lambda_", DEFAULT_LAMBDA))
     if not 0.0 <= lam <= 1.0:  # (NaN fails this too)
         raise ValueError(f"lambda_: expected a similarity threshold in [0, 1], got {lam!r}")
     weights = tuple(float(w) for w in options.get("weights", DEFAULT_WEIGHTS))
     if len(weights) != 3 or not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
-        raise ValueError(f"weights: expected three non-negative (w_o, w_a, w_r) with a positive sum, got {options.get('weights')!r}")
+        raise ValueError(
+            f"weights: expected three non-negative (w_o, w_a, w_r) with a positive sum, got {options.get('weights')!r}"
+        )
     enc = options.get("encoder", "default")
     interactive, soft = bool(options.get("interactive", True)), bool(options.get("soft", True))
     if enc is None:
         encoder = None
     elif isinstance(enc, str):
-        encoder = sentence_encoder(None if enc == "default" else enc, options.get("device")) if (interactive or soft) else None
+        encoder = (
+            sentence_encoder(None if enc == "default" else enc, options.get("device"))
+            if (interactive or soft)
+            else None
+        )
     else:
         encoder = enc
     opts = Options(
@@ -67,9 +108,19 @@ def _resolve(options: dict[str, Any]) -> tuple[Pipeline, Options, dict[str, Any]
 
 
 #: the keys of a components setting (``LMMS_SCENE_CESG``) and the cesg_score option each sets
-COMPONENT_KEYS = {"coref": "coref", "parser": "parser", "encoder": "encoder", "lambda": "lambda_", "weights": "weights",
-                  "synonyms": "synonyms", "interactive": "interactive", "soft": "soft", "extra": "extra_judge",
-                  "verifier": "verifier", "device": "device"}  # fmt: skip
+COMPONENT_KEYS = {
+    "coref": "coref",
+    "parser": "parser",
+    "encoder": "encoder",
+    "lambda": "lambda_",
+    "weights": "weights",
+    "synonyms": "synonyms",
+    "interactive": "interactive",
+    "soft": "soft",
+    "extra": "extra_judge",
+    "verifier": "verifier",
+    "device": "device",
+}
 
 
 def parse_components(spec: str | None) -> dict[str, Any]:
@@ -85,7 +136,9 @@ def parse_components(spec: str | None) -> dict[str, Any]:
         key, sep, value = part.partition("=")
         key, value = key.strip().lower(), value.strip()
         if not sep or key not in COMPONENT_KEYS:
-            raise ValueError(f"CESG components: {part.strip()!r}: expected key=value with key one of {sorted(COMPONENT_KEYS)}")
+            raise ValueError(
+                f"CESG components: {part.strip()!r}: expected key=value with key one of {sorted(COMPONENT_KEYS)}"
+            )
         option = COMPONENT_KEYS[key]
         if key == "lambda":
             out[option] = settings.parse_unit(value, "CESG components: lambda")
@@ -114,7 +167,9 @@ def describe(pipe: Pipeline, opts: Options) -> dict[str, Any]:
         **pipe.provenance(),
         **(opts.encoder.provenance if opts.encoder is not None else {"similarity_model": None}),
         wordnet_synonyms=opts.use_synonyms,
-        synonym_verifier=getattr(opts.verifier, "provenance", getattr(opts.verifier, "name", "callable")) if opts.verifier else None,
+        synonym_verifier=getattr(opts.verifier, "provenance", getattr(opts.verifier, "name", "callable"))
+        if opts.verifier
+        else None,
         interactive_matching=opts.interactive and opts.encoder is not None,
         interactive_lambda=opts.lambda_,
         extra_matching=getattr(opts.extra_judge, "provenance", "on") if opts.extra_judge else "off",
@@ -130,7 +185,9 @@ def cesg_graph(text: str, **options: Any) -> Construction:
     sentence-level and scene-level CESG, failures), for inspection."""
     if not isinstance(text, str):
         raise TypeError(f"text: expected a string, got {type(text).__name__}: {text!r}")
-    pipe = options.get("pipeline") or _pipeline(options.get("coref", "rule"), options.get("parser", "rule"), options.get("device"))
+    pipe = options.get("pipeline") or _pipeline(
+        options.get("coref", "rule"), options.get("parser", "rule"), options.get("device")
+    )
     return pipe.construct(text)
 
 
@@ -156,14 +213,26 @@ def _score(pipe: Pipeline, opts: Options, prediction: str, references: list[str]
     gt = reference_graph(pipe, references)
     failures = list(gt.failures)
     if not gt.has_absent_information():
-        return {**{k: None for k in KEYS}, "status": NO_ABSENT_REFERENCE, "parse_failures": [f.to_json() for f in failures]}
+        return {
+            **{k: None for k in KEYS},
+            "status": NO_ABSENT_REFERENCE,
+            "parse_failures": [f.to_json() for f in failures],
+        }
     if not prediction.strip():
-        return {**_nothing_claimed(gt, opts.weights), "status": EMPTY_PREDICTION, "parse_failures": [f.to_json() for f in failures]}
+        return {
+            **_nothing_claimed(gt, opts.weights),
+            "status": EMPTY_PREDICTION,
+            "parse_failures": [f.to_json() for f in failures],
+        }
     pred = pipe.build(prediction)
     failures += pred.failures
     if not pred.has_absent_information():
         # the paper's AC row: no absent information claimed scores 0 on every dimension
-        return {**_nothing_claimed(gt, opts.weights), "status": NO_ABSENT_PREDICTION, "parse_failures": [f.to_json() for f in failures]}
+        return {
+            **_nothing_claimed(gt, opts.weights),
+            "status": NO_ABSENT_PREDICTION,
+            "parse_failures": [f.to_json() for f in failures],
+        }
     opts.judge_failures = []
     judge = opts.extra_judge
     if judge is not None and hasattr(judge, "for_reference"):
@@ -240,7 +309,9 @@ def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any
     # build every graph first, in batches (coref and parser batched across texts)
     n_build = fork_workers(workers, len(pairs))
     try:
-        graphs = pipe.build_many([t for _, p, refs in pairs for t in (p, *texts(refs, "references")) if isinstance(t, str)], workers=n_build)
+        graphs = pipe.build_many(
+            [t for _, p, refs in pairs for t in (p, *texts(refs, "references")) if isinstance(t, str)], workers=n_build
+        )
     except TypeError:
         graphs = []  # a malformed row: the loop below names it
     phrases = phrases_of(graphs) if graphs else []
@@ -253,12 +324,24 @@ def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any
     checked = []
     for i, (row_id, prediction, refs) in enumerate(pairs):
         if not isinstance(prediction, str):
-            raise TypeError(f"row {i} (id {row_id!r}): prediction: expected a string, got {type(prediction).__name__}: {prediction!r}")
+            raise TypeError(
+                f"row {i} (id {row_id!r}): prediction: expected a string, got {type(prediction).__name__}: {prediction!r}"
+            )
         checked.append((row_id, prediction, texts(refs, f"row {i} (id {row_id!r}): references", allow_empty=False)))
     # matching in forked processes needs every phrase embedded here first (a child runs no
     # model) and no judge (each judge call is a request this process keeps count of)
-    n_match = n_build if (pipe.forkable and opts.verifier is None and opts.extra_judge is None and graphs and len(checked) >= 2 * n_build
-                          and (opts.encoder is None or len(phrases) < _construct.cache.MEMO_SIZE // 2)) else 1  # fmt: skip
+    n_match = (
+        n_build
+        if (
+            pipe.forkable
+            and opts.verifier is None
+            and opts.extra_judge is None
+            and graphs
+            and len(checked) >= 2 * n_build
+            and (opts.encoder is None or len(phrases) < _construct.cache.MEMO_SIZE // 2)
+        )
+        else 1
+    )
     if n_match > 1:
         global _FORKED_MATCH
         _FORKED_MATCH = (pipe, opts)
@@ -286,8 +369,14 @@ def score_corpus(pairs: Sequence[tuple[str, str, Sequence[str]]], **options: Any
     }
 
 
-def corpus_scores(rows: Sequence[Mapping[str, Any]], weights: Sequence[float] = DEFAULT_WEIGHTS, cluster: str | None = None,
-                  *, n_boot: int = 0, seed: int | None = None) -> dict[str, Any]:
+def corpus_scores(
+    rows: Sequence[Mapping[str, Any]],
+    weights: Sequence[float] = DEFAULT_WEIGHTS,
+    cluster: str | None = None,
+    *,
+    n_boot: int = 0,
+    seed: int | None = None,
+) -> dict[str, Any]:
     """The paper's corpus convention (Table 2: in every row F1 is the harmonic mean of the
     reported P and R). Per type t: P_t = mean of the rows' P_t over rows whose prediction
     has an element of type t (0 when none has), R_t = mean over rows whose reference has
@@ -344,5 +433,7 @@ def _derive_arrays(dists: Mapping[str, Any], weights: Sequence[float]) -> dict[s
     defined = ~np.isnan(stack)
     total = (w * defined).sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["CESG"] = np.where(total > 0, (w * np.nan_to_num(stack)).sum(axis=0) / np.where(total > 0, total, 1), np.nan)
+        out["CESG"] = np.where(
+            total > 0, (w * np.nan_to_num(stack)).sum(axis=0) / np.where(total > 0, total, 1), np.nan
+        )
     return out

@@ -31,7 +31,9 @@ def read_triples(path: Path | str = TRIPLES) -> list[dict[str, Any]]:
     for n, row in iter_jsonl(Path(path)):
         for key in _FIELDS:
             if not isinstance(row.get(key), str) or not row[key].strip():
-                raise ValueError(f"{path}, line {n}: field {key!r}: expected a non-empty string, got {row.get(key)!r:.200}")
+                raise ValueError(
+                    f"{path}, line {n}: field {key!r}: expected a non-empty string, got {row.get(key)!r:.200}"
+                )
         rows.append(row)
     return rows
 
@@ -46,7 +48,16 @@ def rank_triples(rows: Sequence[dict[str, Any]], **options: Any) -> dict[str, An
     out_rows = []
     for r in rows:
         c, w = scored[f"{r['id']}:c"] or 0.0, scored[f"{r['id']}:w"] or 0.0
-        out_rows.append({"id": r["id"], "style": r.get("style"), "wrong": r.get("wrong"), "correct_CESG": c, "wrong_CESG": w, "margin": c - w})
+        out_rows.append(
+            {
+                "id": r["id"],
+                "style": r.get("style"),
+                "wrong": r.get("wrong"),
+                "correct_CESG": c,
+                "wrong_CESG": w,
+                "margin": c - w,
+            }
+        )
 
     def summary(sel: list[dict[str, Any]]) -> dict[str, Any]:
         margins = [x["margin"] for x in sel]
@@ -61,7 +72,11 @@ def rank_triples(rows: Sequence[dict[str, Any]], **options: Any) -> dict[str, An
         }
 
     kinds = sorted({x["wrong"] for x in out_rows if x["wrong"]})
-    return {**summary(out_rows), "per_wrong_kind": {k: summary([x for x in out_rows if x["wrong"] == k]) for k in kinds}, "rows": out_rows}
+    return {
+        **summary(out_rows),
+        "per_wrong_kind": {k: summary([x for x in out_rows if x["wrong"] == k]) for k in kinds},
+        "rows": out_rows,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = Path(args[0]) if args else TRIPLES
     res = rank_triples(read_triples(path))
     for x in res["rows"]:
-        print(f"  {x['id']} {x['wrong']:6} {x['style']:22} correct {x['correct_CESG']:.3f} wrong {x['wrong_CESG']:.3f} margin {x['margin']:+.3f}")
+        print(
+            f"  {x['id']} {x['wrong']:6} {x['style']:22} correct {x['correct_CESG']:.3f} wrong {x['wrong_CESG']:.3f} margin {x['margin']:+.3f}"
+        )
     print(json.dumps({k: v for k, v in res.items() if k != "rows"}, indent=1))
     return 0
 

@@ -36,6 +36,9 @@ import numpy as np
 from PIL import Image
 from rapidfuzz import fuzz
 
+from lmms_scene import cache
+from lmms_scene.data import recheck
+from lmms_scene.data.cooco import views
 from lmms_scene.data.cooco.schema import CONDITIONS, NO_NOISE_AREA
 from lmms_scene.metrics import clip as clip_metrics
 from lmms_scene.metrics import rows as rows_lib
@@ -44,9 +47,6 @@ from lmms_scene.metrics import rows as rows_lib
 # re-exported: COOCO had it first)
 from lmms_scene.metrics.outputs import clean_output, read_output, sanitise_output  # noqa: F401
 from lmms_scene.metrics.outputs import shown as shown_output
-from lmms_scene import cache
-from lmms_scene.data import recheck
-from lmms_scene.data.cooco import views
 from lmms_scene.provenance import scorer
 
 NORMALISER_VERSION = "cooco-normalise-2"
@@ -221,20 +221,29 @@ def _texts(item: Mapping[str, Any], raw: str, reading: str) -> dict[str, Any]:
         gold = str(item.get("gold_spelling") or item["gold"])
         lev_pred, lev_gold = authors_hard_text(out), authors_hard_gold(gold)
         return {
-            "prediction": out, "gold_name": lev_gold, "empty": out == "",
-            "long": authors_long_form(out) if out else "", "gold_long": authors_long_form(gold),
+            "prediction": out,
+            "gold_name": lev_gold,
+            "empty": out == "",
+            "long": authors_long_form(out) if out else "",
+            "gold_long": authors_long_form(gold),
             "scene_long": authors_long_form(str(item["scene"]).replace("_", " ")),
             "target_long": authors_long_form(str(item.get("target_spelling") or item["target"]).replace("_", " ")),
-            "lev": (lev_pred, lev_gold), "hard_chars": len(lev_pred), "gold_chars": len(lev_gold),
-        }  # fmt: skip
+            "lev": (lev_pred, lev_gold),
+            "hard_chars": len(lev_pred),
+            "gold_chars": len(lev_gold),
+        }
     prediction = normalise_output(raw)
     name = gold_name(normalise_label(item["gold"]))
     return {
-        "prediction": prediction, "gold_name": name, "empty": prediction == "",
-        "long": long_form(prediction), "gold_long": long_form(name),
+        "prediction": prediction,
+        "gold_name": name,
+        "empty": prediction == "",
+        "long": long_form(prediction),
+        "gold_long": long_form(name),
         "scene_long": long_form(normalise_label(item["scene"])),
-        "target_long": long_form(gold_name(normalise_label(item["target"]))), "lev": (prediction, name),
-    }  # fmt: skip
+        "target_long": long_form(gold_name(normalise_label(item["target"]))),
+        "lev": (prediction, name),
+    }
 
 
 def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> list[dict[str, Any]]:
@@ -307,10 +316,16 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
         elif row["empty"]:
             row.update(
                 # counted wrong (per the spec) ...
-                refclipscore=0.0, accuracy=0.0, levenshtein_accuracy=0.0, levenshtein_similarity=0.0,
+                refclipscore=0.0,
+                accuracy=0.0,
+                levenshtein_accuracy=0.0,
+                levenshtein_similarity=0.0,
                 # ... but no similarity is computed for an empty answer
-                clip_score=None, reference_similarity=None, text_similarity=None,
-                output_scene_similarity=None, output_target_similarity=None,
+                clip_score=None,
+                reference_similarity=None,
+                text_similarity=None,
+                output_scene_similarity=None,
+                output_target_similarity=None,
                 context_captured=False if row["condition"] in INCONGRUENT else None,
             )
     live = [k for k, r in enumerate(rows) if not r["empty"] and not r.get("dropped")]
@@ -335,7 +350,10 @@ def score_rows(items: Sequence[Mapping[str, Any]], model: str | None = None) -> 
         key = item.get("crop_key")
         keys.append(None if key is None else (key, "jpeg75") if authors else key)
     parts = clip_metrics.ref_clip_components(
-        crops, preds, [[g] for g in golds], model=model_name,
+        crops,
+        preds,
+        [[g] for g in golds],
+        model=model_name,
         image_keys=keys if all(k is not None for k in keys) else None,
     )
     # One text_similarity call for the three comparisons keeps the batch together.
@@ -372,9 +390,15 @@ def _selection(item: Mapping[str, Any]) -> dict[str, Any]:
 
 #: row fields computed with CLIP (``None`` when CLIP metrics are switched off)
 CLIP_FIELDS = (
-    "clip_score", "reference_similarity", "refclipscore", "text_similarity", "accuracy",
-    "output_scene_similarity", "output_target_similarity", "context_captured",
-)  # fmt: skip
+    "clip_score",
+    "reference_similarity",
+    "refclipscore",
+    "text_similarity",
+    "accuracy",
+    "output_scene_similarity",
+    "output_target_similarity",
+    "context_captured",
+)
 
 
 # -- one doc at a time (process_results), with batch pre-scoring -----------------------
@@ -396,12 +420,20 @@ def require_metrics(model: str | None = None) -> None:
 def doc_key(doc: Mapping[str, Any], output: Any, model: str) -> tuple:
     """Everything a scored row depends on, without decoding the image."""
     return (
-        str(doc["image_id"]), str(doc["condition"]), str(doc.get("noise_area", NO_NOISE_AREA)),
-        float(doc.get("noise_level", 0.0)), tuple(float(v) for v in doc["target_bbox"]),
-        int(doc.get("width", 0)), int(doc.get("height", 0)),
-        str(doc["scene"]), str(doc["target"]), str(doc["gold_label"]), output, model,
+        str(doc["image_id"]),
+        str(doc["condition"]),
+        str(doc.get("noise_area", NO_NOISE_AREA)),
+        float(doc.get("noise_level", 0.0)),
+        tuple(float(v) for v in doc["target_bbox"]),
+        int(doc.get("width", 0)),
+        int(doc.get("height", 0)),
+        str(doc["scene"]),
+        str(doc["target"]),
+        str(doc["gold_label"]),
+        output,
+        model,
         tuple(sorted((doc.get("selection") or {}).items())),
-    )  # fmt: skip
+    )
 
 
 def _id_number(value: Any) -> Any:
@@ -413,9 +445,11 @@ def _id_number(value: Any) -> Any:
 
 def _ids(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {
-        "image_id": str(doc.get("image_id", "?")), "condition": str(doc.get("condition", "?")),
-        "noise_area": str(doc.get("noise_area", NO_NOISE_AREA)), "noise_level": _id_number(doc.get("noise_level", 0.0)),
-    }  # fmt: skip
+        "image_id": str(doc.get("image_id", "?")),
+        "condition": str(doc.get("condition", "?")),
+        "noise_area": str(doc.get("noise_area", NO_NOISE_AREA)),
+        "noise_level": _id_number(doc.get("noise_level", 0.0)),
+    }
 
 
 def unscored_row(doc: Mapping[str, Any], output: Any, reason: str, model: str | None) -> dict[str, Any]:
@@ -424,14 +458,25 @@ def unscored_row(doc: Mapping[str, Any], output: Any, reason: str, model: str | 
     text = shown_output(output)
     read = read_output(output) if isinstance(output, (str, bytes)) else None
     row = {
-        **_ids(doc), "scene": normalise_label(doc.get("scene", "")), "target": normalise_label(doc.get("target", "")),
-        "gold": normalise_label(doc.get("gold_label", "")), "output": text, "prediction": normalise_output(text),
-        "empty": None, "output_words": None, "non_ascii": None, "output_sanitised": bool(read and read.sanitised),
+        **_ids(doc),
+        "scene": normalise_label(doc.get("scene", "")),
+        "target": normalise_label(doc.get("target", "")),
+        "gold": normalise_label(doc.get("gold_label", "")),
+        "output": text,
+        "prediction": normalise_output(text),
+        "empty": None,
+        "output_words": None,
+        "non_ascii": None,
+        "output_sanitised": bool(read and read.sanitised),
         "output_changes": list(read.changes) if read else [],
-        "scored": False, "unscored_reason": reason, "clip_model": model,
+        "scored": False,
+        "unscored_reason": reason,
+        "clip_model": model,
         "reading": str((doc.get("selection") or {}).get("reading") or CLEANED),
-        "levenshtein_similarity": None, "levenshtein_accuracy": None, **_selection(doc),
-    }  # fmt: skip
+        "levenshtein_similarity": None,
+        "levenshtein_accuracy": None,
+        **_selection(doc),
+    }
     row.update({name: None for name in CLIP_FIELDS})
     return row
 
@@ -666,10 +711,15 @@ def output_statistics(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     stats["verbose_threshold_words"] = VERBOSE_WORDS
     # the first unscored rows with their reasons (all are counted above)
     stats["unscored"] = [
-        {"image_id": r["image_id"], "condition": r["condition"], "noise_area": r["noise_area"],
-         "noise_level": r["noise_level"], "reason": r.get("unscored_reason")}
+        {
+            "image_id": r["image_id"],
+            "condition": r["condition"],
+            "noise_area": r["noise_area"],
+            "noise_level": r["noise_level"],
+            "reason": r.get("unscored_reason"),
+        }
         for r in unscored[:20]
-    ]  # fmt: skip
+    ]
     return stats
 
 
@@ -745,10 +795,14 @@ def provenance(model: str | None = None, reading: str = CLEANED) -> dict[str, An
     name = clip_metrics.resolve_model(model)
     authors = reading == AUTHORS
     enabled = clip_metrics.clip_enabled(name)
-    clip = {"clip_model": name} if enabled else {
-        "clip_model": None,
-        "clip_metrics": f"not computed: {clip_metrics.not_computed_reason(name) or 'switched off'}",
-    }
+    clip = (
+        {"clip_model": name}
+        if enabled
+        else {
+            "clip_model": None,
+            "clip_metrics": f"not computed: {clip_metrics.not_computed_reason(name) or 'switched off'}",
+        }
+    )
     return scorer(
         "cooco_naming",
         checkpoint=name if enabled else None,
@@ -766,14 +820,24 @@ def provenance(model: str | None = None, reading: str = CLEANED) -> dict[str, An
         levenshtein_threshold=LEVENSHTEIN_THRESHOLD,
         levenshtein="rapidfuzz.fuzz.ratio/100",
         reading=reading,
-        **({"authors_selection": "rows with an empty answer or an answer over 77 CLIP tokens left out and counted; "
-            "Levenshtein accuracy without answers longer than the longest gold"} if authors else {}),
+        **(
+            {
+                "authors_selection": "rows with an empty answer or an answer over 77 CLIP tokens left out and counted; "
+                "Levenshtein accuracy without answers longer than the longest gold"
+            }
+            if authors
+            else {}
+        ),
         normaliser=AUTHORS_NORMALISER if authors else NORMALISER_VERSION,
-        gold="the label as the authors spell it (CLIP); without ' (...)' (Levenshtein)" if authors
+        gold="the label as the authors spell it (CLIP); without ' (...)' (Levenshtein)"
+        if authors
         else "the label without ' (...)' (every metric)",
         long_form="A photo depicts a/an {name}",
-        image=("target crop of the grey-padded square image before noise, saved as JPEG quality 75 and read back"
-               if authors else "target crop of the grey-padded square image before noise"),
+        image=(
+            "target crop of the grey-padded square image before noise, saved as JPEG quality 75 and read back"
+            if authors
+            else "target crop of the grey-padded square image before noise"
+        ),
         intervals=f"95% percentile bootstrap over images, {rows_lib.N_BOOT} resamples, seed {rows_lib.SEED}",
     )
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from lmms_scene.metrics import rows as R
-from lmms_scene.metrics.layered_vqa.scoring import LENGTH_BINS, POSITION_BINS
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES
 from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
+from lmms_scene.metrics import rows as R
+from lmms_scene.metrics.layered_vqa.scoring import LENGTH_BINS, POSITION_BINS
 
 # -- aggregation ---------------------------------------------------------------------------------
 
@@ -37,16 +37,24 @@ def _f(field: str) -> Callable[[Mapping[str, Any]], Any]:
 
 ACCURACY = {"accuracy": _f("correct"), "empty_output_rate": _f("empty"), "cannot_tell_rate": _f("cannot_tell")}
 SELECTION_METRICS = {
-    "precision": _f("precision"), "recall": _f("recall"), "f1": _f("f1"), "exact_match": _f("exact"),
-    "complete": _f("complete"), "excess": _f("excess"), "distractor": _f("distractor"), "invalid": _f("invalid"),
+    "precision": _f("precision"),
+    "recall": _f("recall"),
+    "f1": _f("f1"),
+    "exact_match": _f("exact"),
+    "complete": _f("complete"),
+    "excess": _f("excess"),
+    "distractor": _f("distractor"),
+    "invalid": _f("invalid"),
     "joint_accuracy": _f("joint"),
-}  # fmt: skip
+}
 GROUNDING = {
-    "attempted": lambda r: (float(r["first_attempt"] is not None) if "first_attempt" in r else R.NOT_APPLICABLE),
-    "ungrounded_share": lambda r: (float(not r["grounded"]) if r.get("grounded") is not None else R.NOT_APPLICABLE),
-    "commit_share": lambda r: (float(r["committed"]) if r.get("committed") is not None else R.NOT_APPLICABLE),
+    "attempted": lambda r: float(r["first_attempt"] is not None) if "first_attempt" in r else R.NOT_APPLICABLE,
+    "ungrounded_share": lambda r: float(not r["grounded"]) if r.get("grounded") is not None else R.NOT_APPLICABLE,
+    "commit_share": lambda r: float(r["committed"]) if r.get("committed") is not None else R.NOT_APPLICABLE,
     "grounded_only_accuracy": _f("grounded_correct"),
-    "accuracy": lambda r: ((None if r.get("correct") is None else float(r["correct"])) if "first_attempt" in r else R.NOT_APPLICABLE),
+    "accuracy": lambda r: (
+        (None if r.get("correct") is None else float(r["correct"])) if "first_attempt" in r else R.NOT_APPLICABLE
+    ),
 }
 
 
@@ -149,8 +157,14 @@ def _retained(rows: Sequence[Mapping[str, Any]], schedules: Iterable[str], n_boo
                 mean = np.nanmean(np.stack([dist[s] for s in have]), axis=0)
                 ratio = np.where(dist["full"] > 0, mean / np.where(dist["full"] > 0, dist["full"], 1), np.nan)
             ci = R.percentile_interval(ratio)
-        by_column[column] = {"retained_accuracy": value, "ci95": ci, "schedules": have, "complete": len(have) == len(scheds),
-                             "full_accuracy": acc["full"], "accuracies": {s: acc[s] for s in have}}  # fmt: skip
+        by_column[column] = {
+            "retained_accuracy": value,
+            "ci95": ci,
+            "schedules": have,
+            "complete": len(have) == len(scheds),
+            "full_accuracy": acc["full"],
+            "accuracies": {s: acc[s] for s in have},
+        }
     out["by_column"] = by_column
     return out
 
@@ -166,7 +180,10 @@ def _loss_by(rows, field: str, conditions: Sequence[str], n_boot: int, seed: int
         if base:
             entry["full"] = R.cell(base, {"accuracy": _f("correct")}, CLUSTER, n_boot=n_boot, seed=seed)
         for cond in conditions:
-            paired = [{CLUSTER: r[CLUSTER], "loss": float(r["correct"]) - float(b["correct"])} for r, b in _paired(subset, cond)]
+            paired = [
+                {CLUSTER: r[CLUSTER], "loss": float(r["correct"]) - float(b["correct"])}
+                for r, b in _paired(subset, cond)
+            ]
             if paired:
                 entry[f"delta_{cond}"] = R.cell(paired, ["loss"], CLUSTER, n_boot=n_boot, seed=seed)
         out[str(value)] = entry
@@ -197,7 +214,9 @@ def _extra_loss(rows, conditions: Sequence[str], n_boot: int, seed: int) -> dict
     return out
 
 
-def attempt_curve(multi: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: int = R.SEED) -> dict[str, Any]:
+def attempt_curve(
+    multi: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: int = R.SEED
+) -> dict[str, Any]:
     """Figure 6: over multi-turn conversations, per successive answer attempt (1st, 2nd,
     ...: the turns whose reply attempts an answer, in order) the reply's length in words
     and its accuracy; ``baseline``: accuracy under ``full`` (the single-turn baseline) on
@@ -209,17 +228,29 @@ def attempt_curve(multi: Sequence[Mapping[str, Any]], rows: Sequence[Mapping[str
             if not a:
                 continue
             k += 1
-            records.append({CLUSTER: r[CLUSTER], "attempt": k, "words": float(words), "correct": None if ok is None else float(ok)})
+            records.append(
+                {CLUSTER: r[CLUSTER], "attempt": k, "words": float(words), "correct": None if ok is None else float(ok)}
+            )
     questions = {(r["scene_id"], r["question_id"]) for r in multi}
     base = [r for r in rows if r["schedule"] == "full" and (r["scene_id"], r["question_id"]) in questions]
     return {
-        "by_attempt": R.breakdown(records, ["attempt"], {"words": "words", "accuracy": "correct"}, CLUSTER, n_boot=n_boot, seed=seed,
-                                  key=lambda f, v: str(v), order={"attempt": sorted({x["attempt"] for x in records})}),
+        "by_attempt": R.breakdown(
+            records,
+            ["attempt"],
+            {"words": "words", "accuracy": "correct"},
+            CLUSTER,
+            n_boot=n_boot,
+            seed=seed,
+            key=lambda f, v: str(v),
+            order={"attempt": sorted({x["attempt"] for x in records})},
+        ),
         "baseline": R.cell(base, {"accuracy": _f("correct")}, CLUSTER, n_boot=n_boot, seed=seed) if base else None,
-    }  # fmt: skip
+    }
 
 
-def loss_concentration(rows: Sequence[Mapping[str, Any]], conditions: Sequence[str] = ("concat-v", "oracle")) -> dict[str, Any]:
+def loss_concentration(
+    rows: Sequence[Mapping[str, Any]], conditions: Sequence[str] = ("concat-v", "oracle")
+) -> dict[str, Any]:
     """Figure 8 (left): per condition, the questions ranked by their loss against
     ``full`` (full correct minus condition correct, averaged over repeats), the running
     total of that loss as a share of the total, and how few questions hold half and 80%
@@ -233,8 +264,13 @@ def loss_concentration(rows: Sequence[Mapping[str, Any]], conditions: Sequence[s
             continue
         losses = np.sort(np.array([sum(v) / len(v) for v in per_q.values()]))[::-1]
         total = float(losses.sum())
-        entry: dict[str, Any] = {"questions": len(losses), "total_loss": total, "running_share": None,
-                                 "share_of_questions_for_half": None, "share_of_questions_for_80": None}  # fmt: skip
+        entry: dict[str, Any] = {
+            "questions": len(losses),
+            "total_loss": total,
+            "running_share": None,
+            "share_of_questions_for_half": None,
+            "share_of_questions_for_80": None,
+        }
         if total > 0:
             running = np.cumsum(losses) / total
             entry["running_share"] = [round(float(x), 4) for x in running]
@@ -253,9 +289,20 @@ def restoration(rows: Sequence[Mapping[str, Any]], n_boot: int = R.N_BOOT, seed:
     restored schedule: the cost of fragmenting (fragmented - full), the recovery
     (restored - fragmented) and the overshoot (restored - full), scene-resampled."""
     out: dict[str, Any] = {}
-    full = {(r["scene_id"], r["question_id"], r["repeat"]): r for r in rows if r["schedule"] == "full" and r.get("correct") is not None}
+    full = {
+        (r["scene_id"], r["question_id"], r["repeat"]): r
+        for r in rows
+        if r["schedule"] == "full" and r.get("correct") is not None
+    }
     for stream, (frag, restored) in STREAMS.items():
-        got = {s: {(r["scene_id"], r["question_id"], r["repeat"]): r for r in rows if r["schedule"] == s and r.get("correct") is not None} for s in (frag, restored)}
+        got = {
+            s: {
+                (r["scene_id"], r["question_id"], r["repeat"]): r
+                for r in rows
+                if r["schedule"] == s and r.get("correct") is not None
+            }
+            for s in (frag, restored)
+        }
         keys = [k for k in full if k in got[frag] and k in got[restored]]
         if not keys:
             continue
@@ -263,7 +310,11 @@ def restoration(rows: Sequence[Mapping[str, Any]], n_boot: int = R.N_BOOT, seed:
         for k in keys:
             b, f, re_ = float(full[k]["correct"]), float(got[frag][k]["correct"]), float(got[restored][k]["correct"])
             recs.append({CLUSTER: full[k][CLUSTER], "cost": f - b, "recovery": re_ - f, "overshoot": re_ - b})
-        out[stream] = {"fragmented": frag, "restored": restored, **R.cell(recs, ["cost", "recovery", "overshoot"], CLUSTER, n_boot=n_boot, seed=seed)}
+        out[stream] = {
+            "fragmented": frag,
+            "restored": restored,
+            **R.cell(recs, ["cost", "recovery", "overshoot"], CLUSTER, n_boot=n_boot, seed=seed),
+        }
     return out
 
 
@@ -289,15 +340,31 @@ def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: i
         **R.unscored_summary(rows, ("scene_id", "question_id", "schedule", "repeat")),
         "grader": graders[0] if len(graders) == 1 else graders,
         "synonyms": sorted({r.get("synonyms", "") for r in rows}),
-        "interval": {"method": "percentile bootstrap", "cluster": CLUSTER, "n_boot": n_boot, "seed": seed, "level": R.LEVEL},
+        "interval": {
+            "method": "percentile bootstrap",
+            "cluster": CLUSTER,
+            "n_boot": n_boot,
+            "seed": seed,
+            "level": R.LEVEL,
+        },
         "overall": _headline(rows, retained_part, n_boot, seed),
         "by_schedule": R.breakdown(rows, ["schedule"], ACCURACY, CLUSTER, order=order, n_boot=n_boot, seed=seed),
-        "by_type_schedule": R.breakdown(rows, ["question_type", "schedule"], {"accuracy": _f("correct")}, CLUSTER, order={"question_type": list(_types()), **order}, n_boot=n_boot, seed=seed),
+        "by_type_schedule": R.breakdown(
+            rows,
+            ["question_type", "schedule"],
+            {"accuracy": _f("correct")},
+            CLUSTER,
+            order={"question_type": list(_types()), **order},
+            n_boot=n_boot,
+            seed=seed,
+        ),
         "retained": retained_part,
     }
     sel = [r for r in rows if "selection" in r]
     if sel:
-        out["evidence"] = R.breakdown(sel, ["schedule"], SELECTION_METRICS, CLUSTER, order=order, n_boot=n_boot, seed=seed)
+        out["evidence"] = R.breakdown(
+            sel, ["schedule"], SELECTION_METRICS, CLUSTER, order=order, n_boot=n_boot, seed=seed
+        )
     multi = [r for r in rows if "first_attempt" in r]
     if multi:
         out["grounding"] = {
@@ -305,8 +372,13 @@ def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: i
             "by_family": R.breakdown(multi, ["family"], GROUNDING, CLUSTER, n_boot=n_boot, seed=seed),
             "overall": R.cell(multi, GROUNDING, CLUSTER, n_boot=n_boot, seed=seed),
             "first_attempt_bins": R.breakdown(
-                [r for r in multi if r.get("attempt_bin")], ["attempt_bin"], {"accuracy": _f("correct"), "commit_share": GROUNDING["commit_share"]},
-                CLUSTER, order={"attempt_bin": list(POSITION_BINS)}, n_boot=n_boot, seed=seed,
+                [r for r in multi if r.get("attempt_bin")],
+                ["attempt_bin"],
+                {"accuracy": _f("correct"), "commit_share": GROUNDING["commit_share"]},
+                CLUSTER,
+                order={"attempt_bin": list(POSITION_BINS)},
+                n_boot=n_boot,
+                seed=seed,
             ),
         }
     if any(r["repeat"] > 0 for r in rows):
@@ -315,13 +387,23 @@ def report(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, seed: i
         out["attempts"] = attempt_curve(multi, rows, n_boot=n_boot, seed=seed)
     out["loss_concentration"] = loss_concentration(rows)
     out["restoration"] = restoration(rows, n_boot, seed)
-    out["by_length"] = R.breakdown(rows, ["delivery", "length_bin"], {"accuracy": _f("correct")}, CLUSTER, order={"delivery": ["one turn", "across turns"], "length_bin": list(LENGTH_BINS)}, n_boot=n_boot, seed=seed)
+    out["by_length"] = R.breakdown(
+        rows,
+        ["delivery", "length_bin"],
+        {"accuracy": _f("correct")},
+        CLUSTER,
+        order={"delivery": ["one turn", "across turns"], "length_bin": list(LENGTH_BINS)},
+        n_boot=n_boot,
+        seed=seed,
+    )
     out["by_depth"] = _loss_by(rows, "depth", ("concat-v", "oracle"), n_boot, seed)
     out["relational"] = _extra_loss(rows, ("concat-v", "oracle"), n_boot, seed)
     return out
 
 
-def _headline(rows: Sequence[Mapping[str, Any]], retained_part: Mapping[str, Any], n_boot: int, seed: int) -> dict[str, Any]:
+def _headline(
+    rows: Sequence[Mapping[str, Any]], retained_part: Mapping[str, Any], n_boot: int, seed: int
+) -> dict[str, Any]:
     # the pooled accuracy cell with the paper's headline beside it (read by show, the
     # report and the leaderboard)
     cell = R.cell(rows, ACCURACY, CLUSTER, n_boot=n_boot, seed=seed)
@@ -336,7 +418,9 @@ def headline_cell(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, 
     1's retained accuracy Text / Visual / Layered and the pooled final-turn accuracy, with
     their intervals, exactly as :func:`report` computes its ``overall`` cell (the
     leaderboard recomputes a submission's headline with it)."""
-    rows = [dict(r) for r in R.dedupe(expand_repeats(rows), ("scene_id", "question_id", "schedule", "repeat"), same=()).rows]
+    rows = [
+        dict(r) for r in R.dedupe(expand_repeats(rows), ("scene_id", "question_id", "schedule", "repeat"), same=()).rows
+    ]
     schedules = [s for s in SCHEDULES if any(r["schedule"] == s for r in rows)]
     return _headline(rows, _retained(rows, schedules, n_boot, seed), n_boot, seed)
 
@@ -350,10 +434,12 @@ def schedule_part(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     if len(schedules) != 1 or not graded:
         return None
     return {
-        "schedule": schedules.pop(), "n_correct": int(sum(bool(r["correct"]) for r in graded)), "n_graded": len(graded),
+        "schedule": schedules.pop(),
+        "n_correct": int(sum(bool(r["correct"]) for r in graded)),
+        "n_graded": len(graded),
         "retained_accuracy": None,
         "why": "retained accuracy needs the full schedule's accuracy: the layered_vqa group combines the schedules' parts",
-    }  # fmt: skip
+    }
 
 
 def retained_from_parts(parts: Sequence[Any], column: str) -> float | None:
@@ -401,10 +487,28 @@ def reliability(rows: Sequence[Mapping[str, Any]], *, n_boot: int = R.N_BOOT, se
     for (schedule, qid), values in per_question.items():
         v = np.asarray(values)
         p90, p10 = float(np.percentile(v, 90)), float(np.percentile(v, 10))
-        summary.append({"schedule": schedule, "question_id": qid, CLUSTER: scene_of[(schedule, qid)], "repeats": len(values),
-                        "aptitude": p90, "unreliability": p90 - p10, "average": float(v.mean()), "p10": p10})  # fmt: skip
+        summary.append(
+            {
+                "schedule": schedule,
+                "question_id": qid,
+                CLUSTER: scene_of[(schedule, qid)],
+                "repeats": len(values),
+                "aptitude": p90,
+                "unreliability": p90 - p10,
+                "average": float(v.mean()),
+                "p10": p10,
+            }
+        )
 
-    return R.breakdown(summary, ["schedule"], ["aptitude", "unreliability", "average", "p10", "repeats"], CLUSTER, order={"schedule": list(SCHEDULES)}, n_boot=n_boot, seed=seed)
+    return R.breakdown(
+        summary,
+        ["schedule"],
+        ["aptitude", "unreliability", "average", "p10", "repeats"],
+        CLUSTER,
+        order={"schedule": list(SCHEDULES)},
+        n_boot=n_boot,
+        seed=seed,
+    )
 
 
 def _types():

@@ -68,27 +68,83 @@ KINDS = ("yes/no", "count", "relation", "colour", "shape", "object")
 
 #: colour word -> the colour it names (shades and spellings folded)
 COLOUR_WORDS: dict[str, str] = {
-    "red": "red", "crimson": "red", "scarlet": "red", "reddish": "red",
-    "green": "green", "greenish": "green", "lime": "green",
-    "blue": "blue", "bluish": "blue", "blueish": "blue", "navy": "blue",
-    "yellow": "yellow", "yellowish": "yellow",
-    "purple": "purple", "violet": "purple", "purplish": "purple", "magenta": "magenta",
-    "orange": "orange", "orangish": "orange", "orangey": "orange",
-    "black": "black", "white": "white", "grey": "grey", "gray": "grey", "silver": "grey",
-    "brown": "brown", "pink": "pink", "cyan": "cyan", "teal": "teal", "turquoise": "turquoise",
-    "gold": "gold", "golden": "gold", "beige": "beige",
-}  # fmt: skip
+    "red": "red",
+    "crimson": "red",
+    "scarlet": "red",
+    "reddish": "red",
+    "green": "green",
+    "greenish": "green",
+    "lime": "green",
+    "blue": "blue",
+    "bluish": "blue",
+    "blueish": "blue",
+    "navy": "blue",
+    "yellow": "yellow",
+    "yellowish": "yellow",
+    "purple": "purple",
+    "violet": "purple",
+    "purplish": "purple",
+    "magenta": "magenta",
+    "orange": "orange",
+    "orangish": "orange",
+    "orangey": "orange",
+    "black": "black",
+    "white": "white",
+    "grey": "grey",
+    "gray": "grey",
+    "silver": "grey",
+    "brown": "brown",
+    "pink": "pink",
+    "cyan": "cyan",
+    "teal": "teal",
+    "turquoise": "turquoise",
+    "gold": "gold",
+    "golden": "gold",
+    "beige": "beige",
+}
 #: shape word -> the shape it names
 SHAPE_WORDS: dict[str, str] = {
-    "circle": "circle", "circles": "circle", "circular": "circle", "round": "circle", "disc": "circle", "disk": "circle",
-    "square": "square", "squares": "square", "squared": "square",
-    "triangle": "triangle", "triangles": "triangle", "triangular": "triangle",
-    "rectangle": "rectangle", "rectangles": "rectangle", "rectangular": "rectangle", "oval": "oval", "ovals": "oval",
-    "ellipse": "oval", "star": "star", "stars": "star", "diamond": "diamond", "diamonds": "diamond",
-    "pentagon": "pentagon", "hexagon": "hexagon", "hexagons": "hexagon", "heart": "heart", "cross": "cross",
-}  # fmt: skip
-SIZE_WORDS = {"small": "small", "little": "small", "tiny": "small", "smaller": "small", "smallest": "small",
-              "large": "large", "big": "large", "larger": "large", "bigger": "large", "largest": "large", "biggest": "large"}  # fmt: skip
+    "circle": "circle",
+    "circles": "circle",
+    "circular": "circle",
+    "round": "circle",
+    "disc": "circle",
+    "disk": "circle",
+    "square": "square",
+    "squares": "square",
+    "squared": "square",
+    "triangle": "triangle",
+    "triangles": "triangle",
+    "triangular": "triangle",
+    "rectangle": "rectangle",
+    "rectangles": "rectangle",
+    "rectangular": "rectangle",
+    "oval": "oval",
+    "ovals": "oval",
+    "ellipse": "oval",
+    "star": "star",
+    "stars": "star",
+    "diamond": "diamond",
+    "diamonds": "diamond",
+    "pentagon": "pentagon",
+    "hexagon": "hexagon",
+    "hexagons": "hexagon",
+    "heart": "heart",
+    "cross": "cross",
+}
+SIZE_WORDS = {
+    "small": "small",
+    "little": "small",
+    "tiny": "small",
+    "smaller": "small",
+    "smallest": "small",
+    "large": "large",
+    "big": "large",
+    "larger": "large",
+    "bigger": "large",
+    "largest": "large",
+    "biggest": "large",
+}
 #: multi-word object synonyms the WordNet lemma sets miss (gold head phrase -> other names)
 OBJECT_SYNONYMS: dict[str, tuple[str, ...]] = {
     "teddy bear": ("teddy", "stuffed bear", "toy bear", "plush bear", "stuffed teddy", "teddy bears"),
@@ -97,43 +153,199 @@ OBJECT_SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 #: relation phrases (longest first when matched) -> the direction they name
 RELATION_PHRASES: dict[str, str] = {
-    "to the left of": "left", "on the left of": "left", "on the left side of": "left", "left side of": "left",
-    "left of": "left", "to its left": "left", "on its left": "left", "to the left": "left", "on the left": "left",
-    "leftmost": "left", "left hand side": "left", "left side": "left", "the left": "left", "left": "left",
-    "to the right of": "right", "on the right of": "right", "on the right side of": "right", "right side of": "right",
-    "right of": "right", "to its right": "right", "on its right": "right", "to the right": "right",
-    "on the right": "right", "rightmost": "right", "right hand side": "right", "right side": "right",
-    "the right": "right", "right": "right",
-    "above": "above", "over": "above", "on top of": "above", "atop": "above", "higher than": "above",
-    "on top": "above", "up from": "above",
-    "below": "below", "under": "below", "underneath": "below", "beneath": "below", "lower than": "below",
-    "in front of": "front", "in front": "front", "before": "front",
-    "at the bottom": "below", "at the top": "above", "in the lower part": "below", "in the upper part": "above",
-    "behind": "behind", "in back of": "behind", "at the back of": "behind", "back of": "behind",
-    "next to": "near", "beside": "near", "near": "near", "close to": "near", "adjacent to": "near",
-}  # fmt: skip
+    "to the left of": "left",
+    "on the left of": "left",
+    "on the left side of": "left",
+    "left side of": "left",
+    "left of": "left",
+    "to its left": "left",
+    "on its left": "left",
+    "to the left": "left",
+    "on the left": "left",
+    "leftmost": "left",
+    "left hand side": "left",
+    "left side": "left",
+    "the left": "left",
+    "left": "left",
+    "to the right of": "right",
+    "on the right of": "right",
+    "on the right side of": "right",
+    "right side of": "right",
+    "right of": "right",
+    "to its right": "right",
+    "on its right": "right",
+    "to the right": "right",
+    "on the right": "right",
+    "rightmost": "right",
+    "right hand side": "right",
+    "right side": "right",
+    "the right": "right",
+    "right": "right",
+    "above": "above",
+    "over": "above",
+    "on top of": "above",
+    "atop": "above",
+    "higher than": "above",
+    "on top": "above",
+    "up from": "above",
+    "below": "below",
+    "under": "below",
+    "underneath": "below",
+    "beneath": "below",
+    "lower than": "below",
+    "in front of": "front",
+    "in front": "front",
+    "before": "front",
+    "at the bottom": "below",
+    "at the top": "above",
+    "in the lower part": "below",
+    "in the upper part": "above",
+    "behind": "behind",
+    "in back of": "behind",
+    "at the back of": "behind",
+    "back of": "behind",
+    "next to": "near",
+    "beside": "near",
+    "near": "near",
+    "close to": "near",
+    "adjacent to": "near",
+}
 OPPOSITE = {"left": "right", "right": "left", "above": "below", "below": "above", "front": "behind", "behind": "front"}
 NUMBER_WORDS: dict[str, int] = {
-    "zero": 0, "none": 0, "one": 1, "single": 1, "two": 2, "pair": 2, "both": 2, "three": 3, "four": 4, "five": 5,
-    "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "dozen": 12,
-    "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+    "zero": 0,
+    "none": 0,
+    "one": 1,
+    "single": 1,
+    "two": 2,
+    "pair": 2,
+    "both": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "dozen": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
     "twenty": 20,
-}  # fmt: skip
+}
 ARTICLES = {"a", "an", "the"}
 STOPWORDS = ARTICLES | {
-    "is", "are", "was", "were", "be", "it", "its", "this", "that", "these", "those", "there", "of", "in", "on", "at",
-    "to", "and", "or", "with", "by", "for", "from", "as", "what", "which", "where", "how", "many", "i", "see", "can",
-    "object", "objects", "thing", "things", "one", "ones", "shape", "shapes", "color", "colour", "scene", "image",
-    "picture", "answer", "visible", "here", "they", "them", "their", "has", "have", "appears", "looks", "seems",
-}  # fmt: skip
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "it",
+    "its",
+    "this",
+    "that",
+    "these",
+    "those",
+    "there",
+    "of",
+    "in",
+    "on",
+    "at",
+    "to",
+    "and",
+    "or",
+    "with",
+    "by",
+    "for",
+    "from",
+    "as",
+    "what",
+    "which",
+    "where",
+    "how",
+    "many",
+    "i",
+    "see",
+    "can",
+    "object",
+    "objects",
+    "thing",
+    "things",
+    "one",
+    "ones",
+    "shape",
+    "shapes",
+    "color",
+    "colour",
+    "scene",
+    "image",
+    "picture",
+    "answer",
+    "visible",
+    "here",
+    "they",
+    "them",
+    "their",
+    "has",
+    "have",
+    "appears",
+    "looks",
+    "seems",
+}
 #: words after which a number is not a count of something ("layer" is removed before)
-_NEGATORS = {"not", "no", "never", "neither", "nor", "without", "nothing", "isn't", "aren't", "wasn't", "weren't",
-             "doesn't", "don't", "didn't", "can't", "cannot", "couldn't", "won't", "hardly"}  # fmt: skip
-_NEGATING_PHRASES = (("rather", "than"), ("instead", "of"), ("other", "than"), ("as", "opposed", "to"), ("except",), ("apart", "from"))
+_NEGATORS = {
+    "not",
+    "no",
+    "never",
+    "neither",
+    "nor",
+    "without",
+    "nothing",
+    "isn't",
+    "aren't",
+    "wasn't",
+    "weren't",
+    "doesn't",
+    "don't",
+    "didn't",
+    "can't",
+    "cannot",
+    "couldn't",
+    "won't",
+    "hardly",
+}
+_NEGATING_PHRASES = (
+    ("rather", "than"),
+    ("instead", "of"),
+    ("other", "than"),
+    ("as", "opposed", "to"),
+    ("except",),
+    ("apart", "from"),
+)
 _CLAUSE_BREAK = {".", ";", "!", "?", ":", "\n", ",", "but", "however", "whereas", "while", "although", "though", "yet"}
 _SENTENCE_BREAK = {".", ";", "!", "?", "\n", ":"}
-_MARKERS = {"answer", "so", "therefore", "thus", "hence", "total", "altogether", "overall", "conclusion", "final",
-            "making", "makes", "actually", "correction"}  # fmt: skip
+_MARKERS = {
+    "answer",
+    "so",
+    "therefore",
+    "thus",
+    "hence",
+    "total",
+    "altogether",
+    "overall",
+    "conclusion",
+    "final",
+    "making",
+    "makes",
+    "actually",
+    "correction",
+}
 _REFUSAL = re.compile(
     r"\b(cannot|can't|can not|unable to|not able to|impossible to|hard to|difficult to|no way to) "
     r"(tell|say|determine|see|answer|identify|know|be sure|count|make out)|\bnot (sure|certain|clear|visible)\b|\bunclear\b|"
@@ -229,19 +441,26 @@ def _mark_context(toks: Sequence[str], mentions: list[Mention]) -> None:
                 m.negated = True
         for phrase in _NEGATING_PHRASES:
             n = len(phrase)
-            if tuple(toks[max(0, m.start - n) : m.start]) == phrase or tuple(toks[max(0, m.start - n - 1) : m.start - 1]) == phrase:
+            if (
+                tuple(toks[max(0, m.start - n) : m.start]) == phrase
+                or tuple(toks[max(0, m.start - n - 1) : m.start - 1]) == phrase
+            ):
                 m.negated = True
         for s, e, question in sentences:
             if s <= m.start < e:
                 if question:
                     m.option = True
-                head = toks[s:m.start]
+                head = toks[s : m.start]
                 if s >= 2 and toks[s - 1] == ":" and toks[s - 2] in ("answer", "answers"):
                     m.marked = True  # "Answer: There are 5 objects left"
                 tail = toks[m.end : m.end + 4]
                 if any(t in _MARKERS for t in head) or ("is" in head and "answer" in head):
                     m.marked = True
-                if tail[:2] in (["in", "all"], ["in", "total"]) or tail[:1] == ["altogether"] or tail[:2] == ["total", ","]:
+                if (
+                    tail[:2] in (["in", "all"], ["in", "total"])
+                    or tail[:1] == ["altogether"]
+                    or tail[:2] == ["total", ","]
+                ):
                     m.marked = True
     # options: a list of mentions joined by commas and "or" ("a circle, a square or a
     # triangle") is listed, not chosen; joined by "nor", or after a negation, all denied
@@ -263,7 +482,17 @@ def _mark_context(toks: Sequence[str], mentions: list[Mention]) -> None:
     # "The other choices are (A) soup, (B) rice": listed, not chosen
     for s_, e_, _q in sentences:
         window = toks[s_:e_]
-        if any(tuple(window[k : k + 2]) in (("other", "choices"), ("other", "options"), ("other", "answers"), ("other", "choice"), ("other", "option")) for k in range(len(window))):
+        if any(
+            tuple(window[k : k + 2])
+            in (
+                ("other", "choices"),
+                ("other", "options"),
+                ("other", "answers"),
+                ("other", "choice"),
+                ("other", "option"),
+            )
+            for k in range(len(window))
+        ):
             for m in mentions:
                 if s_ <= m.start < e_ and not m.marked:
                     m.option = True
@@ -276,7 +505,11 @@ def _mark_context(toks: Sequence[str], mentions: list[Mention]) -> None:
             continue
         before = [t for t in toks[max(0, m.start - 3) : m.start] if clause[max(0, m.start - 1)] == m.clause]
         after = toks[m.end : m.end + 2]
-        if ("or" in before and "rather" not in before) or (after and after[0] == "or") or (len(after) > 1 and after[1] == "or" and after[0] not in _SENTENCE_BREAK):
+        if (
+            ("or" in before and "rather" not in before)
+            or (after and after[0] == "or")
+            or (len(after) > 1 and after[1] == "or" and after[0] not in _SENTENCE_BREAK)
+        ):
             if not (after and after[0] == "or" and len(toks) > m.end + 1 and toks[m.end + 1] in ("not", "so")):
                 m.option = True
 
@@ -295,8 +528,14 @@ def answer_kind(gold: str, question_type: str | None = None, question: str | Non
     words = _words(gold)
     if words and words[0] in ("yes", "no"):
         return "yes/no"
-    if question_type == "counting" or (words and (words[0] in NUMBER_WORDS or words[0].isdigit())) or (
-        words[:2] in (["there", "are"], ["there", "is"]) and len(words) > 2 and (words[2] in NUMBER_WORDS or words[2].isdigit())
+    if (
+        question_type == "counting"
+        or (words and (words[0] in NUMBER_WORDS or words[0].isdigit()))
+        or (
+            words[:2] in (["there", "are"], ["there", "is"])
+            and len(words) > 2
+            and (words[2] in NUMBER_WORDS or words[2].isdigit())
+        )
     ):
         return "count"
     if question_type in (None, "spatial") and _relations(words):
@@ -380,8 +619,12 @@ def _numbers(toks: Sequence[str]) -> list[Mention]:
             value = NUMBER_WORDS[t]
             prev = toks[i - 1] if i else ""
             nxt = toks[i + 1] if i + 1 < len(toks) else ""
-            if t == "one" and (prev in ARTICLES | {"this", "that", "each", "which", "every", "any", "another", "other", "no"}
-                               or prev in COLOUR_WORDS or prev in SIZE_WORDS or nxt in ("of", "another", "by")):
+            if t == "one" and (
+                prev in ARTICLES | {"this", "that", "each", "which", "every", "any", "another", "other", "no"}
+                or prev in COLOUR_WORDS
+                or prev in SIZE_WORDS
+                or nxt in ("of", "another", "by")
+            ):
                 continue  # "the red one", "one of the squares": a pronoun, not a count
             if t == "single" and prev not in ARTICLES:
                 continue
@@ -402,13 +645,24 @@ def _numbers(toks: Sequence[str]) -> list[Mention]:
         for tok in toks[m.end : m.end + 4]:
             if tok in _SENTENCE_BREAK or tok == ",":
                 break
-            if tok in ARTICLES or tok in COLOUR_WORDS or tok in SIZE_WORDS or tok in ("of", "more", "distinct", "different", "separate", "visible", "total", "in", "all", "other", "such"):
+            if (
+                tok in ARTICLES
+                or tok in COLOUR_WORDS
+                or tok in SIZE_WORDS
+                or tok
+                in ("of", "more", "distinct", "different", "separate", "visible", "total", "in", "all", "other", "such")
+            ):
                 continue
             noun = _singular(SHAPE_WORDS.get(tok, tok)) if tok in SHAPE_WORDS else _singular(tok)
             break
         m.words = (*m.words, noun or "")
     # "one layer", "five layers", "two images": about the delivery, not the scene
-    return [m for m in out if m.words[-1] not in ("layer", "layerref", "image", "turn", "picture", "step", "part", "round", "shard", "frame")]
+    return [
+        m
+        for m in out
+        if m.words[-1]
+        not in ("layer", "layerref", "image", "turn", "picture", "step", "part", "round", "shard", "frame")
+    ]
 
 
 def _object_mentions(toks: Sequence[str], heads: dict[str, str]) -> list[Mention]:
@@ -433,7 +687,9 @@ def _object_mentions(toks: Sequence[str], heads: dict[str, str]) -> list[Mention
                     for k, tok in enumerate(after):
                         if tok in _SENTENCE_BREAK or tok == ",":
                             break
-                        if tok in COLOUR_WORDS and any(a in ("is", "that", "which", "coloured", "colored") for a in after[:k]):
+                        if tok in COLOUR_WORDS and any(
+                            a in ("is", "that", "which", "coloured", "colored") for a in after[:k]
+                        ):
                             colour = COLOUR_WORDS[tok]
                             break
                 out.append(Mention((colour, heads[p]), i, i + len(words), words=tuple(words)))
@@ -553,7 +809,7 @@ def _bare(toks: Sequence[str], m: Mention) -> bool:
     e = m.end
     while e < len(toks) and toks[e] not in _SENTENCE_BREAK:
         e += 1
-    rest = [t for t in toks[s:m.start] + toks[m.end : e] if t not in ARTICLES and t != ","]
+    rest = [t for t in toks[s : m.start] + toks[m.end : e] if t not in ARTICLES and t != ","]
     return all(t in COLOUR_WORDS or t in SIZE_WORDS or t in ("it", "is", "it's") for t in rest)
 
 
@@ -569,8 +825,11 @@ def _target_descriptors(question: str | None) -> tuple[set[str], set[str], set[s
             cut = k
             break
     head = toks[:cut]
-    return ({COLOUR_WORDS[t] for t in head if t in COLOUR_WORDS}, {SHAPE_WORDS[t] for t in head if t in SHAPE_WORDS},
-            {SIZE_WORDS[t] for t in head if t in SIZE_WORDS})  # fmt: skip
+    return (
+        {COLOUR_WORDS[t] for t in head if t in COLOUR_WORDS},
+        {SHAPE_WORDS[t] for t in head if t in SHAPE_WORDS},
+        {SIZE_WORDS[t] for t in head if t in SIZE_WORDS},
+    )
 
 
 def _bound_descriptors(toks: Sequence[str], m: Mention) -> tuple[set[str], set[str], set[str]]:
@@ -593,16 +852,27 @@ def _bound_descriptors(toks: Sequence[str], m: Mention) -> tuple[set[str], set[s
             break
     subject: list[str] = []
     j = m.start - 1
-    while j >= 0 and (toks[j] in ARTICLES or toks[j] in ("probably", "likely", "definitely", "clearly", "also", "to", "be", "colored", "shaped")):
+    while j >= 0 and (
+        toks[j] in ARTICLES
+        or toks[j] in ("probably", "likely", "definitely", "clearly", "also", "to", "be", "colored", "shaped")
+    ):
         j -= 1
     if j >= 0 and toks[j] in ("is", "are", "looks", "appears", "seems", "'s") and clause[j] == clause[m.start]:
         k = j - 1
-        while k >= 0 and clause[k] == clause[j] and toks[k] not in _SENTENCE_BREAK and toks[k] not in ("and", "is", "are", "while", "whereas"):
+        while (
+            k >= 0
+            and clause[k] == clause[j]
+            and toks[k] not in _SENTENCE_BREAK
+            and toks[k] not in ("and", "is", "are", "while", "whereas")
+        ):
             subject.insert(0, toks[k])
             k -= 1
     words = pre + post + subject
-    return ({COLOUR_WORDS[t] for t in words if t in COLOUR_WORDS}, {SHAPE_WORDS[t] for t in words if t in SHAPE_WORDS},
-            {SIZE_WORDS[t] for t in words if t in SIZE_WORDS})  # fmt: skip
+    return (
+        {COLOUR_WORDS[t] for t in words if t in COLOUR_WORDS},
+        {SHAPE_WORDS[t] for t in words if t in SHAPE_WORDS},
+        {SIZE_WORDS[t] for t in words if t in SIZE_WORDS},
+    )
 
 
 def _other_objects(toks, mentions: list[Mention], question: str | None, kind: str) -> None:
@@ -664,9 +934,9 @@ def _after_transcript(prediction: str) -> str:
     """A reply that echoes the chat ("User: <question> Assistant: Yes.") is what follows the
     last "Assistant:"; the echoed question is not part of the answer."""
     m = None
-    for m in _TRANSCRIPT.finditer(prediction):
+    for m in _TRANSCRIPT.finditer(prediction):  # noqa: B007 (the last match is kept)
         pass
-    return prediction[m.end():] if m is not None and prediction[m.end():].strip() else prediction
+    return prediction[m.end() :] if m is not None and prediction[m.end() :].strip() else prediction
 
 
 def grade(
@@ -697,8 +967,14 @@ def grade(
     text = " ".join(toks)
     qtoks = tokens(question) if question else []
     qset = set(qtoks)
-    fn = {"yes/no": _grade_yes_no, "count": _grade_count, "relation": _grade_relation, "colour": _grade_attribute,
-          "shape": _grade_attribute, "object": _grade_object}[kind]  # fmt: skip
+    fn = {
+        "yes/no": _grade_yes_no,
+        "count": _grade_count,
+        "relation": _grade_relation,
+        "colour": _grade_attribute,
+        "shape": _grade_attribute,
+        "object": _grade_object,
+    }[kind]
     if kind == "yes/no":
         return _grade_yes_no(toks, text, answer, question, qtoks, qset, kind, lemma_names, raw=prediction)
     return fn(toks, text, answer, question, qtoks, qset, kind, lemma_names)
@@ -712,7 +988,9 @@ def _finish(kind, toks, text, mentions, gold_value, equal, qset, qtoks) -> Grade
         if denied_gold and not any(equal(m.value, gold_value) for m in affirmed):
             return Grade(WRONG, f"denies the gold {kind}", kind)
         if affirmed:
-            return Grade(CANNOT_TELL, f"several {kind}s without one chosen", kind, sorted({str(m.value) for m in affirmed}))
+            return Grade(
+                CANNOT_TELL, f"several {kind}s without one chosen", kind, sorted({str(m.value) for m in affirmed})
+            )
         others = [m for m in mentions if m.other_object and not (m.negated or m.option)]
         if others and not _REFUSAL.search(text):
             return Grade(WRONG, f"answers about another object ({kind} {others[0].value})", kind, others[0].value)
@@ -749,29 +1027,101 @@ _YES_NO_REFUSAL = re.compile(
 )
 #: a comparison or state the question asks about -> words that answer it the other way
 _ANTONYMS: dict[str, set[str]] = {
-    "same": {"different", "differ", "differs", "distinct"}, "different": {"same", "identical", "equal", "alike", "similar"},
-    "identical": {"different", "differ", "distinct"}, "equal": {"different", "unequal"},
-    "larger": {"smaller", "same", "equal"}, "bigger": {"smaller", "same", "equal"}, "smaller": {"larger", "bigger", "same", "equal"},
-    "taller": {"shorter", "same", "equal"}, "shorter": {"taller", "longer", "same", "equal"}, "longer": {"shorter", "same", "equal"},
-    "higher": {"lower", "same"}, "lower": {"higher", "same"}, "more": {"fewer", "less", "same"}, "fewer": {"more", "same"},
-    "less": {"more", "same"}, "heavier": {"lighter", "same"}, "lighter": {"heavier", "same"}, "wider": {"narrower", "same"},
-    "present": {"absent", "missing"}, "open": {"closed", "shut"}, "closed": {"open"}, "empty": {"full", "occupied"},
-    "full": {"empty"}, "dirty": {"clean", "spotless"}, "clean": {"dirty"}, "wet": {"dry"}, "dry": {"wet"},
-    "on": {"off"}, "off": {"on"}, "left": {"right"}, "right": {"left"}, "above": {"below", "under", "beneath"},
-    "below": {"above", "over"}, "inside": {"outside"}, "outside": {"inside"},
-}  # fmt: skip
+    "same": {"different", "differ", "differs", "distinct"},
+    "different": {"same", "identical", "equal", "alike", "similar"},
+    "identical": {"different", "differ", "distinct"},
+    "equal": {"different", "unequal"},
+    "larger": {"smaller", "same", "equal"},
+    "bigger": {"smaller", "same", "equal"},
+    "smaller": {"larger", "bigger", "same", "equal"},
+    "taller": {"shorter", "same", "equal"},
+    "shorter": {"taller", "longer", "same", "equal"},
+    "longer": {"shorter", "same", "equal"},
+    "higher": {"lower", "same"},
+    "lower": {"higher", "same"},
+    "more": {"fewer", "less", "same"},
+    "fewer": {"more", "same"},
+    "less": {"more", "same"},
+    "heavier": {"lighter", "same"},
+    "lighter": {"heavier", "same"},
+    "wider": {"narrower", "same"},
+    "present": {"absent", "missing"},
+    "open": {"closed", "shut"},
+    "closed": {"open"},
+    "empty": {"full", "occupied"},
+    "full": {"empty"},
+    "dirty": {"clean", "spotless"},
+    "clean": {"dirty"},
+    "wet": {"dry"},
+    "dry": {"wet"},
+    "on": {"off"},
+    "off": {"on"},
+    "left": {"right"},
+    "right": {"left"},
+    "above": {"below", "under", "beneath"},
+    "below": {"above", "over"},
+    "inside": {"outside"},
+    "outside": {"inside"},
+}
 _ABSENT = {"absent", "missing", "empty"}
 #: comparatives read the other way only in a comparison ("than", "same", "different" in the question)
-_COMPARATIVES = {"larger", "bigger", "smaller", "taller", "shorter", "longer", "higher", "lower", "more", "fewer", "less",
-                 "heavier", "lighter", "wider"}  # fmt: skip
-_YES_NO_STOP = STOPWORDS | {"does", "do", "did", "you", "your", "please", "yes", "no", "according", "image", "images", "photo",
-                            "picture", "shown", "show", "shows", "any", "some", "all", "there", "exist", "exists", "visible",
-                            "answer", "word", "single", "correct", "true", "actually", "indeed"}  # fmt: skip
+_COMPARATIVES = {
+    "larger",
+    "bigger",
+    "smaller",
+    "taller",
+    "shorter",
+    "longer",
+    "higher",
+    "lower",
+    "more",
+    "fewer",
+    "less",
+    "heavier",
+    "lighter",
+    "wider",
+}
+_YES_NO_STOP = STOPWORDS | {
+    "does",
+    "do",
+    "did",
+    "you",
+    "your",
+    "please",
+    "yes",
+    "no",
+    "according",
+    "image",
+    "images",
+    "photo",
+    "picture",
+    "shown",
+    "show",
+    "shows",
+    "any",
+    "some",
+    "all",
+    "there",
+    "exist",
+    "exists",
+    "visible",
+    "answer",
+    "word",
+    "single",
+    "correct",
+    "true",
+    "actually",
+    "indeed",
+}
 _STATEMENT_NEGATORS = _NEGATORS - {"without", "hardly"} | {"none", "nobody", "nowhere"}
 
 
 def _content(words) -> set[str]:
-    return {_singular(w) for w in words if w not in _YES_NO_STOP and w not in _SENTENCE_BREAK and w != "," and not w.isdigit()}
+    return {
+        _singular(w)
+        for w in words
+        if w not in _YES_NO_STOP and w not in _SENTENCE_BREAK and w != "," and not w.isdigit()
+    }
 
 
 def _statement_polarity(toks: Sequence[str], qtoks: Sequence[str]) -> tuple[bool | None, str]:
@@ -784,7 +1134,19 @@ def _statement_polarity(toks: Sequence[str], qtoks: Sequence[str]) -> tuple[bool
     if not q_content:
         return None, "no question to restate"
     # clauses: split at sentence ends, commas, semicolons and contrast / relative words
-    splitters = _SENTENCE_BREAK | {",", "but", "however", "whereas", "while", "although", "though", "which", "because", "since", "so"}
+    splitters = _SENTENCE_BREAK | {
+        ",",
+        "but",
+        "however",
+        "whereas",
+        "while",
+        "although",
+        "though",
+        "which",
+        "because",
+        "since",
+        "so",
+    }
     clauses: list[list[str]] = [[]]
     for t in toks:
         if t in splitters:
@@ -808,15 +1170,23 @@ def _statement_polarity(toks: Sequence[str], qtoks: Sequence[str]) -> tuple[bool
     # comparison) comes within five words ("not in direct contact with the stairs"), not
     # when it negates something else ("the sand is fine and not large")
     bound = q_content | set(compared)
-    negated = sum(
-        1 for i, t in enumerate(best)
-        if (t in _STATEMENT_NEGATORS or t.endswith("n't")) and any(_singular(w) in bound or w in bound for w in best[i + 1 : i + 6])
-    ) % 2 == 1  # fmt: skip
+    negated = (
+        sum(
+            1
+            for i, t in enumerate(best)
+            if (t in _STATEMENT_NEGATORS or t.endswith("n't"))
+            and any(_singular(w) in bound or w in bound for w in best[i + 1 : i + 6])
+        )
+        % 2
+        == 1
+    )
     if re.search(r"\b(?:maybe|possibly|perhaps|might|may)\b", " ".join(best)):
         return None, "hedges in the statement that restates the question"
     if compared:
         said = negated
-        if "than" in qtoks and "than" in best:  # "the right tower is shorter than the left one": subject and object swapped
+        if (
+            "than" in qtoks and "than" in best
+        ):  # "the right tower is shorter than the left one": subject and object swapped
             qi, ci = list(qtoks).index("than"), best.index("than")
             q_subject, q_object = _content(qtoks[:qi]) - _COMPARATIVES, _content(qtoks[qi + 1 :]) - _COMPARATIVES
             c_object = _content(best[ci + 1 :]) - _COMPARATIVES
@@ -836,7 +1206,10 @@ _OPTION_FIRST = re.compile(r"^[\s*_#>\"]*(?:\(([A-Ea-e])\)|([A-Ea-e])[).:])\s*([
 
 
 _OPTION_WITH_TEXT = re.compile(r"\(([A-Ea-e])\)\s*(yes|no)\b", re.IGNORECASE)
-_OPTION_PICKED = re.compile(r"\b(?:select|choose|pick|answer\s+is|answer:|choice\s+is|option\s+is)\s*:?\s*(?:choice|option)?\s*\(([A-Ea-e])\)", re.IGNORECASE)
+_OPTION_PICKED = re.compile(
+    r"\b(?:select|choose|pick|answer\s+is|answer:|choice\s+is|option\s+is)\s*:?\s*(?:choice|option)?\s*\(([A-Ea-e])\)",
+    re.IGNORECASE,
+)
 
 
 def _chosen_option(raw: str, question: str | None) -> str | None:
@@ -946,19 +1319,34 @@ def _grade_object(toks, text, answer, question, qtoks, qset, kind, lemma_names) 
         in_span = [m for m in mentions if s0 <= m.start < s1 and not m.negated]
         rest = [t for t in toks[s0:s1] if t not in STOPWORDS and t not in _SENTENCE_BREAK and t != "," and len(t) > 1]
         hedged = any(t in _NEGATORS or t.endswith("n't") for t in toks[s0:s1]) or _REFUSAL.search(" ".join(toks[s0:s1]))
-        if not in_span and rest and not hedged and not any(m.option or m.negated for m in mentions if s0 <= m.start < s1):
-            return Grade(WRONG, f"the stated answer names another object than the gold {name}", kind, " ".join(rest[:4]))
+        if (
+            not in_span
+            and rest
+            and not hedged
+            and not any(m.option or m.negated for m in mentions if s0 <= m.start < s1)
+        ):
+            return Grade(
+                WRONG, f"the stated answer names another object than the gold {name}", kind, " ".join(rest[:4])
+            )
     # the right object without the colour that tells it apart is not enough to tell
     if colour is not None:
         bare = [m for m in mentions if m.affirmed and m.value[1] == name and m.value[0] is None and not m.in_question]
         full = [m for m in mentions if m.affirmed and equal(m.value, gold)]
-        if bare and not full and not [m for m in mentions if m.affirmed and m.value[0] is not None and not m.in_question]:
+        if (
+            bare
+            and not full
+            and not [m for m in mentions if m.affirmed and m.value[0] is not None and not m.in_question]
+        ):
             return Grade(CANNOT_TELL, f"names a {name} without its colour", kind, name)
         for m in mentions:
             if m.value[0] is None and m.value[1] == name:
                 m.option = True  # neither for nor against
     g = _finish(kind, toks, text, mentions, gold, equal, qset, qtoks)
-    if g.verdict == CANNOT_TELL and re.search(r"\b(nothing|none|no object|no objects|no thing)\b", text) and not _REFUSAL.search(text):
+    if (
+        g.verdict == CANNOT_TELL
+        and re.search(r"\b(nothing|none|no object|no objects|no thing)\b", text)
+        and not _REFUSAL.search(text)
+    ):
         return Grade(WRONG, "says there is no such object", kind)
     if g.verdict == CANNOT_TELL and not shapes and g.reason.startswith("no "):
         # free vocabulary: a reply that names something, refuses nothing and lists no
@@ -972,7 +1360,9 @@ def _stated_answer_span(toks: Sequence[str]) -> tuple[int, int] | None:
     """(start, end) of the words after the last "the answer is" / "Answer:" up to the end of its sentence."""
     found = None
     for i in range(len(toks) - 1):
-        if toks[i] == "answer" and (toks[i + 1] == ":" or (toks[i + 1] == "is" and (i == 0 or toks[i - 1] in ("the", "final", "my", "correct")))):
+        if toks[i] == "answer" and (
+            toks[i + 1] == ":" or (toks[i + 1] == "is" and (i == 0 or toks[i - 1] in ("the", "final", "my", "correct")))
+        ):
             j = i + 2
             while j < len(toks) and toks[j] not in _SENTENCE_BREAK - {":"}:
                 j += 1
@@ -993,13 +1383,23 @@ def _grade_count(toks, text, answer, question, qtoks, qset, kind, lemma_names) -
         target = gold[0].words[-1] if gold[0].words[-1] not in generic else None
         q_nouns = {_singular(SHAPE_WORDS.get(t, t)) for t in qtoks} if qtoks else set()
         affirmed = [m for m in mentions if m.affirmed]
-        tied = [m for m in affirmed if m.words[-1] and (m.words[-1] == target or m.words[-1] in q_nouns) and m.words[-1] not in generic]
+        tied = [
+            m
+            for m in affirmed
+            if m.words[-1] and (m.words[-1] == target or m.words[-1] in q_nouns) and m.words[-1] not in generic
+        ]
         # an explicit total ("so there are two", "five in all") wins; then, as in "one in
         # layer 1, one in layer 2, three circles", the count tied to the counted noun
         marked = [m for m in affirmed if m.marked and (m in tied or not m.words[-1] or m.words[-1] in generic)]
         pool = marked if marked and len({m.value for m in marked}) == 1 else (tied or affirmed)
         plural = [m for m in pool if m.value != 1]
-        if tied and len({m.value for m in tied}) > 1 and plural and len({m.value for m in plural}) == 1 and any(m.value == 1 for m in tied):
+        if (
+            tied
+            and len({m.value for m in tied}) > 1
+            and plural
+            and len({m.value for m in plural}) == 1
+            and any(m.value == 1 for m in tied)
+        ):
             pool = plural
         for_choice = pool if pool else mentions
         chosen = _choose(toks, [m for m in for_choice], qset, qtoks) if for_choice else None
@@ -1118,9 +1518,13 @@ def read_answers(path) -> list[dict[str, Any]]:
         if not isinstance(rec["gold"], str) or not rec["gold"].strip():
             raise ValueError(f"{where}: gold: expected a non-empty string, got {rec['gold']!r}")
         if rec["question_type"] not in QUESTION_TYPES:
-            raise ValueError(f"{where}: question_type: {rec['question_type']!r} is not one of {', '.join(QUESTION_TYPES)}")
+            raise ValueError(
+                f"{where}: question_type: {rec['question_type']!r} is not one of {', '.join(QUESTION_TYPES)}"
+            )
         if not isinstance(rec["answer"], str):
-            raise ValueError(f"{where}: answer: expected a string (\"\" for an empty reply), got {type(rec['answer']).__name__} {rec['answer']!r}")
+            raise ValueError(
+                f'{where}: answer: expected a string ("" for an empty reply), got {type(rec["answer"]).__name__} {rec["answer"]!r}'
+            )
         if rec.get("question") is not None and not isinstance(rec["question"], str):
             raise ValueError(f"{where}: question: expected a string, got {rec['question']!r}")
         if rec.get("label") is not None and rec["label"] not in VERDICTS:
@@ -1131,7 +1535,9 @@ def read_answers(path) -> list[dict[str, Any]]:
     return out
 
 
-def grade_answers(records: Sequence[dict[str, Any]], lemma_names: Callable[[str], set[str]] | None = None) -> dict[str, Any]:
+def grade_answers(
+    records: Sequence[dict[str, Any]], lemma_names: Callable[[str], set[str]] | None = None
+) -> dict[str, Any]:
     """Every record graded, and, where records carry a ``label``, the agreement with it
     (overall, and per label as a confusion count)."""
     rows = []
@@ -1150,5 +1556,8 @@ def grade_answers(records: Sequence[dict[str, Any]], lemma_names: Callable[[str]
     if labelled:
         summary["labelled"] = len(labelled)
         summary["agreement"] = sum(r["agrees"] for r in labelled) / len(labelled)
-        summary["confusion"] = {lab: {v: sum(1 for r in labelled if r["label"] == lab and r["verdict"] == v) for v in VERDICTS} for lab in VERDICTS}
+        summary["confusion"] = {
+            lab: {v: sum(1 for r in labelled if r["label"] == lab and r["verdict"] == v) for v in VERDICTS}
+            for lab in VERDICTS
+        }
     return {"grades": rows, "summary": summary}

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lmms_scene import judges as J
 from lmms_scene.metrics.layered_vqa.aggregation import expand_repeats
 from lmms_scene.metrics.layered_vqa.scoring import parse_selection
-from lmms_scene import judges as J
 from lmms_scene.results import markdown_table
 
 # -- the LLM-judge path (after a run, on the recorded outputs) -------------------------------------
@@ -53,7 +53,11 @@ def judge_rows(
             f"judge_rows: no question text for {len(missing)} rows (first: {missing[0]!r}); the rows carry none "
             "and none was given: pass the run's own data (questions=, --data)"
         )
-    differ = [r["question_id"] for r in flat if r.get("question") and (questions or {}).get(r["question_id"], r["question"]) != r["question"]]
+    differ = [
+        r["question_id"]
+        for r in flat
+        if r.get("question") and (questions or {}).get(r["question_id"], r["question"]) != r["question"]
+    ]
     if differ:
         raise ValueError(
             f"judge_rows: the given question texts differ from the run's own for {len(differ)} rows (first: "
@@ -129,8 +133,13 @@ def self_preference(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str
 
 def self_cells(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[tuple[str, str]]:
     """The (judge, model) cells of Figure 4 where a model judged its own outputs."""
-    found = {(reply["judge"], model) for model, rows in runs.items() for row in rows
-             for reply in row.get("judge", {}).get("replies", []) if reply.get("self")}  # fmt: skip
+    found = {
+        (reply["judge"], model)
+        for model, rows in runs.items()
+        for row in rows
+        for reply in row.get("judge", {}).get("replies", [])
+        if reply.get("self")
+    }
     return sorted(found)
 
 

@@ -33,16 +33,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
 from lmms_scene.data import recheck
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES, SELECTION, SINGLE_TURN
-from lmms_scene.data.layered_vqa.schema import depth, is_relational, n_layers, RELATIONAL_TYPES
+from lmms_scene.data.layered_vqa.schema import RELATIONAL_TYPES, depth, is_relational, n_layers
+from lmms_scene.metrics.layered_vqa.grader import CANNOT_TELL, Grade, grade  # the rule grader
 from lmms_scene.metrics.outputs import clean_output, shown
+from lmms_scene.nlp.wordnet import lemma_names, wordnet
 from lmms_scene.provenance import scorer
-
 
 SELECTION_RE = re.compile(r"layers?\s*[:=]\s*([^\n]*)", re.IGNORECASE)
 #: acknowledgments a reply may open with before its answer ("Got it. The object is a triangle.")
-_ACK = re.compile(r"^\s*(?:ok(?:ay)?|sure|got it|understood|alright|all right|great|thanks|thank you|noted|i see|certainly|of course)\b[\s,.!:;-]*", re.IGNORECASE)
+_ACK = re.compile(
+    r"^\s*(?:ok(?:ay)?|sure|got it|understood|alright|all right|great|thanks|thank you|noted|i see|certainly|of course)\b[\s,.!:;-]*",
+    re.IGNORECASE,
+)
 #: what asks for more input instead of answering
 REQUEST_RE = re.compile(
     r"\b(?:please (?:provide|share|send|show|continue|go on|tell|clarify|specify)|go ahead|send (?:me )?(?:the|more)|"
@@ -57,11 +62,8 @@ POSITION_BINS = ("earliest", "early", "midway", "late", "latest")
 LENGTH_BINS = ("shortest", "short", "median", "long", "longest")
 
 
-
 # -- answer grading ----------------------------------------------------------------------
 
-from lmms_scene.metrics.layered_vqa.grader import CANNOT_TELL, Grade, grade  # the rule grader
-from lmms_scene.nlp.wordnet import lemma_names, wordnet
 
 #: bumped whenever the rule grader's verdicts change (recorded with every score)
 GRADER_VERSION = 3
@@ -85,7 +87,9 @@ def default_lemma_names() -> tuple[Callable[[str], set[str]] | None, str]:
 
 
 def grader_provenance(synonyms: str) -> dict[str, Any]:
-    return scorer("rule", grader="lmms_scene.metrics.layered_vqa.grader.grade", grader_version=GRADER_VERSION, synonyms=synonyms)
+    return scorer(
+        "rule", grader="lmms_scene.metrics.layered_vqa.grader.grade", grader_version=GRADER_VERSION, synonyms=synonyms
+    )
 
 
 # -- evidence selection ---------------------------------------------------------------------
@@ -111,7 +115,7 @@ def parse_selection(output: str, n_layers: int) -> tuple[list[int] | None, str]:
     if not matches:
         return None, text.strip()
     m = matches[-1]
-    answer = (text[: m.start()] + text[m.end():]).strip()
+    answer = (text[: m.start()] + text[m.end() :]).strip()
     numbers: list[int] = []
     for item in _SELECTION_ITEM.finditer(m.group(1)):
         low = int(item.group(1))
@@ -132,16 +136,31 @@ def selection_scores(selected: list[int] | None, minimal: Sequence[int], distrac
     ``invalid`` (no parsable, in-range selection; its P/R/F1/exact count as 0)."""
     minimal = set(int(i) for i in minimal)
     if selected is None:
-        return {"precision": 0.0, "recall": 0.0, "f1": 0.0, "exact": False, "complete": False, "excess": False, "distractor": False, "invalid": True}
+        return {
+            "precision": 0.0,
+            "recall": 0.0,
+            "f1": 0.0,
+            "exact": False,
+            "complete": False,
+            "excess": False,
+            "distractor": False,
+            "invalid": True,
+        }
     sel = set(selected)
     hit = len(sel & minimal)
     p = hit / len(sel) if sel else 0.0
     r = hit / len(minimal) if minimal else 0.0
     f1 = 2 * p * r / (p + r) if p + r else 0.0
     return {
-        "precision": p, "recall": r, "f1": f1, "exact": sel == minimal, "complete": minimal <= sel,
-        "excess": bool(sel - minimal), "distractor": bool(sel & set(int(i) for i in distractors)), "invalid": False,
-    }  # fmt: skip
+        "precision": p,
+        "recall": r,
+        "f1": f1,
+        "exact": sel == minimal,
+        "complete": minimal <= sel,
+        "excess": bool(sel - minimal),
+        "distractor": bool(sel & set(int(i) for i in distractors)),
+        "invalid": False,
+    }
 
 
 # -- grounding --------------------------------------------------------------------------------
@@ -230,7 +249,11 @@ def score_row(
         sel_scores = selection_scores(selection, doc["minimal_sufficient_layers"], doc["distractor_layers"])
     # a conversation that did not finish (the model failed mid-way) is not graded: it is
     # left out of accuracy, counted (not_computed, n_failed_conversations), never a silent 0
-    g = grade(answer_text, doc["answer"], doc["question_type"], doc.get("question"), lemma_names) if failure is None else None
+    g = (
+        grade(answer_text, doc["answer"], doc["question_type"], doc.get("question"), lemma_names)
+        if failure is None
+        else None
+    )
     row: dict[str, Any] = {
         "scene_id": doc["scene_id"],
         "question_id": doc["question_id"],
@@ -248,7 +271,6 @@ def score_row(
         "n_turns": n_turns,
         "outputs": outputs,
         "output": final,
-        "question": doc.get("question"),
         "answer": doc["answer"],
         "correct": g.correct if g else None,
         "verdict": g.verdict if g else None,
@@ -299,6 +321,7 @@ def unscored_row(doc: Mapping[str, Any], reason: str, outputs: Any = None, repea
     """The row of a document that could not be scored at all (:func:`score_row` itself
     failed on it): its ids, the reason and every field the report reads, nothing graded.
     Never raises."""
+
     def get(name, default):
         value = doc.get(name, default) if isinstance(doc, Mapping) else default
         return value if isinstance(value, type(default)) else default
@@ -307,14 +330,38 @@ def unscored_row(doc: Mapping[str, Any], reason: str, outputs: Any = None, repea
     spec = SCHEDULES.get(schedule)
     shards = doc.get("shards") if isinstance(doc, Mapping) and isinstance(doc.get("shards"), list) else []
     names = doc.get("layer_names") if isinstance(doc, Mapping) and isinstance(doc.get("layer_names"), list) else []
-    replies = [shown(o) or "" for o in outputs] if isinstance(outputs, (list, tuple)) else ([shown(outputs) or ""] if outputs is not None else [])
+    replies = (
+        [shown(o) or "" for o in outputs]
+        if isinstance(outputs, (list, tuple))
+        else ([shown(outputs) or ""] if outputs is not None else [])
+    )
     return {
-        "scene_id": str(get("scene_id", "?")), "question_id": str(get("question_id", "?")), "schedule": schedule,
-        "repeat": int(repeat), "family": spec.family if spec else "?", "question_type": get("question_type", "?"),
-        "relational": get("question_type", "") in RELATIONAL_TYPES, "depth": len(names) or int(get("n_layers", 0)),
-        "n_shards": len(shards), "evidence_length": len(get("question", "")),
-        "single_turn": schedule in SINGLE_TURN, "n_turns": 0, "outputs": replies, "output": replies[-1] if replies else "",
-        "question": get("question", ""), "answer": get("answer", ""), "correct": None, "verdict": None, "cannot_tell": None,
-        "grade_reason": "failed", "empty": None, "failure": reason, "grader": "rule", "synonyms": "",
-        "scored": False, "unscored_reason": reason, "output_sanitised": False, "output_changes": [],
-    }  # fmt: skip
+        "scene_id": str(get("scene_id", "?")),
+        "question_id": str(get("question_id", "?")),
+        "schedule": schedule,
+        "repeat": int(repeat),
+        "family": spec.family if spec else "?",
+        "question_type": get("question_type", "?"),
+        "relational": get("question_type", "") in RELATIONAL_TYPES,
+        "depth": len(names) or int(get("n_layers", 0)),
+        "n_shards": len(shards),
+        "evidence_length": len(get("question", "")),
+        "single_turn": schedule in SINGLE_TURN,
+        "n_turns": 0,
+        "outputs": replies,
+        "output": replies[-1] if replies else "",
+        "question": get("question", ""),
+        "answer": get("answer", ""),
+        "correct": None,
+        "verdict": None,
+        "cannot_tell": None,
+        "grade_reason": "failed",
+        "empty": None,
+        "failure": reason,
+        "grader": "rule",
+        "synonyms": "",
+        "scored": False,
+        "unscored_reason": reason,
+        "output_sanitised": False,
+        "output_changes": [],
+    }

@@ -15,12 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene.metrics import rows as rows_lib
-from lmms_scene.report.tables import row_label
 from lmms_scene.metrics.cesg import report as snus_report
 from lmms_scene.metrics.cesg import score as cesg_score_lib
 from lmms_scene.metrics.cesg.score import DEFAULT_WEIGHTS, KEYS
-from lmms_scene.report.tables import Run, Table, Value, View, unscored_note
 from lmms_scene.metrics.cesg.score import corpus_scores as convention
+from lmms_scene.report.tables import Run, Table, Value, View, row_label, unscored_note
 from lmms_scene.results import short_fingerprint, stored_report
 
 REPORT_KEY = "snus_report"
@@ -32,8 +31,13 @@ ROW_ID_FIELDS: tuple[str, ...] = snus_report.ID_FIELDS
 VIEW_FIELDS: tuple[str, ...] = ()
 #: a row's status: one of the scorer's outcomes, or a failure ("unscored", or the task's
 #: "not scored here: ..." when process_results could not score it); nothing else
-STATUSES: tuple[str, ...] = (cesg_score_lib.SCORED, cesg_score_lib.EMPTY_PREDICTION, cesg_score_lib.NO_ABSENT_PREDICTION,
-                             cesg_score_lib.NO_ABSENT_REFERENCE, "unscored")  # fmt: skip
+STATUSES: tuple[str, ...] = (
+    cesg_score_lib.SCORED,
+    cesg_score_lib.EMPTY_PREDICTION,
+    cesg_score_lib.NO_ABSENT_PREDICTION,
+    cesg_score_lib.NO_ABSENT_REFERENCE,
+    "unscored",
+)
 FAILED_PREFIX = "not scored here: "
 
 
@@ -41,7 +45,13 @@ def _status(value: Any) -> bool:
     return value in STATUSES or (isinstance(value, str) and value.startswith(FAILED_PREFIX))
 
 
-ROW_TYPES: dict[str, Any] = {"image_id": "str", "references": "str[]", **{k: "num?" for k in KEYS}, "status": _status, "output": "str"}
+ROW_TYPES: dict[str, Any] = {
+    "image_id": "str",
+    "references": "str[]",
+    **{k: "num?" for k in KEYS},
+    "status": _status,
+    "output": "str",
+}
 AC_LABEL = "AC (references, negation stripped)"
 CONVENTION = (
     "CESG in the paper's convention: P_t is the mean over rows whose prediction states a type-t element, "
@@ -79,7 +89,11 @@ def failures(report: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     model = report.get("model") or {}
     c = model.get("counts") or {}
     # rows that could not be scored are left out of the model's corpus: the report counts them
-    counts = {"n": c.get("n"), "n_empty": c.get("n_empty_prediction"), "n_unscored": report.get("n_unscored", c.get("n_unscored", 0))}
+    counts = {
+        "n": c.get("n"),
+        "n_empty": c.get("n_empty_prediction"),
+        "n_unscored": report.get("n_unscored", c.get("n_unscored", 0)),
+    }
     counts.update({k: v for k, v in c.items() if isinstance(v, (int, float)) and k not in counts})
     reasons = []
     if not isinstance(counts["n"], int) or counts["n_empty"] is None:
@@ -89,8 +103,12 @@ def failures(report: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if c.get("n_judge_failures"):
         reasons.append(f"{c['n_judge_failures']} CESG judge failures")
     weights = ((model.get("provenance") or {}).get("cesg") or {}).get("weights")
-    if isinstance(weights, Mapping) and tuple(float(weights.get(k, -1)) for k in ("w_o", "w_a", "w_r")) != tuple(DEFAULT_WEIGHTS):
-        reasons.append(f"CESG weights {dict(weights)} are not the paper's {tuple(DEFAULT_WEIGHTS)}: another metric, not the benchmark's")
+    if isinstance(weights, Mapping) and tuple(float(weights.get(k, -1)) for k in ("w_o", "w_a", "w_r")) != tuple(
+        DEFAULT_WEIGHTS
+    ):
+        reasons.append(
+            f"CESG weights {dict(weights)} are not the paper's {tuple(DEFAULT_WEIGHTS)}: another metric, not the benchmark's"
+        )
     return counts, reasons
 
 
@@ -99,8 +117,14 @@ def verification_rows(result: Any) -> list[dict[str, Any]]:
     out = []
     for r in result.rows(REPORT_KEY):
         scores = r.get("scores") if isinstance(r.get("scores"), Mapping) else {}
-        out.append({"image_id": r.get("image_id"), "references": r.get("references"), **{k: scores.get(k) for k in (*KEYS, "status")},
-                    "output": r.get("output")})  # fmt: skip
+        out.append(
+            {
+                "image_id": r.get("image_id"),
+                "references": r.get("references"),
+                **{k: scores.get(k) for k in (*KEYS, "status")},
+                "output": r.get("output"),
+            }
+        )
     return out
 
 
@@ -123,8 +147,10 @@ def row_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """What makes a run unrankable, counted from its rows: any status that is not one of
     the scorer's outcomes is a failure (the row types refuse unknown ones before this)."""
     outcomes = set(STATUSES) - {"unscored"}
-    return {"n_empty": sum(1 for r in rows if r.get("status") == cesg_score_lib.EMPTY_PREDICTION),
-            "n_unscored": sum(1 for r in rows if r.get("status") not in outcomes)}
+    return {
+        "n_empty": sum(1 for r in rows if r.get("status") == cesg_score_lib.EMPTY_PREDICTION),
+        "n_unscored": sum(1 for r in rows if r.get("status") not in outcomes),
+    }
 
 
 def expected_views(task: str, rows: Sequence[Mapping[str, Any]]) -> set[tuple[Any, ...]]:
@@ -132,7 +158,9 @@ def expected_views(task: str, rows: Sequence[Mapping[str, Any]]) -> set[tuple[An
     return {()}
 
 
-def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None = None) -> tuple[list[str], list[str]]:
+def rederive(
+    rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | None = None
+) -> tuple[list[str], list[str]]:
     """(problems, notes): every scored row's status, P/R/F1 and CESG recomputed from its
     output and references with CESG's offline pipeline (the task's own function and
     options); a problem names the row, the field, the stated and the recomputed value."""
@@ -154,8 +182,10 @@ def rederive(rows: Sequence[Mapping[str, Any]], provenance: Mapping[str, Any] | 
             a, b = r.get(k), again.get(k)
             if (a is None) != (b is None) or (a is not None and abs(float(a) - float(b)) > 1e-4):
                 problems.append(f"{where}: {k} is {a!r} but its output gives {b!r}")
-    return problems, ["CESG re-derived from the outputs with the offline pipeline (parser, coreference and similarity of "
-                      "this lmms-scene)"]  # fmt: skip
+    return problems, [
+        "CESG re-derived from the outputs with the offline pipeline (parser, coreference and similarity of "
+        "this lmms-scene)"
+    ]
 
 
 # -- Table 2 ----------------------------------------------------------------------------------
@@ -176,15 +206,20 @@ def _value(part: Mapping[str, Any], key: str) -> Value | None:
 def _components(prov: Mapping[str, Any]) -> str:
     cp = prov.get("cesg") or {}
     clip = prov.get("clipscore")
-    clip_line = (f"CLIPScore = {clip.get('formula')} with {clip.get('clip_model')}" if isinstance(clip, Mapping)
-                 else str(clip or snus_report.CLIPSCORE_OFF))  # fmt: skip
-    return (f"CESG with coref = {cp.get('coref')}; parser = {cp.get('parser')} ({cp.get('spacy_model')} "
-            f"{cp.get('spacy_model_version')}); similarity = {cp.get('similarity_model')}; lambda = {cp.get('interactive_lambda')}; "
-            f"extra matching {cp.get('extra_matching')}; weights {cp.get('weights')}. ROU/CID/BL4/METEOR-J: "
-            f"{(prov.get('bleu4') or {}).get('implementation', 'pycocoevalcap')} with the PTB tokenizer; MET: "
-            f"{(prov.get('meteor_nltk') or {}).get('implementation')}. CAP* = CAPTURE-style reimplementation (soft match: "
-            f"{(prov.get('capture_style') or {}).get('soft_match_model')}); SPI* = SPICE-style tuple F1 reimplementation "
-            f"(not Java SPICE). CS: {clip_line}.")  # fmt: skip
+    clip_line = (
+        f"CLIPScore = {clip.get('formula')} with {clip.get('clip_model')}"
+        if isinstance(clip, Mapping)
+        else str(clip or snus_report.CLIPSCORE_OFF)
+    )
+    return (
+        f"CESG with coref = {cp.get('coref')}; parser = {cp.get('parser')} ({cp.get('spacy_model')} "
+        f"{cp.get('spacy_model_version')}); similarity = {cp.get('similarity_model')}; lambda = {cp.get('interactive_lambda')}; "
+        f"extra matching {cp.get('extra_matching')}; weights {cp.get('weights')}. ROU/CID/BL4/METEOR-J: "
+        f"{(prov.get('bleu4') or {}).get('implementation', 'pycocoevalcap')} with the PTB tokenizer; MET: "
+        f"{(prov.get('meteor_nltk') or {}).get('implementation')}. CAP* = CAPTURE-style reimplementation (soft match: "
+        f"{(prov.get('capture_style') or {}).get('soft_match_model')}); SPI* = SPICE-style tuple F1 reimplementation "
+        f"(not Java SPICE). CS: {clip_line}."
+    )
 
 
 def table2(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
@@ -195,9 +230,18 @@ def table2(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
     first = [(k, cesg[k]) for k in ("CESG", "F1_o", "F1_a", "F1_r")]
     columns = [*first, *((k, h) for k, h in snus_report.CESG_COLUMNS if k not in dict(first)), *snus_report.BASELINES]
     header = ["Method", "n", *(h for _, h in columns)]
-    rows = [[label, (part.get("counts") or {}).get("n_scored"), *(_value(part, k) for k, _ in columns)] for label, part in entries]
-    return Table("SNUS Table 2 (x100; mean [95% CI over images]; headline first, the paper's columns after)",
-                 header, rows, [CONVENTION], slug="snus-table2", key_columns=6)  # fmt: skip
+    rows = [
+        [label, (part.get("counts") or {}).get("n_scored"), *(_value(part, k) for k, _ in columns)]
+        for label, part in entries
+    ]
+    return Table(
+        "SNUS Table 2 (x100; mean [95% CI over images]; headline first, the paper's columns after)",
+        header,
+        rows,
+        [CONVENTION],
+        slug="snus-table2",
+        key_columns=6,
+    )
 
 
 def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
@@ -210,7 +254,12 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
     for r in results:
         rep = report_of(r)
         if rep is None:
-            out.skipped.append((str(r.source), f"task {r.task}: no '{REPORT_KEY}' dict in its metrics (results from another lmms-scene version?)"))
+            out.skipped.append(
+                (
+                    str(r.source),
+                    f"task {r.task}: no '{REPORT_KEY}' dict in its metrics (results from another lmms-scene version?)",
+                )
+            )
             continue
         label = labels[id(r)]
         out.used.append(r)
@@ -223,26 +272,75 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
         if note := unscored_note(f"{label} ({r.task})", rep.get("n_unscored"), rep.get("unscored"), ("image_id",)):
             out.notes.append(note)
         prov = rep["model"].get("provenance") or {}
-        out.runs.append(Run(label, [r.task], r.model, r.model_args, short_fingerprint(r.fingerprint), [str(r.source)],
-                            [_components(prov)] if prov else [], r.limit))  # fmt: skip
+        out.runs.append(
+            Run(
+                label,
+                [r.task],
+                r.model,
+                r.model_args,
+                short_fingerprint(r.fingerprint),
+                [str(r.source)],
+                [_components(prov)] if prov else [],
+                r.limit,
+            )
+        )
     if not entries:
         out.notes.append("No SNUS report in these results (give the results JSON of a snus task).")
         return out
     several = len(acs) > 1
-    for fp, (label, ac) in acs.items():
+    for fp, (_label, ac) in acs.items():
         entries.append((f"{AC_LABEL} [data {short_fingerprint(fp)}]" if several else AC_LABEL, ac))
     # the headline first (CESG and its F1s), then P/R, then the lexical baselines CESG must beat
     out.tables.append(table2(entries))
     keys = [f"{side}_{t}" for t in ("o", "r", "a") for side in ("P", "R")]
-    behind = [[label, (part.get("counts") or {}).get("n_scored"),
-               *(((part.get("counts") or {}).get("cesg_rows") or {}).get(k) for k in keys)] for label, part in entries]  # fmt: skip
-    out.tables.append(Table("SNUS: rows behind each CESG mean (P_t: rows whose prediction states a type-t element; "
-                            "R_t: rows whose reference does)", ["Method", "n", *keys], behind, slug="snus-cesg-rows"))  # fmt: skip
-    outcome = [[label, task, c.get("n"), c.get("n_scored"), c.get("n_reference_without_absent_information"),
-                c.get("n_empty_prediction"), c.get("n_prediction_without_absent_information"), c.get("n_parse_failures"),
-                c.get("n_unscored", 0)] for label, task, c in counts]  # fmt: skip
-    out.tables.append(Table("SNUS: outcomes (every row counted; empty outputs and outputs stating no absence score 0)",
-                            ["model", "task", "rows", "scored", "references without absent information (excluded)",
-                             "empty outputs", "outputs with no absent information", "sentences that failed to parse",
-                             "unscored"], outcome, slug="snus-outcomes", key_columns=2))  # fmt: skip
+    behind = [
+        [
+            label,
+            (part.get("counts") or {}).get("n_scored"),
+            *(((part.get("counts") or {}).get("cesg_rows") or {}).get(k) for k in keys),
+        ]
+        for label, part in entries
+    ]
+    out.tables.append(
+        Table(
+            "SNUS: rows behind each CESG mean (P_t: rows whose prediction states a type-t element; "
+            "R_t: rows whose reference does)",
+            ["Method", "n", *keys],
+            behind,
+            slug="snus-cesg-rows",
+        )
+    )
+    outcome = [
+        [
+            label,
+            task,
+            c.get("n"),
+            c.get("n_scored"),
+            c.get("n_reference_without_absent_information"),
+            c.get("n_empty_prediction"),
+            c.get("n_prediction_without_absent_information"),
+            c.get("n_parse_failures"),
+            c.get("n_unscored", 0),
+        ]
+        for label, task, c in counts
+    ]
+    out.tables.append(
+        Table(
+            "SNUS: outcomes (every row counted; empty outputs and outputs stating no absence score 0)",
+            [
+                "model",
+                "task",
+                "rows",
+                "scored",
+                "references without absent information (excluded)",
+                "empty outputs",
+                "outputs with no absent information",
+                "sentences that failed to parse",
+                "unscored",
+            ],
+            outcome,
+            slug="snus-outcomes",
+            key_columns=2,
+        )
+    )
     return out

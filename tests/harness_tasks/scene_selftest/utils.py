@@ -29,8 +29,12 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None, previous_output=None, round
 
 def process_results(doc, results):
     outputs = round_outputs(results)
-    row = {"item_id": doc["item_id"], "n_outputs": len(outputs), "expected_rounds": doc["rounds"],
-           "correct": any(doc["answer"] in o.lower() for o in outputs)}
+    row = {
+        "item_id": doc["item_id"],
+        "n_outputs": len(outputs),
+        "expected_rounds": doc["rounds"],
+        "correct": any(doc["answer"] in o.lower() for o in outputs),
+    }
     return {"selftest_accuracy": row, "selftest_rounds_ok": row, "selftest_by_item": row}
 
 
