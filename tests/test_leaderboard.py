@@ -24,6 +24,8 @@ from lmms_scene import benchmarks
 from lmms_scene.report import leaderboard
 from lmms_scene.report import submission as S
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("submission")]
+
 
 def fingerprints(run: Path) -> dict[str, list[str]]:
     """The ``--official`` mapping of every dataset a run's results record (the operator's vouching)."""

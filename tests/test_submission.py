@@ -20,6 +20,8 @@ from results_kit import by_schedule, cooco_items, write_run
 from lmms_scene.report import leaderboard
 from lmms_scene.report import submission as S
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("submission")]
+
 
 @pytest.fixture(scope="module")
 def items(scored_items):
