@@ -129,6 +129,20 @@ def scored_items(tiny_clip):
 
 
 @pytest.fixture(scope="session")
+def good_submission(scored_items, tmp_path_factory):
+    """A valid submission of model 0's full run and the ``--official`` mapping that vouches
+    for its data: (run folder, official, submission), built once for test_submission.py and
+    test_leaderboard.py (one xdist group). Read it, never edit it (``copy.deepcopy`` first)."""
+    from results_kit import full_run, official_fingerprints
+
+    from lmms_scene.report import submission
+
+    run = full_run(tmp_path_factory.mktemp("good") / "run", scored_items)
+    official = official_fingerprints(run)
+    return run, official, submission.build(run, official=official)
+
+
+@pytest.fixture(scope="session")
 def tiny_qwen_vl(tmp_path_factory) -> Path:
     return _checkpoint(tmp_path_factory, "tiny_qwen_vl", "build_tiny_qwen2_5_vl")
 
