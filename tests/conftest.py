@@ -129,6 +129,20 @@ def scored_items(tiny_clip):
 
 
 @pytest.fixture(scope="session")
+def good_submission(scored_items, tmp_path_factory):
+    """A valid submission of model 0's full run and the ``--official`` mapping that vouches
+    for its data: (run folder, official, submission), built once for test_submission.py and
+    test_leaderboard.py (one xdist group). Read it, never edit it (``copy.deepcopy`` first)."""
+    from results_kit import full_run, official_fingerprints
+
+    from lmms_scene.report import submission
+
+    run = full_run(tmp_path_factory.mktemp("good") / "run", scored_items)
+    official = official_fingerprints(run)
+    return run, official, submission.build(run, official=official)
+
+
+@pytest.fixture(scope="session")
 def tiny_qwen_vl(tmp_path_factory) -> Path:
     return _checkpoint(tmp_path_factory, "tiny_qwen_vl", "build_tiny_qwen2_5_vl")
 
@@ -384,6 +398,12 @@ class ForkedProcess:
                 done = self._message(timeout)
             except TimeoutError:  # socket.timeout is TimeoutError
                 raise subprocess.TimeoutExpired(self.args, timeout) from None
+            except BaseException:
+                # pytest-timeout's failure (or ^C) while the run goes on: hang up, and the
+                # server kills the run's process group, so a timed-out test leaves no run
+                # behind to hold a core for the rest of the suite
+                self._sock.close()
+                raise
             if "returncode" not in done:
                 raise RuntimeError("tests/forkserver.py stopped answering (see this test's stderr)")
             self.returncode, self.timed_out = done["returncode"], done["timed_out"]
@@ -767,96 +787,8 @@ def java_available() -> bool:
     return True
 
 
-#: unit tests (no harness run) that take a second or more on the 2-core machine: a subprocess,
-#: a model, parser or JVM load, or a module fixture that scores a sample; marked ``slow`` so
-#: ``make test-fast`` leaves them out (``make test`` runs them). A file name marks the whole
-#: file (its module fixtures are the cost). Measured with ``pytest --durations=0``.
-SLOW = {
-    # NLP models (spaCy pipeline, WordNet, MiniLM, the METEOR JVM; ~20 s to load): CESG,
-    # the SNUS and Layered-VQA row functions, the caption baselines
-    "test_captioning.py",
-    "test_cesg.py",
-    "test_cesg_agreement.py",
-    "test_cesg_ranking.py",
-    "test_cesg_parallel.py",
-    "test_cooco_baseline.py",
-    "test_layered_vqa_metrics.py::test_grader_with_real_wordnet_if_installed",
-    "test_layered_vqa_grader.py",
-    "test_faults_round2.py::test_layered_vqa_grade_reads_a_5mb_answer_cut_and_says_so",  # WordNet for the grader's synonyms
-    "test_nlp.py",
-    "test_java.py",
-    "test_snus_components.py",
-    "test_snus_fidelity.py",
-    "test_snus_reader_forms.py",
-    "test_snus.py::test_cesg_command",
-    "test_snus.py::test_every_sample_reference_has_absent_information",
-    "test_snus.py::test_snus_ac_command_and_table2",
-    "test_snus_bad_input.py::test_a_lone_surrogate_reaches_no_tokenizer_with_clip_on",
-    "test_snus_bad_input.py::test_a_lone_surrogate_with_clip_off_leaves_every_metric_computed",
-    "test_snus_bad_input.py::test_an_output_that_is_not_one_text_is_recorded_unscored_and_counted",
-    "test_snus_bad_input.py::test_unsafe_outputs_are_sanitised_scored_and_flagged",
-    "test_snus_bad_input.py::test_a_failing_clip_leaves_the_row_scored_without_its_clipscore",
-    "test_snus_bad_input.py::test_an_unexpected_failure_in_the_row_function_is_recorded_not_raised",
-    "test_snus_bad_input.py::test_process_results_from_four_threads_equals_one_thread_with_bad_outputs",
-    "test_snus_bad_input.py::test_a_corpus_with_nothing_scored_reports_it_instead_of_failing",
-    "test_snus_bad_input.py::test_a_submission_recomputes_and_counts_unscored_rows_as_the_report_does",
-    "test_layered_vqa_bad_input.py::test_a_lone_surrogate_and_control_characters_are_sanitised_before_grading",
-    "test_layered_vqa_bad_input.py::test_results_of_any_shape_never_raise",
-    "test_layered_vqa_bad_input.py::test_a_conversation_that_stopped_early_is_counted_unscored_with_its_reason",
-    "test_layered_vqa_bad_input.py::test_a_grader_failure_is_recorded_not_raised",
-    "test_layered_vqa_bad_input.py::test_process_results_from_four_threads_equals_one_thread",
-    # subprocesses (a fresh interpreter importing torch, lmms-eval or evaluate; Chromium)
-    "test_evaluate_modules.py",
-    "test_import_hygiene.py",
-    "test_imaging.py::test_noise_field_is_the_same_in_another_process_and_thread_count",
-    "test_pfram.py::test_imports_load_no_model_library",
-    "test_report_browser.py",
-    "test_show.py::test_a_reader_that_stops_early_gets_no_traceback",
-    "test_layered_vqa_synth.py::test_the_shipped_split_is_what_its_version_seed_and_size_generate",
-    "test_blind_priors.py::test_snus_prior_leaves_the_scored_images_caption_out",
-    "test_blind_priors.py::test_layered_vqa_prior_is_counted_on_a_generated_split_no_task_scores",
-    # module fixtures that score the samples (results_kit) or build a dataset, and the pins
-    "test_report.py",
-    "test_results_identity.py",
-    "test_sample_numbers.py",
-    "test_submission.py",
-    "test_leaderboard.py",
-    "test_cooco_release.py::test_noise_regions_equal_an_independent_map_int_computation",
-    "test_cooco_parity.py",  # the authors' pipeline re-implemented, CLIP one text at a time
-    "test_cooco_robust.py::test_an_extreme_image_warns_once_with_its_size",
-    "test_layered_vqa_bad_input.py::test_a_bad_row_at_load_is_a_stand_in_scored_as_unscored",
-    "test_layered_vqa_data.py::test_generated_scenes_show_their_answers",
-    "test_layered_vqa_schedules.py::test_no_two_schedules_deliver_the_same_conversation",
-    "test_registration.py::test_our_names_do_not_collide_with_builtin_tasks",
-    "test_sample_offline.py::test_a_chosen_checkpoint_that_cannot_load_still_stops_a_sample_task",
-    # a second or more each in `make test-fast` (measured 2026-12-02 with --durations)
-    "test_pfram_extract.py::test_score_with_descriptions_gold",
-    "test_import_layers.py::test_no_module_imports_a_higher_floor_no_cycle_no_hidden_import",
-    "test_layered_vqa_metrics.py::test_repeats_expand_and_reliability",
-    "test_compat.py::test_touch_point_holds",
-}
-
-
-#: files whose tests share a costly module or session fixture (a model load, scored
-#: samples): one xdist_group each, so one worker computes it, not both
-FILE_GROUPS = {
-    "test_judges_weights.py": "smollm2",  # the SmolLM2 judge, ~40 s to load
-    "test_submission.py": "submission",  # the scored items of two "models" (scored_items)
-    "test_leaderboard.py": "submission",
-    "test_results_identity.py": "results_identity",  # a scored run of every benchmark
-    "test_evaluate_modules.py": "evaluate_modules",  # the modules loaded by `evaluate` in a fresh process
-    "test_cooco_parity.py": "cooco_parity",  # a built release scored in both readings, twice
-}
-
-
-@pytest.hookimpl(tryfirst=True)  # before -m deselects by marker, and before xdist names the groups
+@pytest.hookimpl(tryfirst=True)  # before xdist names the groups
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        file = item.nodeid.split("::")[0].rsplit("/", 1)[-1]
-        if file in SLOW or f"{file}::{item.originalname}" in SLOW:
-            item.add_marker(pytest.mark.slow)
-        if file in FILE_GROUPS and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(FILE_GROUPS[file]))
     _long_first(items)
 
 

@@ -151,3 +151,30 @@ def by_schedule(items: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         schedule = it["layered_vqa_report"]["schedule"]
         out.setdefault("layered_vqa_" + schedule.replace("-", "_"), []).append(copy.deepcopy(it))
     return out
+
+
+def full_run(folder: Path, items, k: int = 0, **kw) -> Path:
+    """A run folder of "model" ``k`` of ``items`` (conftest's ``scored_items``) on every
+    benchmark: COOCO, SNUS and one Layered-VQA task per schedule in their group."""
+    sched = by_schedule(items[k]["layered"])
+    tasks = {
+        "cooco": ("cooco", items[k]["cooco"]),
+        "snus": ("snus", items[k]["snus"]),
+        **{t: ("layered_vqa", v) for t, v in sched.items()},
+    }
+    write_run(folder, tasks, groups={"layered_vqa": ("layered_vqa", list(sched))}, **kw)
+    return folder
+
+
+def official_fingerprints(run: Path) -> dict[str, list[str]]:
+    """The ``--official`` mapping of every dataset a run's results record (the operator's
+    vouching that makes its SNUS and Layered-VQA data official)."""
+    data = json.loads(next(run.glob("*_results.json")).read_text())
+    out: dict[str, list[str]] = {}
+    for task, metrics in data["results"].items():
+        for value in metrics.values():
+            if isinstance(value, dict) and isinstance(value.get("dataset"), dict):
+                out.setdefault(data["configs"][task]["metadata"]["benchmark"], []).append(
+                    value["dataset"]["fingerprint"]
+                )
+    return out

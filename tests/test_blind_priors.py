@@ -14,6 +14,7 @@ from lmms_scene import cli
 from lmms_scene.registration import tasks_path
 
 
+@pytest.mark.slow
 def test_snus_prior_leaves_the_scored_images_caption_out():
     from lmms_scene.baselines.snus import blind_answer, prior_from
 
@@ -32,6 +33,7 @@ def test_snus_prior_leaves_the_scored_images_caption_out():
     assert any(a != everything for a in answers.values())
 
 
+@pytest.mark.slow
 def test_layered_vqa_prior_is_counted_on_a_generated_split_no_task_scores():
     from lmms_scene.baselines import layered_vqa
     from lmms_scene.data.layered_vqa import sample, synth

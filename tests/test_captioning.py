@@ -11,6 +11,8 @@ from lmms_scene.metrics.captioning.spice_style import spice_style_f1
 from lmms_scene.metrics.cesg import cesg_score
 from lmms_scene.metrics.cesg.negation import strip_negation
 
+pytestmark = pytest.mark.slow
+
 REFS = {
     "a": ["The worker on the scaffold is not wearing a helmet. There is no guardrail."],
     "b": ["The ladder is not secured to the wall."],

@@ -11,6 +11,8 @@ from lmms_scene.metrics.cesg.graph import SceneGraph
 from lmms_scene.metrics.cesg.negation import strip_negation
 from lmms_scene.metrics.cesg.parse import parse_factual_output
 
+pytestmark = pytest.mark.slow
+
 SCENE = (
     "The worker on the scaffold is not wearing a helmet; there is no guardrail. "
     "The ladder is not secured to the wall. A welder is working without gloves."

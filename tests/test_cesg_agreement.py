@@ -8,6 +8,8 @@ import pytest
 
 from lmms_scene.metrics.cesg.agreement import TABLE4_WEIGHTS, agreement, statistics, weight_grid
 
+pytestmark = pytest.mark.slow
+
 
 def test_statistics_on_hand_made_scores():
     s = statistics([1, 2, 3, 4], [10, 20, 30, 40], ["a", "a", "b", "b"])

@@ -12,6 +12,8 @@ from lmms_scene import cache
 from lmms_scene.metrics.cesg import construct, score, score_corpus
 from lmms_scene.metrics.cesg.construct import BATCH_TEXTS, fork_workers
 
+pytestmark = pytest.mark.slow
+
 
 def _corpus(n: int) -> list[tuple[str, str, list[str]]]:
     rng = random.Random(7)

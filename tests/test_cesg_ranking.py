@@ -14,6 +14,8 @@ from lmms_scene.metrics.cesg.match import EXTRA_DEPENDENT_COST, fold_extra_depen
 from lmms_scene.metrics.cesg.negation import normalise_lists
 from lmms_scene.metrics.cesg.triples import TRIPLES, rank_triples, read_triples
 
+pytestmark = pytest.mark.slow
+
 
 def test_every_triple_ranks_the_correct_answer_first_with_a_wide_median_margin():
     rows = read_triples()

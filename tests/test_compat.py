@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 ALLOWED: set[str] = set()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [tp.name for tp in compat.TOUCH_POINTS])
 def test_touch_point_holds(name):
     problems = compat.check(name)

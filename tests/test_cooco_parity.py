@@ -27,6 +27,8 @@ from lmms_scene import settings
 from lmms_scene.data import cooco
 from lmms_scene.metrics.cooco import scoring
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cooco_parity")]
+
 TOL = 1e-6
 SETTINGS = (("none", 0.0), *((a, lv) for a in ("target", "context", "all") for lv in (0.5, 1.0)))
 LONG = "a large and rather old wooden object with four legs " * 3  # over 77 CLIP tokens in both tokenizers

@@ -369,6 +369,7 @@ def authors_noise_region(meta_box, width: int, height: int) -> tuple[slice, slic
     return slice(y, min(y + h, side)), slice(x, min(x + w, side))
 
 
+@pytest.mark.slow
 def test_noise_regions_equal_an_independent_map_int_computation(release, built):
     _, metadata = release
     grid = cooco.noise_grid_docs(load_built(built))

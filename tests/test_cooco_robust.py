@@ -166,6 +166,7 @@ def test_aggregations_record_a_failure_instead_of_losing_the_run(utils, raw):
     assert utils.mean_score([a["accuracy"], b["accuracy"]]) is None
 
 
+@pytest.mark.slow
 def test_an_extreme_image_warns_once_with_its_size():
     from PIL import Image
 

@@ -13,6 +13,8 @@ import pytest
 
 from lmms_scene.evaluate_modules import NAMES, path
 
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("evaluate_modules")]
+
 PAIRS = [
     (
         "The worker is not wearing a helmet. There is no guardrail.",

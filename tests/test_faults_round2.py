@@ -450,6 +450,7 @@ def test_one_cap_for_every_reader_of_a_model_text():
     assert judges.MAX_REPLY_CHARS == outputs.MAX_OUTPUT_CHARS == grader.MAX_OUTPUT_CHARS
 
 
+@pytest.mark.slow
 def test_layered_vqa_grade_reads_a_5mb_answer_cut_and_says_so(tmp_path, monkeypatch, capsys):
     """The grader's time grows faster than the length (100,000 characters: about 1 s; the
     issue's 5 MB answer had not finished after 250 s): it reads the first MAX_OUTPUT_CHARS.

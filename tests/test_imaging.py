@@ -229,6 +229,7 @@ def test_noise_rejects_bad_area_or_level(area, level):
         imaging.add_gaussian_noise(Image.new("RGB", (8, 8)), (1, 1, 2, 2), area, level, seed=0)
 
 
+@pytest.mark.slow
 def test_noise_field_is_the_same_in_another_process_and_thread_count():
     import subprocess
     import sys

@@ -7,7 +7,10 @@ import json
 import subprocess
 import sys
 
+import pytest
 from conftest import REPO, harness_env
+
+pytestmark = pytest.mark.slow
 
 PROBE = r"""
 import importlib, json, pkgutil, socket, sys

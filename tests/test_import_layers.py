@@ -17,6 +17,7 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 #: bottom to top; a module's floor is the one of its longest matching name (a package
@@ -299,6 +300,7 @@ def _path(comp: list[str], graph: dict[str, set[str]]) -> list[str]:
     return comp
 
 
+@pytest.mark.slow
 def test_no_module_imports_a_higher_floor_no_cycle_no_hidden_import():
     problems = check()
     assert not problems, "\n".join(problems)

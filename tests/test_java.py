@@ -11,6 +11,8 @@ import pytest
 
 from lmms_scene.nlp import java as J
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def fresh(monkeypatch):

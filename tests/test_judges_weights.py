@@ -20,7 +20,7 @@ from lmms_scene import judges
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES
 from lmms_scene.metrics.layered_vqa import judging
 
-pytestmark = [pytest.mark.e2e, pytest.mark.weights]
+pytestmark = [pytest.mark.e2e, pytest.mark.weights, pytest.mark.xdist_group("smollm2")]
 
 
 @pytest.fixture(scope="session")

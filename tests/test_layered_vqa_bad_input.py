@@ -211,6 +211,7 @@ def _with_row(data, index: int, change):
     return datasets.Dataset.from_list(rows, features=recheck.undecoded(data).features).cast(data.features)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "change, reason",
     [
@@ -310,6 +311,7 @@ def _doc(docs, schedule: str):
     return next(docs[k] for k in range(len(docs)) if docs[k]["schedule"] == schedule)
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_and_control_characters_are_sanitised_before_grading(utils, sample_docs):
     doc = _doc(sample_docs, "full")
     row = utils.process_results(doc, [[doc["answer"] + "\ud800\x00"]])["accuracy"]
@@ -321,6 +323,7 @@ def test_a_lone_surrogate_and_control_characters_are_sanitised_before_grading(ut
     json.dumps(row, ensure_ascii=False).encode("utf-8")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "results",
     [{"a": 1}, 42, [{"lmms_scene_repeats": 7}], [[["nested", ["deeper"]]]], None],
@@ -334,6 +337,7 @@ def test_results_of_any_shape_never_raise(utils, sample_docs, results):
     assert row["unscored_reason"]
 
 
+@pytest.mark.slow
 def test_a_conversation_that_stopped_early_is_counted_unscored_with_its_reason(utils, sample_docs):
     doc = _doc(sample_docs, "sharded-q")
     n = len(turns_of(doc))
@@ -360,6 +364,7 @@ def test_a_conversation_that_stopped_early_is_counted_unscored_with_its_reason(u
     assert counts["n_unscored"] == 1 and reasons == ["1 failed conversations"]
 
 
+@pytest.mark.slow
 def test_a_grader_failure_is_recorded_not_raised(utils, sample_docs, monkeypatch):
     def broken(*args, **kwargs):
         raise RecursionError("maximum recursion depth exceeded")
@@ -370,6 +375,7 @@ def test_a_grader_failure_is_recorded_not_raised(utils, sample_docs, monkeypatch
     assert aggregation.report([row])["n_unscored"] == 1
 
 
+@pytest.mark.slow
 def test_process_results_from_four_threads_equals_one_thread(utils, sample_docs):
     docs = [sample_docs[k] for k in range(32)]
     results = [[["Blue.\ud800"] * len(turns_of(d))] if k % 3 else 42 for k, d in enumerate(docs)]

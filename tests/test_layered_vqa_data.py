@@ -276,6 +276,7 @@ def test_schedule_docs_rejects_conversations_past_the_round_cap(monkeypatch):
         schedule_docs(data, ["full", "sharded-q"])
 
 
+@pytest.mark.slow
 def test_generated_scenes_show_their_answers():
     """Over 500 generated scenes: every question's supporting objects are at least half
     visible in the composite (later layers in front) and in their own lone layer, which is

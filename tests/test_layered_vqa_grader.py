@@ -19,6 +19,8 @@ from lmms_scene.metrics.layered_vqa.grader import (
     read_answers,
 )
 
+pytestmark = pytest.mark.slow
+
 DATA = Path(__file__).parent / "data"
 #: 245 replies written while the grader was built, 72 written before it was run on them
 SETS = {"development": DATA / "layered_vqa_replies.jsonl", "held_out": DATA / "layered_vqa_replies_heldout.jsonl"}

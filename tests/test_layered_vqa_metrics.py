@@ -69,6 +69,7 @@ def test_empty_is_recorded_as_empty():
     assert grade("", "A bottle.").reason == "empty"
 
 
+@pytest.mark.slow
 def test_grader_with_real_wordnet_if_installed():
     lemma_names, source = scoring.default_lemma_names()
     if lemma_names is None:
@@ -291,6 +292,7 @@ def test_tables_render_from_results():
     assert why.startswith("task layered_vqa_full: without logged samples") and "--log_samples" in why
 
 
+@pytest.mark.slow
 def test_repeats_expand_and_reliability():
     from lmms_scene.tasks.layered_vqa import utils
 

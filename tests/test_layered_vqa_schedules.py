@@ -259,6 +259,7 @@ def generated():
     return synth.generate(200, seed=0, size=(64, 48))
 
 
+@pytest.mark.slow
 def test_no_two_schedules_deliver_the_same_conversation(generated):
     """Over generated scenes no two schedules hand over the same (turn texts, layer ids)
     for more than 10% of the questions. The pairs that meet at all (docs/layered_vqa.md):

@@ -20,6 +20,7 @@ def _table(path):
     return pq.read_table(path)
 
 
+@pytest.mark.slow
 def test_the_shipped_split_is_what_its_version_seed_and_size_generate(tmp_path):
     # a change to the generator that changes this split must bump SYNTH_VERSION and rebuild it
     shipped = _table(FOLDER / sample.SYNTH_FILE)

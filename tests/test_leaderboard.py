@@ -18,43 +18,13 @@ import os
 from pathlib import Path
 
 import pytest
-from results_kit import by_schedule, write_run
+from results_kit import by_schedule, official_fingerprints, write_run
 
 from lmms_scene import benchmarks
 from lmms_scene.report import leaderboard
 from lmms_scene.report import submission as S
 
-
-def fingerprints(run: Path) -> dict[str, list[str]]:
-    """The ``--official`` mapping of every dataset a run's results record (the operator's vouching)."""
-    data = json.loads(next(run.glob("*_results.json")).read_text())
-    out: dict[str, list[str]] = {}
-    for task, metrics in data["results"].items():
-        for value in metrics.values():
-            if isinstance(value, dict) and isinstance(value.get("dataset"), dict):
-                out.setdefault(data["configs"][task]["metadata"]["benchmark"], []).append(
-                    value["dataset"]["fingerprint"]
-                )
-    return out
-
-
-def full_run(folder: Path, items, k: int = 0, **kw) -> Path:
-    sched = by_schedule(items[k]["layered"])
-    tasks = {
-        "cooco": ("cooco", items[k]["cooco"]),
-        "snus": ("snus", items[k]["snus"]),
-        **{t: ("layered_vqa", v) for t, v in sched.items()},
-    }
-    write_run(folder, tasks, groups={"layered_vqa": ("layered_vqa", list(sched))}, **kw)
-    return folder
-
-
-@pytest.fixture(scope="module")
-def good(scored_items, tmp_path_factory):
-    """A valid submission of model 0 and the --official mapping that vouches for its data."""
-    run = full_run(tmp_path_factory.mktemp("good") / "run", scored_items)
-    official = fingerprints(run)
-    return run, official, S.build(run, official=official)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("submission")]
 
 
 def reseal(sub, bench: str, edit):
@@ -93,8 +63,8 @@ def only(bench: str, official) -> dict[str, list[str]]:
 # -- 1. rows checked against the data ------------------------------------------------------
 
 
-def test_a_self_claimed_hub_source_vouches_for_nothing(good):
-    _, official, sub = good
+def test_a_self_claimed_hub_source_vouches_for_nothing(good_submission):
+    _, official, sub = good_submission
     assert sub["benchmarks"]["cooco"]["dataset"]["source"]["path"] == "fmerlo/COOCO"
     assert S.verify(sub, official=official) == []  # vouched for by the operator: ranked
     problems = problems_of(sub, only("cooco", official))  # the file's own claim: not enough
@@ -108,8 +78,8 @@ def test_a_self_claimed_hub_source_vouches_for_nothing(good):
     ), problems
 
 
-def test_a_resealed_refclipscore_of_2_everywhere_is_refused(good):
-    _, official, sub = good
+def test_a_resealed_refclipscore_of_2_everywhere_is_refused(good_submission):
+    _, official, sub = good_submission
 
     def edit(rows):
         for r in rows["cooco"]:
@@ -121,16 +91,16 @@ def test_a_resealed_refclipscore_of_2_everywhere_is_refused(good):
     )
 
 
-def test_a_one_row_submission_and_one_missing_its_unscored_rows_are_not_the_data(good):
-    _, official, sub = good
+def test_a_one_row_submission_and_one_missing_its_unscored_rows_are_not_the_data(good_submission):
+    _, official, sub = good_submission
     one = reseal(sub, "cooco", lambda rows: rows.__setitem__("cooco", rows["cooco"][:1]))
     assert any("cooco.dataset: not the benchmark" in p and "1 items" in p for p in problems_of(one, official))
     fewer = reseal(sub, "cooco", lambda rows: rows.__setitem__("cooco", rows["cooco"][3:]))
     assert any("cooco.dataset: not the benchmark" in p for p in problems_of(fewer, official))
 
 
-def test_duplicated_rows_are_refused_by_id(good):
-    _, official, sub = good
+def test_duplicated_rows_are_refused_by_id(good_submission):
+    _, official, sub = good_submission
 
     def perfect_copies_first(rows):
         for t, rs in rows.items():
@@ -150,8 +120,8 @@ def test_duplicated_rows_are_refused_by_id(good):
     assert any("snus.rows.snus: row image_id=" in p and "appears more than once" in p for p in problems), problems
 
 
-def test_missing_schedules_are_counted_as_failures_and_strays_refused(good):
-    _, official, sub = good
+def test_missing_schedules_are_counted_as_failures_and_strays_refused(good_submission):
+    _, official, sub = good_submission
     task = next(t for t in sub["benchmarks"]["layered_vqa"]["rows"] if t.endswith("oracle"))
     problems = problems_of(reseal(sub, "layered_vqa", lambda rows: rows.pop(task)), official)
     assert any(
@@ -164,8 +134,8 @@ def test_missing_schedules_are_counted_as_failures_and_strays_refused(good):
     assert any("is not a view the task scores" in p for p in problems_of(reseal(sub, "cooco", stray), official))
 
 
-def test_every_row_of_an_item_carries_the_item_gold(good):
-    _, official, sub = good
+def test_every_row_of_an_item_carries_the_item_gold(good_submission):
+    _, official, sub = good_submission
 
     def gold_follows_the_output(rows):
         for t, rs in rows.items():
@@ -180,8 +150,8 @@ def test_every_row_of_an_item_carries_the_item_gold(good):
 # -- 2. scores recomputed from the outputs; closed, typed sets ----------------------------------
 
 
-def test_resealed_scores_the_outputs_do_not_give_are_refused(good):
-    _, official, sub = good
+def test_resealed_scores_the_outputs_do_not_give_are_refused(good_submission):
+    _, official, sub = good_submission
 
     def cesg_up(rows):
         for r in rows["snus"]:
@@ -208,8 +178,8 @@ def test_resealed_scores_the_outputs_do_not_give_are_refused(good):
     assert any(": levenshtein_accuracy is 1.0 but its output gives 0.0" in p for p in problems), problems
 
 
-def test_clip_text_scores_are_rederived_when_the_checkpoint_is_here(good, tmp_path):
-    _, official, sub = good
+def test_clip_text_scores_are_rederived_when_the_checkpoint_is_here(good_submission, tmp_path):
+    _, official, sub = good_submission
 
     def accuracy_up(rows):
         for r in rows["cooco"]:
@@ -228,8 +198,8 @@ def test_clip_text_scores_are_rederived_when_the_checkpoint_is_here(good, tmp_pa
     assert problems == [] and any("not re-derived: the checkpoint" in n for n in found["cooco"]["rederived"])
 
 
-def test_a_hidden_failure_is_refused(good):
-    _, official, sub = good
+def test_a_hidden_failure_is_refused(good_submission):
+    _, official, sub = good_submission
     snus = [
         (
             "an unknown status",
@@ -305,7 +275,7 @@ def test_a_constant_answer_ranks_below_the_blind_baseline(tmp_path):
             groups={"layered_vqa": ("layered_vqa", list(sched))},
             model_args=f"pretrained=/m/{name}",
         )
-        official.setdefault("layered_vqa", []).extend(fingerprints(run)["layered_vqa"])
+        official.setdefault("layered_vqa", []).extend(official_fingerprints(run)["layered_vqa"])
         made[name] = S.build(run, official=official)
         S.write(made[name], subs / f"{name}.json")
     red, blind = (made[n]["benchmarks"]["layered_vqa"]["metrics"] for n in ("red", "blind"))
@@ -326,8 +296,8 @@ def test_a_constant_answer_ranks_below_the_blind_baseline(tmp_path):
 # -- 4. one bad file costs one row ----------------------------------------------------------------
 
 
-def test_hostile_files_cost_one_row_each_and_the_board_is_still_written(good, tmp_path):
-    _, official, sub = good
+def test_hostile_files_cost_one_row_each_and_the_board_is_still_written(good_submission, tmp_path):
+    _, official, sub = good_submission
     subs = tmp_path / "subs"
     subs.mkdir()
     S.write(sub, subs / "good.json")
@@ -365,8 +335,8 @@ def test_hostile_files_cost_one_row_each_and_the_board_is_still_written(good, tm
 # -- 5. what the board shows is what it checked ------------------------------------------------------
 
 
-def test_names_are_normalised_escaped_and_the_submitter_words_labelled(good, tmp_path):
-    _, official, sub = good
+def test_names_are_normalised_escaped_and_the_submitter_words_labelled(good_submission, tmp_path):
+    _, official, sub = good_submission
     subs = tmp_path / "subs"
     subs.mkdir()
     S.write(sub, subs / "a.json")
@@ -404,10 +374,10 @@ def test_names_are_normalised_escaped_and_the_submitter_words_labelled(good, tmp
 # -- 6. an honest local board ---------------------------------------------------------------------
 
 
-def test_a_refused_run_prints_the_official_file_that_vouches_for_it(good, tmp_path, capsys):
+def test_a_refused_run_prints_the_official_file_that_vouches_for_it(good_submission, tmp_path, capsys):
     from lmms_scene.cli import main
 
-    _, official, sub = good
+    _, official, sub = good_submission
     subs = tmp_path / "subs"
     subs.mkdir()
     S.write(sub, subs / "mine.json")

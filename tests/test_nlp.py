@@ -9,6 +9,8 @@ from lmms_scene.nlp import install
 from lmms_scene.nlp.sentences import split_sentences
 from lmms_scene.nlp.wordnet import lemma_names, lexname, synonyms
 
+pytestmark = pytest.mark.slow
+
 
 def test_lexnames_table_is_the_standard_45_lines():
     lines = install.lexnames_text().splitlines()

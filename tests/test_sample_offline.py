@@ -48,6 +48,7 @@ def test_a_sample_task_records_why_clip_is_not_computed(no_clip_at_hand, monkeyp
     )
 
 
+@pytest.mark.slow
 def test_a_chosen_checkpoint_that_cannot_load_still_stops_a_sample_task(tmp_path, monkeypatch):
     monkeypatch.setattr(clip, "_NOT_AT_HAND", None)
     utils = importlib.import_module("lmms_scene.tasks.snus.utils")

@@ -85,6 +85,7 @@ def test_one_setting_keeps_the_plain_model_name(tmp_path):
     assert set(labels.values()) == {"modelA", "modelB"}
 
 
+@pytest.mark.slow
 def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
     # enough results that the output outgrows the pipe's buffer, so the write meets the
     # closed pipe (the case `lmms-scene show results | head` is)

@@ -33,6 +33,7 @@ def test_embedded_sample_matches_the_generator(tmp_path):
     assert fresh.features == snus.features()
 
 
+@pytest.mark.slow
 def test_every_sample_reference_has_absent_information():
     from lmms_scene.metrics.cesg import cesg_score
 
@@ -117,6 +118,7 @@ def test_blind_prior_is_the_most_frequent_statements():
         prior_from(["", "  "])
 
 
+@pytest.mark.slow
 def test_cesg_command(tmp_path, capsys):
     from lmms_scene.cli import main
 
@@ -146,6 +148,7 @@ def test_cesg_command(tmp_path, capsys):
     assert "line 1: field 'prediction'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_snus_ac_command_and_table2(tmp_path, capsys):
     from conftest import java_available
 

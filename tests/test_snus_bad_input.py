@@ -283,6 +283,7 @@ def utils():
     return importlib.import_module("lmms_scene.tasks.snus.utils")
 
 
+@pytest.mark.slow
 def test_a_lone_surrogate_reaches_no_tokenizer_with_clip_on(utils, docs, tiny_clip):
     clear_cache_keeping_models()
     with settings.override(clip_model=str(tiny_clip)):
@@ -293,6 +294,7 @@ def test_a_lone_surrogate_reaches_no_tokenizer_with_clip_on(utils, docs, tiny_cl
     json.dumps(row, ensure_ascii=False).encode("utf-8")  # writable, as the samples file needs
 
 
+@pytest.mark.slow
 @needs_java
 def test_a_lone_surrogate_with_clip_off_leaves_every_metric_computed(utils, docs):
     clear_cache_keeping_models()
@@ -306,6 +308,7 @@ def test_a_lone_surrogate_with_clip_off_leaves_every_metric_computed(utils, docs
     assert rep["n_unscored"] == 0 and rep["n"] == 4
 
 
+@pytest.mark.slow
 @needs_java
 @pytest.mark.parametrize(
     "results, reason",
@@ -348,6 +351,7 @@ def test_an_output_that_is_not_one_text_is_recorded_unscored_and_counted(utils, 
     assert any("1 rows could not be scored" in why for why in snus_tables.failures(rep)[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "output, clean, change",
     [
@@ -367,6 +371,7 @@ def test_unsafe_outputs_are_sanitised_scored_and_flagged(utils, docs, output, cl
     assert len(row["output"]) <= 20_000 and row["scores"]["CESG"] is not None
 
 
+@pytest.mark.slow
 def test_a_failing_clip_leaves_the_row_scored_without_its_clipscore(utils, docs, tiny_clip, monkeypatch):
     from lmms_scene.metrics import clip
 
@@ -379,6 +384,7 @@ def test_a_failing_clip_leaves_the_row_scored_without_its_clipscore(utils, docs,
     assert row["scored"] is True and row["clipscore"] is None and "CUDA out of memory" in row["clip_error"]
 
 
+@pytest.mark.slow
 def test_an_unexpected_failure_in_the_row_function_is_recorded_not_raised(utils, docs, monkeypatch):
     def broken(*args, **kwargs):
         raise MemoryError("no memory left")
@@ -388,6 +394,7 @@ def test_an_unexpected_failure_in_the_row_function_is_recorded_not_raised(utils,
     assert row["scored"] is False and row["unscored_reason"] == "MemoryError: no memory left"
 
 
+@pytest.mark.slow
 def test_process_results_from_four_threads_equals_one_thread_with_bad_outputs(utils, docs):
     outputs = [[SURROGATE], [["a", "b"]], ["There is no net.\x00"], []] * 3
     with settings.override(clip_model="none"):
@@ -416,6 +423,7 @@ def test_process_results_from_four_threads_equals_one_thread_with_bad_outputs(ut
     assert sum(r["scored"] is False for r in serial) == 6
 
 
+@pytest.mark.slow
 @needs_java
 def test_a_corpus_with_nothing_scored_reports_it_instead_of_failing(utils, docs):
     with settings.override(clip_model="none"):
@@ -516,6 +524,7 @@ def test_a_replayed_lone_surrogate_keeps_the_samples_file_and_every_metric(run_l
     assert os.path.getsize(next(out.rglob("*_samples_snus_sample.jsonl"))) > 0
 
 
+@pytest.mark.slow
 @needs_java
 def test_a_submission_recomputes_and_counts_unscored_rows_as_the_report_does(utils, docs):
     """The leaderboard's check (snus_tables.recompute, row_failures) reads an unscored row

@@ -17,6 +17,8 @@ from lmms_scene.metrics.cesg import cesg_score, report
 from lmms_scene.metrics.cesg.score import parse_components
 from lmms_scene.nlp import MissingNLPComponent
 
+pytestmark = pytest.mark.slow
+
 needs_java = pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")
 
 

@@ -15,6 +15,8 @@ from conftest import java_available
 from lmms_scene.metrics.cesg import KEYS, cesg_graph, cesg_score, checks
 from lmms_scene.metrics.cesg.negation import lexical_negation, normalise_lists, strip_negation
 
+pytestmark = pytest.mark.slow
+
 needs_java = pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")
 REF = "There is no fire extinguisher."
 

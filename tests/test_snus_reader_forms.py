@@ -12,6 +12,8 @@ import pytest
 from lmms_scene.metrics.cesg import checks, score_corpus
 from lmms_scene.metrics.cesg.negation import strip_negation
 
+pytestmark = pytest.mark.slow
+
 FORMS = Path(__file__).parent / "data" / "snus_negation_forms.jsonl"
 
 

@@ -15,10 +15,12 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from results_kit import by_schedule, cooco_items, write_run
+from results_kit import cooco_items, full_run, official_fingerprints, write_run
 
 from lmms_scene.report import leaderboard
 from lmms_scene.report import submission as S
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("submission")]
 
 
 @pytest.fixture(scope="module")
@@ -27,49 +29,17 @@ def items(scored_items):
     return scored_items
 
 
-def fingerprints(run: Path) -> dict[str, list[str]]:
-    """The ``--official`` mapping that makes a run's SNUS and Layered-VQA data official
-    (COOCO's official data is its hub dataset, which the runs name)."""
-    data = json.loads(next(run.glob("*_results.json")).read_text())
-    out: dict[str, list[str]] = {}
-    for task, metrics in data["results"].items():
-        for _key, value in metrics.items():
-            if isinstance(value, dict) and isinstance(value.get("dataset"), dict):
-                bench = data["configs"][task]["metadata"]["benchmark"]
-                out.setdefault(bench, []).append(value["dataset"]["fingerprint"])
-    return out
-
-
-def full_run(folder: Path, items, k: int = 0, **kw) -> Path:
-    sched = by_schedule(items[k]["layered"])
-    tasks = {
-        "cooco": ("cooco", items[k]["cooco"]),
-        "snus": ("snus", items[k]["snus"]),
-        **{t: ("layered_vqa", v) for t, v in sched.items()},
-    }
-    write_run(folder, tasks, groups={"layered_vqa": ("layered_vqa", list(sched))}, **kw)
-    return folder
-
-
 def refusal(run: Path, **kw) -> list[str]:
     with pytest.raises(S.Refused) as info:
         S.build(run, **kw)
     return info.value.reasons
 
 
-@pytest.fixture(scope="module")
-def good(items, tmp_path_factory):
-    """A valid submission of model 0 and the official mapping it needs."""
-    run = full_run(tmp_path_factory.mktemp("good") / "run", items)
-    official = fingerprints(run)
-    return run, official, S.build(run, official=official)
-
-
 # -- building ------------------------------------------------------------------------------
 
 
-def test_a_submission_holds_the_registry_headline_recomputed_from_its_rows(good):
-    run, official, sub = good
+def test_a_submission_holds_the_registry_headline_recomputed_from_its_rows(good_submission):
+    run, official, sub = good_submission
     assert S.verify(sub, official=official) == []
     assert sub["versions"]["lmms_eval"] == metadata.version("lmms-eval")
     assert sub["versions"]["lmms_scene"] and "lmms_scene_commit" in sub["versions"]
@@ -219,28 +189,28 @@ FORGERIES = [
 
 
 @pytest.mark.parametrize("what,change,reason", FORGERIES, ids=[f[0] for f in FORGERIES])
-def test_the_leaderboard_refuses_a_forged_submission(good, tmp_path, what, change, reason):
-    _, official, sub = good
+def test_the_leaderboard_refuses_a_forged_submission(good_submission, tmp_path, what, change, reason):
+    _, official, sub = good_submission
     (tmp_path / "forged.json").write_text(json.dumps(_forge(sub, change)))
     data, problems = S.read(tmp_path / "forged.json", official=official)
     assert problems and any(reason in p for p in problems), problems
 
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
-def test_non_finite_numbers_are_not_json(good, tmp_path, literal):
-    _, official, sub = good
+def test_non_finite_numbers_are_not_json(good_submission, tmp_path, literal):
+    _, official, sub = good_submission
     text = json.dumps(sub).replace(json.dumps(sub["benchmarks"]["snus"]["metrics"]["CESG"]["value"]), literal, 1)
     (tmp_path / "nan.json").write_text(text)
     data, problems = S.read(tmp_path / "nan.json", official=official)
     assert data is None and problems == [f"not JSON ({literal} is not a JSON number)"]
 
 
-def test_rows_and_numbers_forged_together_still_need_official_data(good, tmp_path):
+def test_rows_and_numbers_forged_together_still_need_official_data(good_submission, tmp_path):
     """What the check cannot see (docs/reports.md says so): consistent forged rows pass the
     recomputation; the data identity is still checked against the official release."""
     from lmms_scene.metrics.snus import tables as snus_tables
 
-    _, official, sub = good
+    _, official, sub = good_submission
     forged = copy.deepcopy(sub)
     entry = forged["benchmarks"]["snus"]
     payload = entry["rows"]["snus"]
@@ -265,8 +235,8 @@ def test_rows_and_numbers_forged_together_still_need_official_data(good, tmp_pat
 # -- ranking ---------------------------------------------------------------------------------
 
 
-def test_leaderboard_ranks_by_the_registry_direction_and_never_mixes_data(items, good, tmp_path):
-    _, official, sub0 = good
+def test_leaderboard_ranks_by_the_registry_direction_and_never_mixes_data(items, good_submission, tmp_path):
+    _, official, sub0 = good_submission
     subs = tmp_path / "subs"
     subs.mkdir()
     S.write(sub0, subs / "a.json")
@@ -276,7 +246,7 @@ def test_leaderboard_ranks_by_the_registry_direction_and_never_mixes_data(items,
     # a run on other SNUS data (first 6 images), official to this leaderboard too
     small = tmp_path / "small"
     write_run(small, {"snus": ("snus", items[1]["snus"][:6])}, model_args="pretrained=/m/small")
-    other = {**official, "snus": official["snus"] + fingerprints(small)["snus"]}
+    other = {**official, "snus": official["snus"] + official_fingerprints(small)["snus"]}
     S.write(S.build(small, official=other), subs / "small.json")
     (subs / "broken.json").write_text(json.dumps({"format": S.FORMAT, "schema_version": 2}))
     board = leaderboard.build(subs, official=other)
@@ -299,8 +269,8 @@ def test_leaderboard_ranks_by_the_registry_direction_and_never_mixes_data(items,
     assert page.startswith("<!DOCTYPE html>") and "http" not in page.split("</style>", 1)[1]
 
 
-def test_markdown_and_html_escape_what_a_submission_says(good, tmp_path):
-    _, official, sub = good
+def test_markdown_and_html_escape_what_a_submission_says(good_submission, tmp_path):
+    _, official, sub = good_submission
     forged = copy.deepcopy(sub)
     forged["model"]["model_args"] = "pretrained=<script>alert(1)</script>|x"
     board = leaderboard.rank([("s.json", forged)])
@@ -312,10 +282,10 @@ def test_markdown_and_html_escape_what_a_submission_says(good, tmp_path):
 # -- the command line ------------------------------------------------------------------------
 
 
-def test_cli_submit_and_leaderboard(good, tmp_path, capsys):
+def test_cli_submit_and_leaderboard(good_submission, tmp_path, capsys):
     from lmms_scene.cli import main
 
-    run, official, _ = good
+    run, official, _ = good_submission
     off = tmp_path / "official.json"
     off.write_text(json.dumps(official))
     assert main(["submit", str(run), "--out", str(tmp_path / "subs" / "s.json"), "--official", str(off)]) == 0
