@@ -127,7 +127,8 @@ def _never_on_import(node: ast.AST) -> bool:
 def imports(
     module: str, source: str, modules: dict[str, Path]
 ) -> tuple[list[tuple[int, str]], list[tuple[int, str, str]]]:
-    """(top-level imports of our modules as (line, module); in-function ones as (line, module, line text))."""
+    """(top-level imports of our modules as (line, module); in-function ones as (line, module, the
+    statement's text, all its lines: the formatter may put the comment on the closing line))."""
     tree = ast.parse(source)
     lines = source.splitlines()
 
@@ -160,7 +161,7 @@ def imports(
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             for node in ast.walk(fn):
                 for t in targets(node):
-                    inner.append((node.lineno, t, lines[node.lineno - 1]))
+                    inner.append((node.lineno, t, "\n".join(lines[node.lineno - 1 : node.end_lineno])))
     return top, inner
 
 

@@ -27,9 +27,7 @@ def features():
         Image,
         Value,
     )  # deferred: datasets (pyarrow, pandas) is heavy to import
-    from datasets import (
-        Sequence as Seq,
-    )
+    from datasets import Sequence as Seq  # deferred: as above
 
     return Features(
         {
