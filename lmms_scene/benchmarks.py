@@ -22,10 +22,11 @@ import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from lmms_scene import registration
+from lmms_scene import registration, settings
 from lmms_scene.data.layered_vqa import schedules as layered_vqa_schedules
 from lmms_scene.registration import tasks_path
 
@@ -124,6 +125,20 @@ class Benchmark:
     #: what the ``n`` of a headline cell counts, and what its interval resamples
     n_counts: str = "items"
     resamples: str = "items"
+    #: the module holding the per-item scoring (:class:`lmms_scene.contract.ScoringModule`)
+    scoring_module: str = ""
+    #: True: the headline pools the rows of several tasks (a group), and the results module
+    #: is a :class:`lmms_scene.contract.PooledResultsModule` (``group_summary``). Declared
+    #: here, never discovered from the module
+    pooled: bool = False
+
+    def data(self) -> Any:
+        """The module named by :attr:`data_module` (imported on demand)."""
+        return importlib.import_module(self.data_module)
+
+    def scoring(self) -> Any:
+        """The module named by :attr:`scoring_module` (imported on demand)."""
+        return importlib.import_module(self.scoring_module)
 
     def results(self) -> Any:
         """The module named by :attr:`results_module` (imported on demand)."""
@@ -205,6 +220,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("levenshtein_accuracy", "Levenshtein accuracy"),
         ),
         results_module="lmms_scene.metrics.cooco.tables",
+        scoring_module="lmms_scene.metrics.cooco.scoring",
         builder="lmms_scene.data.cooco:publish_build",
         # the COCO-derived images keep their Flickr licenses; the annotations are CC BY 4.0
         release=Release(hub="fmerlo/COOCO", split="test", license="other"),
@@ -233,6 +249,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
             Metric("F1_r", "F1 relations"),
         ),
         results_module="lmms_scene.metrics.snus.tables",
+        scoring_module="lmms_scene.metrics.snus.scoring",
         builder="lmms_scene.data.snus:publish_build",
         # the release's hub location is not published yet: no run is the official benchmark
         release=Release(hub=None, split="test", license="other"),
@@ -267,6 +284,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         # paper's 16 schedules ranks; full's accuracy and the retained figures stand beside it
         ranking="accuracy",
         results_module="lmms_scene.metrics.layered_vqa.tables",
+        scoring_module="lmms_scene.metrics.layered_vqa.scoring",
+        # the headline (retained accuracy) compares the 16 schedule tasks: pooled over the group
+        pooled=True,
         builder="lmms_scene.data.layered_vqa.builder:publish_build",
         # 93 scenes / 300 questions in the paper; no public location is known yet
         release=Release(hub=None, split="test", license="other"),
@@ -278,6 +298,54 @@ BENCHMARKS: tuple[Benchmark, ...] = (
 #: every task and group name lmms-scene defines starts with one of these (the harness's
 #: built-in tasks silently win over ours, so tests check names against its index).
 TASK_PREFIXES: tuple[str, ...] = (*(b.name for b in BENCHMARKS), "scene_")
+
+
+#: the entry-point group through which an installed package registers its benchmarks: each
+#: entry point names a :class:`Benchmark` (``module:attribute``)
+ENTRY_POINT_GROUP = "lmms_scene.benchmarks"
+
+
+def register(bench: Benchmark) -> Benchmark:
+    """Add ``bench`` to :data:`BENCHMARKS` (the public registration path for a benchmark
+    defined outside lmms-scene; docs/architecture.md, "Adding a benchmark"). A name, command-line
+    spelling or task name another benchmark already has is a ``ValueError`` naming both;
+    registering the same entry again changes nothing. Its modules are checked against
+    :mod:`lmms_scene.contract` by tests/test_contract.py, not here (importing them may be heavy)."""
+    global BENCHMARKS, TASK_PREFIXES
+    if not isinstance(bench, Benchmark):
+        raise TypeError(f"register: expected a Benchmark, got {type(bench).__name__}: {bench!r}")
+    if bench in BENCHMARKS:
+        return bench
+    for other in BENCHMARKS:
+        clash = {bench.name, bench.cli_name} & {other.name, other.cli_name}
+        clash |= set(bench.task_names()) & set(other.task_names())
+        if clash:
+            raise ValueError(f"register {bench.name!r}: {sorted(clash)} already belong to benchmark {other.name!r}")
+    missing = [f for f in ("data_module", "results_module", "scoring_module", "report_key") if not getattr(bench, f)]
+    if missing or not bench.headline:
+        raise ValueError(f"register {bench.name!r}: no {', '.join(missing) or 'headline'} (docs/architecture.md)")
+    BENCHMARKS = (*BENCHMARKS, bench)
+    TASK_PREFIXES = (*TASK_PREFIXES[:-1], bench.name, TASK_PREFIXES[-1])
+    return bench
+
+
+def _plugins() -> list[str]:
+    """The ``module:attribute`` specs of the benchmarks to register: the entry points of
+    :data:`ENTRY_POINT_GROUP`, then ``LMMS_SCENE_BENCHMARKS`` (comma-separated)."""
+    return [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)] + settings.benchmark_plugins()
+
+
+def load_plugins() -> tuple[Benchmark, ...]:
+    """Register every benchmark :func:`_plugins` names (an unimportable one is an error naming it)."""
+    out = []
+    for spec in _plugins():
+        module, _, attr = spec.partition(":")
+        try:
+            bench = getattr(importlib.import_module(module), attr or "BENCHMARK")
+        except (ImportError, AttributeError) as err:
+            raise ImportError(f"{settings.BENCHMARKS_ENV} / {ENTRY_POINT_GROUP}: cannot load {spec!r}: {err}") from err
+        out.append(register(bench))
+    return tuple(out)
 
 
 def names() -> tuple[str, ...]:
@@ -347,3 +415,6 @@ def benchmark_of_task(task: str, config: Mapping[str, Any] | None = None) -> Ben
 
 def _our_task_names() -> set[str]:
     return set(registration.our_task_configs())
+
+
+load_plugins()

@@ -22,6 +22,8 @@ take :func:`current` once and pass its values down as arguments.
 ``LMMS_SCENE_JOURNAL``         ``off``: ``lmms-scene eval`` keeps no generation journal
                                (:mod:`lmms_scene.journal`; default on)
 ``LMMS_SCENE_JOURNAL_CHUNK``   requests per model call while journaling (default 32)
+``LMMS_SCENE_BENCHMARKS``      benchmarks defined outside lmms-scene to register, ``module:attribute``
+                               specs separated by ``,`` (:func:`lmms_scene.benchmarks.register`)
 ``RANK``, ``WORLD_SIZE``,      set by ``accelerate launch`` / ``torchrun``: this process's share
 ``LOCAL_RANK``                 of the work (:func:`process_group`)
 =============================  =============================================================
@@ -55,6 +57,7 @@ COOCO_READING_ENV = "LMMS_SCENE_COOCO_READING"
 CESG_ENV = "LMMS_SCENE_CESG"
 JOURNAL_ENV = "LMMS_SCENE_JOURNAL"
 JOURNAL_CHUNK_ENV = "LMMS_SCENE_JOURNAL_CHUNK"
+BENCHMARKS_ENV = "LMMS_SCENE_BENCHMARKS"
 #: the ``clip_model`` value that switches the CLIP metrics off
 CLIP_DISABLED = "none"
 #: the words an on/off setting takes
@@ -285,6 +288,11 @@ def current() -> Settings:
     if "clip_model" in extra:
         extra.setdefault("clip_model_explicit", True)
     return replace(base, **extra) if extra else base
+
+
+def benchmark_plugins() -> list[str]:
+    """The ``module:attribute`` specs in ``LMMS_SCENE_BENCHMARKS`` (empty when unset)."""
+    return [s.strip() for s in os.environ.get(BENCHMARKS_ENV, "").split(",") if s.strip()]
 
 
 def process_group() -> tuple[int, int, int]:

@@ -204,7 +204,13 @@ FORK_LOG_ENV = "LMMS_SCENE_TEST_FORK_LOG"
 _FORK_MODULES = ("lmms_eval", "lmms_scene.cli")
 
 
+#: LMMS_SCENE_ variables read at import (lmms_scene.benchmarks registers the plugins it names)
+_FORK_BOUND_ENV = ("LMMS_SCENE_BENCHMARKS",)
+
+
 def _fork_free(key: str) -> bool:
+    if key in _FORK_BOUND_ENV:
+        return False
     return key in _FORK_FREE_ENV or key in _LAUNCH_ENV or key.startswith(_FORK_FREE_PREFIXES)
 
 

@@ -102,7 +102,7 @@ def test_file_name_and_metadata_must_agree(tmp_path, name, field, value, shown, 
     stored = {"swapped_object": "gold_label", "rel_level": "rel_level"}.get(field, field)
     assert ds[1][stored] == value
     assert notes == [f"row 1 ({name}): {shown} '{value}' taken from the metadata; the file name says '{from_file}'"]
-    assert notes[0] in cooco.dataset_card(ds, "here", notes=notes)
+    assert notes[0] in cooco.card(ds, "here", notes=notes)
 
 
 def test_agreement_is_up_to_case_and_underscores(tmp_path):
@@ -250,7 +250,7 @@ def test_image_without_a_metadata_row_is_an_error_or_skipped_and_listed(tmp_path
         f"skipped (image without a metadata row): {CLEAN}",
         "skipped (image without a metadata row): more/stray.PNG",
     ]
-    card = cooco.dataset_card(ds, str(folder), notes=notes)
+    card = cooco.card(ds, str(folder), notes=notes)
     assert "## Build notes" in card and f"- skipped (image without a metadata row): {CLEAN}" in card
 
 

@@ -83,7 +83,7 @@ def test_what_a_fork_cannot_reproduce_runs_as_a_fresh_process(monkeypatch):
     for extra in ({"LMMS_SCENE_NO_TASK_HOOK": "1"}, {"RANK": "1", "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"}):
         assert _FORK_SERVER.accepts(cmd, harness_env(extra), None), extra
     # read at import time: HF_HOME, PYTHONPATH
-    for extra in ({"HF_HOME": "/elsewhere"}, {"PYTHONPATH": "/x"}):
+    for extra in ({"HF_HOME": "/elsewhere"}, {"PYTHONPATH": "/x"}, {"LMMS_SCENE_BENCHMARKS": "toybench:BENCHMARK"}):
         assert not _FORK_SERVER.accepts(cmd, harness_env(extra), None), extra
     env = harness_env()
     assert not _FORK_SERVER.accepts([sys.executable, "-m", "pip", "list"], env, None)

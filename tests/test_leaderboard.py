@@ -39,7 +39,7 @@ def reseal(sub, bench: str, edit):
     for t, task_rows in rows.items():
         entry["rows"][t] = S.rows_payload(task_rows, mod.VERIFY_FIELDS)
         entry["rows_sha256"][t] = S.rows_sha256(entry["rows"][t])
-    head = [r for rs in rows.values() for r in rs] if getattr(mod, "POOLED", False) else rows[entry["task"]]
+    head = [r for rs in rows.values() for r in rs] if benchmarks.get(bench).pooled else rows[entry["task"]]
     again = mod.recompute(head)
     for name, m in entry["metrics"].items():
         ci = (again["cell"].get("ci95") or {}).get(name)

@@ -28,7 +28,7 @@ def snus_built(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("snus_built")
     ds = Dataset.from_list(_png_rows(snus.sample_rows(4)), features=snus.features())
-    snus.write_local({"test": ds}, out, source="the test's procedural rows")
+    snus.write_local({"test": ds}, out, snus.card({"test": ds}, "the test's procedural rows"))
     return out
 
 
@@ -51,7 +51,7 @@ def cooco_built(tmp_path_factory) -> Path:
     [sample] = cooco.build_sample(tmp)
     ds = Dataset.from_parquet(str(sample))
     out = tmp_path_factory.mktemp("cooco_built")
-    cooco.write_local(ds, out, cooco.dataset_card(ds, "the embedded sample"), name="pubtest")
+    cooco.write_local(ds, out, cooco.card(ds, "the embedded sample"), name="pubtest")
     return out
 
 

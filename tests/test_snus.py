@@ -72,7 +72,7 @@ def test_build_from_a_local_release(tmp_path):
     assert set(ds) == {"test", "train"}
     assert ds["train"][0]["missing_attributes"] == [{"object": "ladder", "attribute": "secured"}]
     assert ds["test"].features == snus.features()
-    written = snus.write_local(ds, tmp_path / "out", "test release")
+    written = snus.write_local(ds, tmp_path / "out", snus.card(ds, "test release"))
     assert (tmp_path / "out" / "README.md").read_text().count("| test | 1 |") == 1
     assert all(p.is_file() for p in [*written["splits"], written["card"]]) and len(written["splits"]) == 2
     assert written["tasks"] == ["snus_out"]
@@ -179,7 +179,7 @@ def test_snus_ac_command_and_table2(tmp_path, capsys):
     assert ac_cells["n"] == "2" and ac_cells["CESG"].startswith("0.00")
     assert ac_cells["BL4"] == f"{100 * rep['corpus']['bleu4']:.2f}" and float(ac_cells["BL4"]) > 30
 
-    from lmms_scene.metrics.cesg import report
+    from lmms_scene.metrics.snus import scoring as report
     from lmms_scene.metrics.snus import tables as snus_tables
     from lmms_scene.results import TaskResult, label_runs
 

@@ -18,7 +18,7 @@ from PIL import Image, ImageFile
 
 from lmms_scene import cache, cli, settings
 from lmms_scene.data import recheck, snus
-from lmms_scene.metrics.cesg import report
+from lmms_scene.metrics.snus import scoring as report
 
 needs_java = pytest.mark.skipif(not java_available(), reason="pycocoevalcap needs Java")
 SURROGATE = "There is no helmet.\ud800"

@@ -113,7 +113,7 @@ def _build(args) -> int:
             print(f"  {note}", file=sys.stderr)
         if len(decisions) > 20:
             print(f"  ... and {len(decisions) - 20} more", file=sys.stderr)
-    card = cooco.dataset_card(dataset, label, notes=notes)
+    card = cooco.card(dataset, label, notes=notes)
     chosen = cooco.selection(dataset)
     print(
         f"{chosen['release_rows']} rows, {chosen['evaluated']} naming items; the tasks leave out "

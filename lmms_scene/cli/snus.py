@@ -13,12 +13,13 @@ from lmms_scene.data import snus
 from lmms_scene.data.snus import SAMPLE_FILE, tasks_folder
 from lmms_scene.files import iter_jsonl
 from lmms_scene.judges import parse_judges
-from lmms_scene.metrics.cesg import report, score_corpus
+from lmms_scene.metrics.cesg import score_corpus
 from lmms_scene.metrics.cesg.agreement import STATISTICS, agreement, check_finite, finite_or_none, weight_grid
 from lmms_scene.metrics.cesg.judges import SynonymVerifier
 from lmms_scene.metrics.cesg.match import DEFAULT_LAMBDA
-from lmms_scene.metrics.cesg.report import samples_rows
+from lmms_scene.metrics.snus import scoring as report
 from lmms_scene.metrics.snus import tables as snus_tables
+from lmms_scene.metrics.snus.scoring import samples_rows
 from lmms_scene.results import markdown_table, with_interval
 
 
@@ -286,9 +287,8 @@ def register_build(builds) -> None:
 
 def _build(args) -> int:
     dataset = snus.build(args.from_folder, args.metadata)
-    written = snus.write_local(
-        dataset, args.out, source=f"the local release {args.from_folder.resolve()}", name=args.name
-    )
+    card = snus.card(dataset, f"the local release {args.from_folder.resolve()}")
+    written = snus.write_local(dataset, args.out, card, name=args.name)
     for path in [*written["splits"], written["card"]]:
         print(path)
     if written["tasks"]:

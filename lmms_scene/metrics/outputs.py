@@ -28,7 +28,7 @@ from typing import Any
 #: An output longer than this is cut here (and the row says so). The tasks ask for at
 #: most 512 new tokens (about 3,000 characters); spaCy refuses texts above 1,000,000. A
 #: benchmark whose scorer parses every sentence cuts shorter (SNUS: 20,000, see
-#: :data:`lmms_scene.metrics.cesg.report.MAX_OUTPUT_CHARS`).
+#: :data:`lmms_scene.metrics.snus.scoring.MAX_OUTPUT_CHARS`).
 MAX_OUTPUT_CHARS = 100_000
 
 # C0 controls but tab and the newlines, DEL, C1 controls (U+0085 NEL included)

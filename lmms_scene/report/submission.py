@@ -428,7 +428,7 @@ def _benchmark_entry(
             reasons.append(f"{r.task}: its {bench.report_key} does not say what computed it (no provenance record)")
     if not payloads or not all(payloads.values()):
         return None
-    pooled = bool(getattr(mod, "POOLED", False))
+    pooled = bench.pooled  # declared in the registry (lmms_scene.contract.PooledResultsModule)
     head = _headline_task(bench, results)
     head_rows = [row for rows in payloads.values() for row in rows] if pooled else payloads[head.task]
     again = mod.recompute(head_rows)
@@ -632,7 +632,7 @@ def _verify_entry(
     if errors:
         return errors
     rows_by_task = {t: payload_rows(p) for t, p in payloads.items()}
-    pooled = bool(getattr(mod, "POOLED", False))
+    pooled = bench.pooled  # declared in the registry (lmms_scene.contract.PooledResultsModule)
     head_rows = [r for rows in rows_by_task.values() for r in rows] if pooled else rows_by_task.get(entry["task"], [])
     if not head_rows:
         return [f"{where}: no rows for its headline task {entry['task']!r}: unverifiable"]

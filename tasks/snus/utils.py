@@ -1,5 +1,5 @@
 """lmms-eval wiring for SNUS. Thin on purpose: rows and scores live in
-:mod:`lmms_scene.data.snus` and :mod:`lmms_scene.metrics.cesg.report`. Importing this
+:mod:`lmms_scene.data.snus` and :mod:`lmms_scene.metrics.snus.scoring`. Importing this
 loads no model."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from lmms_scene.data import recheck, snus
 from lmms_scene.harness import guarded_aggregation, returns_dict
 from lmms_scene.metrics import clip
-from lmms_scene.metrics.cesg import report
+from lmms_scene.metrics.snus import scoring as report
 from lmms_scene.prompts import render
 
 DEFAULT_TEMPLATE = "snus/default.jinja"

@@ -6,7 +6,7 @@ One module per responsibility:
   the authors' file names, ``features()``;
 - :mod:`~lmms_scene.data.cooco.builder`: the dataset from the hub release or a local
   folder (every row validated), and a locally built dataset's task files;
-- :mod:`~lmms_scene.data.cooco.card`: the dataset card;
+- :mod:`~lmms_scene.data.cooco.card`: the dataset card (``card``);
 - :mod:`~lmms_scene.data.cooco.sample`: the embedded procedural sample;
 - :mod:`~lmms_scene.data.cooco.views`: what the lmms-eval task needs from a row (padded
   and noisy images, the target crop, prompt coordinates, the document lists).
@@ -28,13 +28,14 @@ from lmms_scene.data.cooco.builder import (
     folder_rows,
     generate_rows,
     load_hub_rows,
+    loaded_row_problem,
     local_task_configs,
     map_columns,
     read_metadata,
     size_warning,
     write_local,
 )
-from lmms_scene.data.cooco.card import CITATION, dataset_card
+from lmms_scene.data.cooco.card import CITATION, card
 from lmms_scene.data.cooco.sample import SAMPLE_FILE, build_sample, sample_rows
 from lmms_scene.data.cooco.schema import (
     AUTHORS_EXTRA_FIELDS,
@@ -92,5 +93,5 @@ def publish_build(out, *, folder=None, hub=None, metadata=None):
     if (folder is None) == (hub is None):
         raise ValueError("publish cooco: give one of --from-folder DIR, --from-hub REPO or --dataset D")
     dataset, label, notes = build(hub=hub, folder=folder, metadata=metadata)
-    write_local(dataset, out, dataset_card(dataset, label, notes=notes), name="publish")
+    write_local(dataset, out, card(dataset, label, notes=notes), name="publish")
     return out, f"built by `lmms-scene publish cooco` from {label}"

@@ -8,7 +8,7 @@ replacement and condition; every image is decoded in full; booleans and numbers 
 parsed strictly; a folder's images and its metadata rows must match one to one; a
 selection with nothing to evaluate is an error. Decisions a caller asks for
 (``prefer_metadata``, ``skip_unmatched``) and warnings (very large or elongated images)
-are appended to ``notes``, which :func:`~lmms_scene.data.cooco.card.dataset_card`
+are appended to ``notes``, which :func:`~lmms_scene.data.cooco.card.card`
 records in the card."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ LICENSE_TERMS = (
 )
 
 
-def dataset_card(dataset, source: str, notes: Sequence[str] = ()) -> str:
+def card(dataset, source: str, notes: Sequence[str] = ()) -> str:
     """A Hugging Face dataset card for a built COOCO dataset; ``notes`` are extra
     build decisions to record (e.g. rows skipped on request)."""
     counts = Counter(dataset["condition"])

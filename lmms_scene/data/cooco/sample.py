@@ -106,10 +106,10 @@ def sample_rows() -> list[dict[str, Any]]:
     return rows
 
 
-def build_sample(out_dir: Path) -> list[Path]:
-    """Write the embedded sample (``sample/cooco_sample.parquet``) under ``out_dir``
+def build_sample(folder: Path) -> list[Path]:
+    """Write the embedded sample (``sample/cooco_sample.parquet``) under ``folder``
     (the ``tasks/cooco`` folder) and return the written paths."""
-    out_dir = Path(out_dir)
+    folder = Path(folder)
     rows = []
     for row in sample_rows():
         buffer = io.BytesIO()
@@ -117,7 +117,7 @@ def build_sample(out_dir: Path) -> list[Path]:
         # JPEG is what the release ships; reopen so the stored bytes are kept as they are
         rows.append({**row, "image": {"bytes": buffer.getvalue(), "path": row["file_name"]}})
     dataset = build_dataset(rows, list(rows[0]))
-    path = out_dir / SAMPLE_FILE
+    path = folder / SAMPLE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     dataset.to_parquet(str(path))
     return [path]

@@ -13,17 +13,21 @@ from lmms_scene.data.layered_vqa.schema import COLUMNS
 from lmms_scene.prompts import render
 
 
-def card_text(
-    items: Sequence[Mapping[str, Any]],
-    *,
+def card(
+    dataset: Sequence[Mapping[str, Any]],
     source: str,
-    max_difference: int,
-    tolerance: int,
+    notes: Sequence[str] = (),
+    *,
+    max_difference: int = 0,
+    tolerance: int = 0,
     license: str = "see the release",
     license_id: str = "other",
 ) -> str:
-    """The dataset card: where the data came from, license (``license_id`` the hub's
-    identifier, ``license`` in words), split, counts, features."""
+    """The dataset card of the items ``dataset``: where the data came from, license
+    (``license_id`` the hub's identifier, ``license`` in words), split, counts, features, how
+    far the layers recompose the composite (``max_difference`` at ``tolerance``); ``notes``:
+    build decisions to record."""
+    items = dataset
     text = render(
         "layered_vqa/card.md.jinja",
         source=source,
@@ -45,4 +49,6 @@ def card_text(
         task_categories=["visual-question-answering"],
         license_terms=license,
     )
+    if notes:
+        text = text.rstrip("\n") + "\n\n## Build notes\n\n" + "\n".join(f"- {n}" for n in notes)
     return head + text.lstrip("\n") + "\n"

@@ -33,31 +33,10 @@ def schedule_docs(dataset, schedules: Sequence[str], seed: int = 0):
     every row is re-checked (:func:`loaded_row_problem`: images decoded in full, the
     schema of :func:`validate`) and a bad one becomes a stand-in carrying its reason
     (:mod:`lmms_scene.data.recheck`), recorded unscored by ``process_results``."""
-    check_built(dataset)
     unknown = [s for s in schedules if s not in SCHEDULES]
     if unknown or not schedules:
         raise ValueError(f"schedules: unknown or none {unknown or list(schedules)}; known: {', '.join(SCHEDULES)}")
-    missing = [c for c in COLUMNS if c not in dataset.column_names]
-    if missing:
-        raise ValueError(
-            f"Layered-VQA data lacks the fields {missing}; it has {dataset.column_names}. "
-            "Build it with `lmms-scene build layered-vqa` (or layered-synth)."
-        )
-    ids = list(zip(dataset["scene_id"], dataset["question_id"]))
-    twice = repeated(ids)
-    if twice:
-        first = ids.index(twice[0])
-        raise ValueError(
-            f"row {ids.index(twice[0], first + 1)}: item {twice[0][1]!r} (scene {twice[0][0]!r}) repeats row "
-            f"{first} (rows are keyed by scene and question id)"
-        )
-    dataset = recheck.screen(
-        dataset,
-        _row_checker(),
-        _stand_in,
-        what="the Layered-VQA dataset",
-        memo_key=("layered_vqa", getattr(dataset, "_fingerprint", None), len(dataset)),
-    )
+    dataset = ensure_schema(dataset)
     # the round cap from the text columns only (no image is decoded again)
     texts = dataset.select_columns([c for c in dataset.column_names if c not in ("composite", "layers")])
     names = texts["layer_names"]
@@ -78,6 +57,36 @@ def schedule_docs(dataset, schedules: Sequence[str], seed: int = 0):
     out = out.add_column("schedule", [s for _ in range(n) for s in schedules])
     out = out.add_column("n_layers", [len(names[k]) for k in index])
     return out.add_column("seed", [int(seed)] * len(index))
+
+
+def ensure_schema(dataset):
+    """Check a loaded split before the model runs (the load-time check of the benchmark
+    contract, :class:`lmms_scene.contract.DataModule`): the shipped placeholder stops the run
+    with :func:`not_built_message`; a missing column or a repeated item id is an error naming
+    it; every row is re-checked (:func:`loaded_row_problem`) and a bad one becomes a stand-in
+    carrying its reason. The dataset is returned as is when every row is good."""
+    check_built(dataset)
+    missing = [c for c in COLUMNS if c not in dataset.column_names]
+    if missing:
+        raise ValueError(
+            f"Layered-VQA data lacks the fields {missing}; it has {dataset.column_names}. "
+            "Build it with `lmms-scene build layered-vqa` (or layered-synth)."
+        )
+    ids = list(zip(dataset["scene_id"], dataset["question_id"]))
+    twice = repeated(ids)
+    if twice:
+        first = ids.index(twice[0])
+        raise ValueError(
+            f"row {ids.index(twice[0], first + 1)}: item {twice[0][1]!r} (scene {twice[0][0]!r}) repeats row "
+            f"{first} (rows are keyed by scene and question id)"
+        )
+    return recheck.screen(
+        dataset,
+        _row_checker(),
+        _stand_in,
+        what="the Layered-VQA dataset",
+        memo_key=("layered_vqa", getattr(dataset, "_fingerprint", None), len(dataset)),
+    )
 
 
 def _row_checker():

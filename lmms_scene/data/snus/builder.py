@@ -255,11 +255,12 @@ def local_task_configs(out: Path, name: str) -> dict[str, dict[str, Any]]:
 
 
 def write_local(
-    dataset: Mapping[str, Any], out: Path, source: str, name: str | None = None, tool: str = "lmms-scene build snus"
+    dataset: Mapping[str, Any], out: Path, card: str, name: str | None = None, tool: str = "lmms-scene build snus"
 ) -> dict[str, Any]:
     """Write the splits of a built dataset to ``out`` in the layout every build writes
     (:mod:`lmms_scene.data.local`: ``data/<split>-00000-of-00001.parquet``, ``README.md``
-    the card from ``source``, ``tasks/snus_<name>.yaml`` when there is a test split).
+    the ``card`` (:func:`~lmms_scene.data.snus.card.card`), ``tasks/snus_<name>.yaml`` when
+    there is a test split).
     Returns what was written, with the task names and the ``--include_path`` to use."""
     out = Path(out)
     if out.exists() and not out.is_dir():
@@ -268,7 +269,7 @@ def write_local(
     if unknown:
         raise ValueError(f"splits: expected some of {SPLITS}, got {unknown}")
     configs = local_task_configs(out.resolve(), name or out.resolve().name) if "test" in dataset else {}
-    return local.write_local(dict(dataset), out, card(dataset, source), configs, tool=tool)
+    return local.write_local(dict(dataset), out, card, configs, tool=tool)
 
 
 def evaluate_command(
@@ -289,5 +290,5 @@ def publish_build(out, *, folder=None, hub=None, metadata=None):
     if folder is None:
         raise ValueError("publish snus: give --from-folder DIR or --dataset D")
     dataset = build(folder, metadata)
-    write_local(dataset, out, source=f"the local release {folder.resolve()}", name="publish")
+    write_local(dataset, out, card(dataset, f"the local release {folder.resolve()}"), name="publish")
     return out, f"built by `lmms-scene publish snus` from the local release {folder.resolve()}"

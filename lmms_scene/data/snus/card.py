@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene.data.card import front_matter
 
 
-def card(dataset: Mapping[str, Any], source: str) -> str:
-    """The dataset card (source, license, splits, fields)."""
+def card(dataset: Mapping[str, Any], source: str, notes: Sequence[str] = ()) -> str:
+    """The dataset card (source, license, splits, fields) of the splits ``dataset``;
+    ``notes``: build decisions to record."""
     splits = "\n".join(f"| {name} | {len(ds)} |" for name, ds in dataset.items())
     head = front_matter(
         license="other",
@@ -35,4 +36,5 @@ Safety-Critical Visual Negation Understanding". License: as the original release
 Fields: `image_id`, `image`, `caption` (the negative caption), `missing_objects`,
 `missing_attributes` (object, attribute), `missing_relations` (subject, relation, object), `scene`.
 """
+        + ("\n## Build notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n" if notes else "")
     )

@@ -78,8 +78,8 @@ def _draw(i: int, scene: str, rng: random.Random):
     return img
 
 
-def build_sample(out_dir: Path) -> list[Path]:
-    """Write ``sample/snus_sample.parquet`` under ``out_dir`` (``tasks/snus``)."""
+def build_sample(folder: Path) -> list[Path]:
+    """Write ``sample/snus_sample.parquet`` under ``folder`` (``tasks/snus``)."""
     from datasets import Dataset  # deferred: datasets (pyarrow, pandas) is heavy to import
 
     rows = []
@@ -87,7 +87,7 @@ def build_sample(out_dir: Path) -> list[Path]:
         buffer = io.BytesIO()
         row["image"].save(buffer, format="PNG")
         rows.append({**row, "image": {"bytes": buffer.getvalue(), "path": f"{row['image_id']}.png"}})
-    path = Path(out_dir) / SAMPLE_FILE
+    path = Path(folder) / SAMPLE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     Dataset.from_list(rows, features=features()).to_parquet(str(path))
     return [path]

@@ -14,6 +14,7 @@ import numpy as np
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES
 from lmms_scene.data.layered_vqa.schema import QUESTION_TYPES
 from lmms_scene.metrics import rows as R
+from lmms_scene.metrics.layered_vqa import scoring
 from lmms_scene.metrics.layered_vqa.scoring import LENGTH_BINS, POSITION_BINS
 
 # -- aggregation ---------------------------------------------------------------------------------
@@ -23,8 +24,8 @@ CLUSTER = "scene_id"
 #: scene; schedules and repeats are views of it) and its text, gold and type. The report's
 #: ``dataset`` fingerprint covers these (:func:`lmms_scene.metrics.rows.dataset_identity`),
 #: so the 16 schedule tasks of one dataset share it
-ITEM_FIELDS: tuple[str, ...] = ("scene_id", "question_id")
-DATA_FIELDS: tuple[str, ...] = ("question", "answer", "question_type")
+ITEM_FIELDS: tuple[str, ...] = scoring.ITEM_FIELDS
+DATA_FIELDS: tuple[str, ...] = scoring.DATA_FIELDS
 
 
 def _na(field: str, cond: Callable[[Mapping[str, Any]], bool]) -> Callable[[Mapping[str, Any]], Any]:

@@ -68,6 +68,11 @@ LENGTH_BINS = ("shortest", "short", "median", "long", "longest")
 #: bumped whenever the rule grader's verdicts change (recorded with every score)
 GRADER_VERSION = 3
 
+#: what identifies the data a row scored (never the output): the item (a question of a
+#: scene; schedules and repeats are views of it) and its text, gold and type
+ITEM_FIELDS: tuple[str, ...] = ("scene_id", "question_id")
+DATA_FIELDS: tuple[str, ...] = ("question", "answer", "question_type")
+
 
 def normalise(text: str) -> list[str]:
     """Lower-case tokens, punctuation dropped, hyphens split, ``colour``/``gray`` unified."""

@@ -67,8 +67,8 @@ ROW_TYPES: dict[str, Any] = {
     "depth": "int",
 }
 N_NOTE = "n = questions (x schedules); intervals resample scenes"
-#: the headline compares schedules, so it is computed from every task's rows of a run together
-POOLED = True
+# the headline compares schedules, so it is computed from every task's rows of a run together:
+# the registry entry declares it (``Benchmark.pooled``) and group_summary reads a group's numbers
 
 
 def identity(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

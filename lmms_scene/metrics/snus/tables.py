@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene.metrics import rows as rows_lib
-from lmms_scene.metrics.cesg import report as snus_report
 from lmms_scene.metrics.cesg import score as cesg_score_lib
 from lmms_scene.metrics.cesg.score import DEFAULT_WEIGHTS, KEYS
 from lmms_scene.metrics.cesg.score import corpus_scores as convention
+from lmms_scene.metrics.snus import scoring as snus_report
 from lmms_scene.report.tables import Run, Table, Value, View, row_label, unscored_note
 from lmms_scene.results import short_fingerprint, stored_report
 

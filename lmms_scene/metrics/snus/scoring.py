@@ -1,4 +1,6 @@
-"""SNUS results: the corpus report the task writes, and Table 2 for ``lmms-scene show``.
+"""SNUS's scoring (the benchmark contract's scoring module, :class:`lmms_scene.contract.ScoringModule`):
+one scored row per image (:func:`doc_row`, ``prescore``), and the corpus report the task writes.
+CESG itself is :mod:`lmms_scene.metrics.cesg`.
 
 Each doc's scored row carries its id, output and reference captions; every metric key's
 aggregation calls :func:`corpus_report` through :func:`lmms_scene.metrics.rows.corpus_value`,
@@ -27,6 +29,8 @@ from lmms_scene.nlp.java import java
 from lmms_scene.nlp.wordnet import wordnet
 
 ID_FIELDS = ("image_id",)
+#: the fields that identify an item in a scored row (one image)
+ITEM_FIELDS = ID_FIELDS
 #: what identifies the data a row scored (never the output): the report's ``dataset``
 #: fingerprint covers the image ids and their reference captions
 DATA_FIELDS = ("references",)

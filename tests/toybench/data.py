@@ -1,0 +1,156 @@
+"""ToyBench's data module (:class:`lmms_scene.contract.DataModule`): eight generated images,
+one coloured square each, and a yes/no question about its colour."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from lmms_scene.data import local, recheck, release
+from lmms_scene.data.card import front_matter
+from lmms_scene.registration import read_task_yaml
+
+FIELDS = ("item_id", "image", "colour", "question", "answer")
+DATA_FILE = Path("data") / "toybench.parquet"
+TASKS = Path(__file__).resolve().parent / "tasks"
+COLOURS = {"red": (200, 30, 30), "green": (30, 160, 60), "blue": (40, 60, 200), "yellow": (230, 210, 40)}
+ANSWERS = ("yes", "no")
+
+
+def features():
+    from datasets import Features, Image, Value  # deferred: datasets is heavy to import
+
+    return Features(
+        {
+            "item_id": Value("string"),
+            "image": Image(),
+            "colour": Value("string"),
+            "question": Value("string"),
+            "answer": Value("string"),
+        }
+    )
+
+
+def sample_rows() -> list[dict[str, Any]]:
+    """Eight items: each colour asked about once truly, once falsely (the next colour)."""
+    from PIL import Image  # deferred: PIL is heavy to import
+
+    names = list(COLOURS)
+    rows = []
+    for k, colour in enumerate(names):
+        for asked, answer in ((colour, "yes"), (names[(k + 1) % len(names)], "no")):
+            image = Image.new("RGB", (16, 16), (245, 245, 245))
+            image.paste(COLOURS[colour], (4, 4, 12, 12))
+            buffer = io.BytesIO()
+            image.save(buffer, format="PNG")
+            item = f"toy{len(rows):02d}"
+            rows.append(
+                {
+                    "item_id": item,
+                    "image": {"bytes": buffer.getvalue(), "path": f"{item}.png"},
+                    "colour": colour,
+                    "question": f"Is the square {asked}? Answer yes or no.",
+                    "answer": answer,
+                }
+            )
+    return rows
+
+
+def build_sample(folder: Path) -> list[Path]:
+    """Write ``data/toybench.parquet`` under ``folder`` (the toy's task folder)."""
+    from datasets import Dataset  # deferred: datasets is heavy to import
+
+    path = Path(folder) / DATA_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(sample_rows(), features=features()).to_parquet(str(path))
+    return [path]
+
+
+def loaded_row_problem(row: Mapping[str, Any], index: int) -> str | None:
+    """Why a loaded row (undecoded) cannot be evaluated, naming the row and field, or None."""
+    item = row.get("item_id")
+    where = f"ToyBench row {index} ({item})" if isinstance(item, str) and item else f"ToyBench row {index}"
+    if not isinstance(item, str) or not item.strip():
+        return f"{where}: field 'item_id': expected a non-empty string, got {item!r}"
+    question = row.get("question")
+    if not isinstance(question, str) or not question.strip():
+        return f"{where}: field 'question': expected a non-empty string, got {question!r}"
+    if row.get("answer") not in ANSWERS:
+        return f"{where}: field 'answer': expected one of {list(ANSWERS)}, got {row.get('answer')!r}"
+    _, problem = release.decode_row_image(row.get("image"), where)
+    return problem
+
+
+def _stand_in(row: Mapping[str, Any], index: int) -> dict[str, Any]:
+    return {
+        "item_id": recheck.text(row.get("item_id")) or f"unusable_row_{index:06d}",
+        "image": recheck.stand_in_image(),
+        "colour": recheck.text(row.get("colour")),
+        "question": recheck.text(row.get("question")),
+        "answer": recheck.text(row.get("answer")),
+    }
+
+
+def ensure_schema(dataset: Any) -> Any:
+    """Check a loaded split before the model runs: a missing field or a repeated item id is
+    an error naming it; a bad row becomes a stand-in carrying its reason (recorded unscored)."""
+    missing = [f for f in FIELDS if f not in dataset.column_names]
+    if missing:
+        raise ValueError(f"ToyBench data lacks the fields {missing}; it has {dataset.column_names}")
+    seen: dict[Any, int] = {}
+    for i, item in enumerate(dataset["item_id"]):
+        if item in seen:
+            raise ValueError(f"ToyBench row {i}: field 'item_id': {item!r} repeats row {seen[item]}")
+        seen[item] = i
+    return recheck.screen(
+        dataset,
+        loaded_row_problem,
+        _stand_in,
+        what="the ToyBench dataset",
+        memo_key=("toybench", getattr(dataset, "_fingerprint", None), len(dataset)),
+    )
+
+
+def card(dataset: Any, source: str, notes: Sequence[str] = ()) -> str:
+    """The dataset card: source, license, counts, fields, build notes."""
+    head = front_matter(
+        license="cc0-1.0",
+        source=str(source),
+        pretty_name="ToyBench",
+        splits=["test"],
+        task_categories=["visual-question-answering"],
+        license_terms="CC0 (generated by lmms-scene's tests)",
+    )
+    body = f"# ToyBench\n\nBuilt from {source}: {len(dataset)} yes/no questions, fields {', '.join(FIELDS)}.\n"
+    if notes:
+        body += "\n## Build notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    return head + body
+
+
+def write_local(dataset: Any, out: Path, card: str, name: str | None = None) -> dict[str, Any]:
+    """Write a built dataset with its card and the task ``toybench_<name>`` that evaluates it."""
+    out = Path(out)
+    suffix = local.slug(name or out.resolve().name)
+    config = {k: v for k, v in read_task_yaml(TASKS / "toybench.yaml").items() if not k.startswith("__")}
+    config.update(
+        task=f"toybench_{suffix}",
+        dataset_kwargs={"data_files": {local.SPLIT: str(Path("..") / local.DATA_FILE)}},
+        metadata={**config.get("metadata", {}), "benchmark": "toybench", "built_from": str(out)},
+    )
+    return local.write_local(dataset, out, card, {config["task"]: config}, tool="lmms-scene build toybench")
+
+
+def publish_build(
+    out: Path, *, folder: Path | None = None, hub: str | None = None, metadata: Path | None = None
+) -> tuple[Path, str]:
+    """``lmms-scene publish toybench``: the generated items (no source folder, hub or metadata applies)."""
+    from datasets import Dataset  # deferred: datasets is heavy to import
+
+    given = [n for n, v in (("--from-folder", folder), ("--from-hub", hub), ("--metadata", metadata)) if v]
+    if given:
+        raise ValueError(f"publish toybench: {', '.join(given)} does not apply (the items are generated)")
+    dataset = Dataset.from_list(sample_rows(), features=features())
+    write_local(dataset, out, card(dataset, "lmms-scene's test generator"), name="publish")
+    return Path(out), "generated by tests/toybench/data.py"
