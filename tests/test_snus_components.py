@@ -13,8 +13,9 @@ from conftest import clear_cache_keeping_models, java_available
 from test_cesg import tiny_t5  # noqa: F401  (the tiny random T5 fixture)
 
 from lmms_scene import settings
-from lmms_scene.metrics.cesg import cesg_score, report
+from lmms_scene.metrics.cesg import cesg_score
 from lmms_scene.metrics.cesg.score import parse_components
+from lmms_scene.metrics.snus import scoring as report
 from lmms_scene.nlp import MissingNLPComponent
 
 pytestmark = pytest.mark.slow
