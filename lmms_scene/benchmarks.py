@@ -64,7 +64,8 @@ class Metric:
     group_aggregation: str = ""
     #: the dict with everything the tables read (one per benchmark; :attr:`Benchmark.report_key`)
     report: bool = False
-    #: a column or figure of the benchmark's tables, in this order (0 first); None: not one
+    #: a column or figure of the benchmark's tables, in the order of this number (each its own;
+    #: 0 first); None: not one
     column: int | None = None
     #: its column heading in a table ("": its label)
     heading: str = ""
@@ -169,8 +170,8 @@ class Benchmark:
         if len(reports) > 1:
             raise ValueError(f"{self.name}: more than one report metric: {reports}")
         columns = [m.column for m in self.metrics if m.column is not None]
-        if sorted(columns) != list(range(len(columns))):
-            raise ValueError(f"{self.name}: table columns {sorted(columns)} are not 0..{len(columns) - 1}, each once")
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"{self.name}: two metrics hold the same table column: {sorted(columns)}")
         if self.ranking and self.ranking not in {m.name for m in self.headline}:
             raise ValueError(f"{self.name}: ranking metric {self.ranking!r} is not one of its headline metrics")
 
