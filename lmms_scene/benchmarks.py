@@ -39,7 +39,7 @@ class Metric:
 
     A benchmark's :attr:`Benchmark.metrics`, in order, is the one list. From it come the task
     YAML's ``metric_list`` (the metrics with ``task``; ``python -m lmms_scene.tasks._generate_metrics``
-    writes it, tests/test_task_yamls_current.py checks it), the keys ``process_results``
+    writes it, tests/test_metric_declarations.py checks it), the keys ``process_results``
     returns, the headline of a submission and the leaderboard's columns (``headline``), the
     columns and titles of the benchmark's tables (``column``), and the report dict the tables
     read (``report``). The direction and valid range of a headline number are declared here,

@@ -15,7 +15,7 @@ Run it after changing a declaration::
     make task-yamls
     # or: python -m lmms_scene.tasks._generate_metrics [--check]
 
-``tests/test_task_yamls_current.py`` fails, naming the file and this command, when a
+``tests/test_metric_declarations.py`` fails, naming the file and this command, when a
 committed template's block is not what it writes. Layered-VQA's group
 (``aggregate_metric_list``) is written by ``tasks/layered_vqa/_generate_config.py`` from
 the same declaration (the metrics with a ``group_aggregation``).
