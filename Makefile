@@ -62,6 +62,7 @@ samples: setup
 # tests/test_task_yamls_current.py fails when the committed ones are stale.
 task-yamls: setup
 	$(BIN)/python -m lmms_scene.tasks.layered_vqa._generate_config
+	$(BIN)/python -m lmms_scene.tasks._generate_metrics
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -36,15 +36,50 @@ METADATA_KEY = "benchmark"
 
 @dataclass(frozen=True)
 class Metric:
-    """A headline number: its direction and valid range are declared here, and the
-    leaderboard takes them from here, never from a submission."""
+    """One metric of a benchmark, declared once: everything that names it reads it from here.
+
+    A benchmark's :attr:`Benchmark.metrics`, in order, is the one list. From it come the task
+    YAML's ``metric_list`` (the metrics with ``task``; ``python -m lmms_scene.tasks._generate_metrics``
+    writes it, tests/test_metric_declarations.py checks it), the keys ``process_results``
+    returns, the headline of a submission and the leaderboard's columns (``headline``), the
+    columns and titles of the benchmark's tables (``column``), and the report dict the tables
+    read (``report``). The direction and valid range of a headline number are declared here,
+    and the leaderboard takes them from here, never from a submission."""
 
     name: str
-    title: str
+    #: how a table, figure or the leaderboard writes it ("": its name)
+    title: str = ""
     higher_is_better: bool = True
     low: float = 0.0
     #: None: no upper bound
     high: float | None = 1.0
+    #: a headline number: a submission states it and the leaderboard shows it
+    headline: bool = False
+    #: in the task YAML's ``metric_list`` (the harness aggregates it); False: the report
+    #: holds it (the tables or the headline read it from there)
+    task: bool = True
+    #: the aggregation function in ``tasks/<bench>/utils.py`` ("": the metric's name)
+    aggregation: str = ""
+    #: the group's aggregation in ``tasks/<bench>/utils.py``: the metric is in the
+    #: benchmark's group YAML's ``aggregate_metric_list`` ("": not there)
+    group_aggregation: str = ""
+    #: the dict with everything the tables read (one per benchmark; :attr:`Benchmark.report_key`)
+    report: bool = False
+    #: a column or figure of the benchmark's tables, in the order of this number (each its own;
+    #: 0 first); None: not one
+    column: int | None = None
+    #: its column heading in a table ("": its label)
+    heading: str = ""
+
+    @property
+    def label(self) -> str:
+        """Its title, or its name when it has none."""
+        return self.title or self.name
+
+    @property
+    def column_heading(self) -> str:
+        """Its heading as a table column: :attr:`heading`, else its label."""
+        return self.heading or self.label
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` cannot be this metric's value (None: it can)."""
@@ -106,10 +141,10 @@ class Benchmark:
     build_hint: str | None = None
     #: the paper's BibTeX entry (with its year)
     citation: str = ""
-    #: the metric key whose value (in the results JSON) is the benchmark's report dict
-    report_key: str = ""
-    #: the headline numbers (the paper's first); the leaderboard shows them all
-    headline: tuple[Metric, ...] = ()
+    #: every metric, declared once, in the task YAML's order (:class:`Metric` says what is
+    #: derived from it): the headline numbers (the paper's first; the leaderboard shows them
+    #: all), the harness's metric list, the tables' columns and the report dict
+    metrics: tuple[Metric, ...] = ()
     #: the headline metric the leaderboard ranks by (its direction is the metric's): one a
     #: constant answer cannot top (empty: the first headline metric)
     ranking: str = ""
@@ -139,6 +174,46 @@ class Benchmark:
     def scoring(self) -> Any:
         """The module named by :attr:`scoring_module` (imported on demand)."""
         return importlib.import_module(self.scoring_module)
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.metrics]
+        if len(set(names)) != len(names):
+            raise ValueError(
+                f"{self.name}: a metric is declared twice: {sorted({n for n in names if names.count(n) > 1})}"
+            )
+        reports = [m.name for m in self.metrics if m.report]
+        if len(reports) > 1:
+            raise ValueError(f"{self.name}: more than one report metric: {reports}")
+        columns = [m.column for m in self.metrics if m.column is not None]
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"{self.name}: two metrics hold the same table column: {sorted(columns)}")
+        if self.ranking and self.ranking not in {m.name for m in self.headline}:
+            raise ValueError(f"{self.name}: ranking metric {self.ranking!r} is not one of its headline metrics")
+
+    @property
+    def headline(self) -> tuple[Metric, ...]:
+        """The headline numbers (:attr:`Metric.headline`), in declaration order."""
+        return tuple(m for m in self.metrics if m.headline)
+
+    @property
+    def report_key(self) -> str:
+        """The metric key whose value (in the results JSON) is the benchmark's report dict ("": none)."""
+        return next((m.name for m in self.metrics if m.report), "")
+
+    def task_metrics(self) -> tuple[Metric, ...]:
+        """The task YAML's ``metric_list``, in order: what ``process_results`` returns a value for."""
+        return tuple(m for m in self.metrics if m.task)
+
+    def table_metrics(self) -> tuple[Metric, ...]:
+        """The columns (or figures) of the benchmark's tables, in their order."""
+        return tuple(sorted((m for m in self.metrics if m.column is not None), key=lambda m: m.column))
+
+    def metric(self, name: str) -> Metric:
+        """The metric declared as ``name``."""
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(f"{self.name}: no metric {name!r}; declared: {', '.join(m.name for m in self.metrics)}")
 
     def results(self) -> Any:
         """The module named by :attr:`results_module` (imported on demand)."""
@@ -212,12 +287,17 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         build_hint="COOCO reads fmerlo/COOCO: download it once while online, or build it from a local copy "
         "with `lmms-scene build cooco --from-folder DIR --out D` and run the command it prints (docs/cooco.md).",
         citation=COOCO_CITATION,
-        report_key="cooco_breakdown",
-        headline=(
+        metrics=(
+            # the paper's Figure 3 draws the median RefCLIPScore per condition (the breakdown holds it)
+            Metric("refclipscore_median", "median RefCLIPScore", high=2.5, task=False, column=0),
             # RefCLIP-S = harmonic mean of CLIP-S (2.5 max(cos, 0)) and max(cos, 0): at most 2.5
-            Metric("refclipscore", "RefCLIPScore", high=2.5),
-            Metric("accuracy", "accuracy (CLIP text cosine >= 0.9)"),
-            Metric("levenshtein_accuracy", "Levenshtein accuracy"),
+            Metric("refclipscore", "RefCLIPScore", high=2.5, headline=True, aggregation="mean_score", column=1),
+            Metric("accuracy", "accuracy (CLIP text cosine >= 0.9)", headline=True, aggregation="mean_score", column=2),
+            Metric("levenshtein_accuracy", "Levenshtein accuracy", headline=True, aggregation="mean_score", column=3),
+            Metric("output_scene_similarity", higher_is_better=False, aggregation="mean_score"),
+            Metric("context_capture_rate", higher_is_better=False, aggregation="mean_score"),
+            Metric("empty_output_rate", higher_is_better=False, aggregation="mean_score"),
+            Metric("cooco_breakdown", report=True, aggregation="breakdown"),
         ),
         results_module="lmms_scene.metrics.cooco.tables",
         scoring_module="lmms_scene.metrics.cooco.scoring",
@@ -241,12 +321,28 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         cli_name="snus",
         prescore="lmms_scene.tasks.snus.utils:prescore",
         citation=SNUS_CITATION,
-        report_key="snus_report",
-        headline=(
-            Metric("CESG", "CESG"),
-            Metric("F1_o", "F1 objects"),
-            Metric("F1_a", "F1 attributes"),
-            Metric("F1_r", "F1 relations"),
+        # Table 2's columns: the headline (CESG and its F1s) first, then the paper's columns
+        metrics=(
+            Metric("CESG", "CESG", headline=True, column=0),
+            Metric("P_o", column=4),
+            Metric("R_o", column=5),
+            Metric("F1_o", "F1 objects", headline=True, column=1, heading="F1_o"),
+            Metric("P_a", column=8),
+            Metric("R_a", column=9),
+            Metric("F1_a", "F1 attributes", headline=True, column=2, heading="F1_a"),
+            Metric("P_r", column=6),
+            Metric("R_r", column=7),
+            Metric("F1_r", "F1 relations", headline=True, column=3, heading="F1_r"),
+            Metric("rouge_l", "ROUGE-L", column=10, heading="ROU"),
+            # MET in the paper's Table 2 is NLTK's METEOR; pycocoevalcap's Java METEOR is meteor_java
+            Metric("meteor_nltk", "METEOR (NLTK)", column=11, heading="MET"),
+            Metric("meteor_java", "METEOR 1.5 (pycocoevalcap, Java)", column=17, heading="METEOR-J"),
+            Metric("cider", "CIDEr-D", high=None, column=12, heading="CID"),
+            Metric("bleu4", "BLEU-4", column=13, heading="BL4"),
+            Metric("capture_style", "CAPTURE-style", column=14, heading="CAP*"),
+            Metric("spice_style", "SPICE-style", column=16, heading="SPI*"),
+            Metric("clipscore", "CLIPScore", column=15, heading="CS"),
+            Metric("snus_report", report=True),
         ),
         results_module="lmms_scene.metrics.snus.tables",
         scoring_module="lmms_scene.metrics.snus.scoring",
@@ -270,14 +366,25 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         docs="docs/layered_vqa.md",
         cli_name="layered-vqa",
         citation=LAYERED_VQA_CITATION,
-        report_key="layered_vqa_report",
-        headline=(
-            # Table 1's retained accuracy: a schedule family's accuracy over full's (can pass 1)
-            Metric("retained_text", "retained accuracy, Text", high=None),
-            Metric("retained_visual", "retained accuracy, Visual", high=None),
-            Metric("retained_layered", "retained accuracy, Layered", high=None),
-            Metric("accuracy", "final-turn accuracy (every schedule)"),
-            Metric("accuracy_full", "final-turn accuracy under full"),
+        metrics=(
+            # Table 1's retained accuracy: a schedule family's accuracy over full's (can pass 1);
+            # a schedule task holds its part, the group combines them
+            *(
+                Metric(
+                    f"retained_{column}",
+                    f"retained accuracy, {column.title()}",
+                    high=None,
+                    headline=True,
+                    group_aggregation=f"group_retained_{column}",
+                )
+                for column in ("text", "visual", "layered")
+            ),
+            Metric("accuracy", "final-turn accuracy (every schedule)", headline=True),
+            # the report holds it (no harness metric)
+            Metric("accuracy_full", "final-turn accuracy under full", headline=True, task=False),
+            Metric("empty_output_rate", higher_is_better=False),
+            Metric("cannot_tell_rate", higher_is_better=False),
+            Metric("layered_vqa_report", report=True),
         ),
         # retained accuracy is relative to the model's own full-schedule accuracy: a model
         # that ignores its input keeps 100% of a poor score. The absolute accuracy over the

@@ -29,8 +29,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from lmms_scene import benchmarks
 from lmms_scene.data.layered_vqa import schedules as S
-from lmms_scene.metrics.layered_vqa import aggregation
 
 #: the command that writes these files (named in every generated file and by the test)
 COMMAND = "python -m lmms_scene.tasks.layered_vqa._generate_config"
@@ -65,19 +65,18 @@ def schedule_task(name: str, shape: str) -> str:
     )
 
 
-#: Table 1's retained-accuracy columns (which schedules each holds: metrics/layered_vqa/aggregation.py), the
-#: group's aggregate metrics
-RETAINED_COLUMNS: tuple[str, ...] = tuple(aggregation.RETAINED_COLUMNS)
+def group_metrics() -> tuple[benchmarks.Metric, ...]:
+    """The group's aggregate metrics: the ones the registry declares with a ``group_aggregation``
+    (Table 1's retained accuracy, Text / Visual / Layered), in declaration order."""
+    return tuple(m for m in benchmarks.get(S.GROUP).metrics if m.group_aggregation)
 
 
 def group() -> str:
     """The YAML text of the ``layered_vqa`` group (every schedule task, in table order)."""
     tasks = "".join(f"  - {task}\n" for task in S.TASKS)
     metrics = "".join(
-        f"  - metric: retained_{column}\n"
-        f"    aggregation: !function {UTILS}.group_retained_{column}\n"
-        "    weight_by_size: false\n"
-        for column in RETAINED_COLUMNS
+        f"  - metric: {m.name}\n    aggregation: !function {UTILS}.{m.group_aggregation}\n    weight_by_size: false\n"
+        for m in group_metrics()
     )
     return (
         HEADER

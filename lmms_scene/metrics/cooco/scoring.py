@@ -36,7 +36,7 @@ import numpy as np
 from PIL import Image
 from rapidfuzz import fuzz
 
-from lmms_scene import cache
+from lmms_scene import benchmarks, cache
 from lmms_scene.data import recheck
 from lmms_scene.data.cooco import views
 from lmms_scene.data.cooco.schema import CONDITIONS, NO_NOISE_AREA
@@ -844,16 +844,15 @@ def provenance(model: str | None = None, reading: str = CLEANED) -> dict[str, An
 
 # -- lmms-eval glue: one scored row, several metric keys --------------------------------
 
-#: Headline metric key -> the row field it averages.
+#: the row field a task metric averages, where it is not the metric's own name
+ROW_FIELDS: dict[str, str] = {"context_capture_rate": "context_captured", "empty_output_rate": "empty"}
+#: Task metric key -> the row field it averages: the task's metric list as the registry
+#: declares it (lmms_scene/benchmarks.py), less the report (:data:`BREAKDOWN_KEY`), in its order.
 HEADLINE: dict[str, str] = {
-    "refclipscore": "refclipscore",
-    "accuracy": "accuracy",
-    "levenshtein_accuracy": "levenshtein_accuracy",
-    "output_scene_similarity": "output_scene_similarity",
-    "context_capture_rate": "context_captured",
-    "empty_output_rate": "empty",
+    m.name: ROW_FIELDS.get(m.name, m.name) for m in benchmarks.get("cooco").task_metrics() if not m.report
 }
-BREAKDOWN_KEY = "cooco_breakdown"
+#: the task's report metric, as the registry declares it
+BREAKDOWN_KEY = benchmarks.get("cooco").report_key
 #: ``scorer.clip_model`` when the rows were scored with more than one CLIP checkpoint.
 MIXED_CLIP_MODELS = "mixed"
 

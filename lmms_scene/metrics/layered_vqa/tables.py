@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lmms_scene import benchmarks
 from lmms_scene.data.layered_vqa.delivery import SCHEDULES, SELECTION
 from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.metrics.layered_vqa import aggregation, scoring
@@ -32,9 +33,11 @@ from lmms_scene.report.tables import (
 )
 from lmms_scene.results import short_fingerprint, stored_report
 
-REPORT_KEY = "layered_vqa_report"
-COLUMNS = ("text", "visual", "layered")
-HEADLINE = tuple(f"retained_{c}" for c in COLUMNS)
+REPORT_KEY = benchmarks.get("layered_vqa").report_key
+#: Table 1's retained-accuracy columns (which schedules each holds: :data:`aggregation.RETAINED_COLUMNS`)
+COLUMNS: tuple[str, ...] = tuple(aggregation.RETAINED_COLUMNS)
+#: what a ``layered_vqa`` group result states: the metrics the registry declares with a group aggregation
+HEADLINE: tuple[str, ...] = tuple(m.name for m in benchmarks.get("layered_vqa").metrics if m.group_aggregation)
 #: what identifies an item of the dataset, and its gold fields (the data fingerprint's)
 ITEM_FIELDS = aggregation.ITEM_FIELDS
 DATA_FIELDS = aggregation.DATA_FIELDS

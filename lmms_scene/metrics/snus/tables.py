@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lmms_scene import benchmarks
 from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.metrics.cesg import score as cesg_score_lib
 from lmms_scene.metrics.cesg.score import DEFAULT_WEIGHTS, KEYS
@@ -22,7 +23,7 @@ from lmms_scene.metrics.snus import scoring as snus_report
 from lmms_scene.report.tables import Run, Table, Value, View, row_label, unscored_note
 from lmms_scene.results import short_fingerprint, stored_report
 
-REPORT_KEY = "snus_report"
+REPORT_KEY = benchmarks.get("snus").report_key
 #: what identifies an item of the dataset, and its gold fields (the data fingerprint's)
 ITEM_FIELDS = snus_report.ID_FIELDS
 DATA_FIELDS = snus_report.DATA_FIELDS
@@ -226,9 +227,8 @@ def table2(entries: Sequence[tuple[str, Mapping[str, Any]]]) -> Table:
     """Table 2 for ``(label, part)`` entries (a part: a report's ``model`` or ``ac`` dict): x100,
     mean [95% CI over images], n = images scored; CESG and its F1s first, then the paper's
     columns. ``show``, the HTML report and ``lmms-scene snus-ac`` print this one table."""
-    cesg = dict(snus_report.CESG_COLUMNS)
-    first = [(k, cesg[k]) for k in ("CESG", "F1_o", "F1_a", "F1_r")]
-    columns = [*first, *((k, h) for k, h in snus_report.CESG_COLUMNS if k not in dict(first)), *snus_report.BASELINES]
+    # the table columns the registry declares (lmms_scene/benchmarks.py, ``column``/``heading``)
+    columns = [(m.name, m.column_heading) for m in benchmarks.get("snus").table_metrics()]
     header = ["Method", "n", *(h for _, h in columns)]
     rows = [
         [label, (part.get("counts") or {}).get("n_scored"), *(_value(part, k) for k, _ in columns)]
