@@ -54,6 +54,20 @@ def test_the_env_registers_it_and_the_registry_finds_its_tasks(registered):
         benchmarks.register(replace(toybench.BENCHMARK, name="toy3", cli_name="toy3", tasks=(), scoring_module=""))
 
 
+def test_its_task_yaml_lists_the_declared_metrics():
+    """The toy's YAML is hand-written (its hooks live under tests/, not in the generator's
+    tasks/<bench>/utils.py), so this is its currency check: the metric_list names, in order,
+    with direction, are the registry entry's task metrics."""
+    import yaml
+
+    text = (TESTS / "toybench" / "tasks" / "toybench.yaml").read_text()
+    listed = yaml.load(re.sub(r"!function ", "", text), Loader=yaml.SafeLoader)["metric_list"]
+    declared = toybench.BENCHMARK.task_metrics()
+    assert [(m["metric"], m["higher_is_better"]) for m in listed] == [(m.name, m.higher_is_better) for m in declared]
+    assert toybench.BENCHMARK.report_key == "toybench_report"
+    assert [m.name for m in toybench.BENCHMARK.headline] == ["accuracy"]
+
+
 def test_a_spec_that_does_not_load_is_named(monkeypatch):
     monkeypatch.setattr(benchmarks, "BENCHMARKS", benchmarks.BENCHMARKS)
     monkeypatch.setenv(settings.BENCHMARKS_ENV, "toybench:NO_SUCH")
