@@ -483,7 +483,8 @@ def test_a_judge_reply_over_the_cap_is_read_cut_and_the_reply_says_so(monkeypatc
 
 
 def test_cooco_metadata_refuses_a_400_digit_rel_score_and_repeated_keys(tmp_path):
-    from lmms_scene.data.cooco.builder import CoocoBuildError, read_metadata
+    from lmms_scene.data.cooco.schema import CoocoBuildError
+    from lmms_scene.data.cooco.sources import read_metadata
 
     (tmp_path / "m.json").write_text('[{"file_name": "a.jpg",\n  "rel_score": ' + "7" * 400 + "}]")
     with pytest.raises(
