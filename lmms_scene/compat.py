@@ -495,8 +495,8 @@ def judge_request(messages: list[dict], config: Any) -> Any:
 def harness_sets_truncated_images() -> bool:
     """Whether importing the harness's task module leaves PIL's global
     ``ImageFile.LOAD_TRUNCATED_IMAGES`` on (0.7.3's ``lmms_eval/api/task.py`` sets it at
-    import). Our decoders never read or set the flag (``data/release.py`` decodes in
-    full, ``analysis/extract.py`` turns it off around its own decoding)."""
+    import). Our decoders never read or set the flag: ``data/release.py`` decodes in full
+    and refuses a cut file, and every builder and ``analysis/extract.py`` decode through it."""
     import lmms_eval.api.task  # noqa: F401  # deferred: the harness (imports torch) is heavy; the import is what sets the flag
     from PIL import ImageFile  # deferred: compat (imported at every harness start) loads no image library at import
 
@@ -875,7 +875,7 @@ TOUCH_POINTS: tuple[TouchPoint, ...] = (
     TouchPoint(
         "pil-truncated-flag",
         "PIL's global ImageFile.LOAD_TRUNCATED_IMAGES, set on by lmms_eval.api.task at import",
-        "data/release.decode_image, analysis/extract.py",
+        "data/release.decode_image (also used by analysis/extract.py)",
         _check_pil,
     ),
 )

@@ -399,6 +399,27 @@ def test_forward_failure_names_the_images(images, tmp_path, monkeypatch):
         extract_features("fake", images[:4], tmp_path / "f", layers="vision.-1", batch_size=2)
 
 
+@pytest.mark.parametrize("lenient_pil", [False, True])
+def test_extraction_never_touches_pil_s_global_truncated_flag(images, tmp_path, monkeypatch, lenient_pil):
+    """Images are decoded by data/release.decode_image: PIL's global LOAD_TRUNCATED_IMAGES
+    (lmms-eval switches it on at import; other threads may be decoding) is neither set nor
+    restored, before, during or after the extraction."""
+    from PIL import ImageFile
+
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", lenient_pil)
+    seen = []
+
+    def run(pil, layers):
+        seen.append(ImageFile.LOAD_TRUNCATED_IMAGES)
+        return {name: [torch.ones(4, 3) for _ in pil] for name in layers}
+
+    monkeypatch.setattr(X, "_load_adapter", lambda *a, **k: A._Adapter("test", 2, None, run))
+    out = extract_features("fake", images[:4], tmp_path / "f", layers="vision.-1", batch_size=2)
+    assert seen == [lenient_pil, lenient_pil]  # the flag as the caller left it, during the forward passes
+    assert ImageFile.LOAD_TRUNCATED_IMAGES is lenient_pil
+    assert FeatureStore(out).load("vision.2")[0] == ["im0.jpg", "im1.jpg", "im2.jpg", "im3.jpg"]
+
+
 def test_cli_extract_warns_when_it_re_extracts(tiny_clip, images, tmp_path, capsys):
     args = [
         "extract",

@@ -9,7 +9,6 @@ Several GPUs: ``device_map="auto"`` shards the model with ``accelerate``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import warnings
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from PIL import Image, ImageFile
 
 import lmms_scene
 from lmms_scene.analysis.adapters import _load_adapter, parse_layers
@@ -35,6 +33,7 @@ from lmms_scene.analysis.shards import (
     load_features,
     read_meta,
 )
+from lmms_scene.data import release
 
 __all__ = [
     "FORMAT",
@@ -54,26 +53,17 @@ def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
         yield items[s : s + size]
 
 
-@contextlib.contextmanager
-def _strict_decoding() -> Iterator[None]:
-    # lmms-eval sets PIL's LOAD_TRUNCATED_IMAGES when imported, which decodes a cut-off
-    # JPEG as a grey-filled image; features of such an image must be an error instead
-    saved = ImageFile.LOAD_TRUNCATED_IMAGES
-    ImageFile.LOAD_TRUNCATED_IMAGES = False
-    try:
-        yield
-    finally:
-        ImageFile.LOAD_TRUNCATED_IMAGES = saved
-
-
 def _open_rgb(path: Path, image_id: str) -> Any:
-    """The fully decoded RGB image; a ValueError naming the id and file when it cannot be."""
+    """The fully decoded RGB image; a ValueError naming the id and file when it cannot be.
+    Decoded by :func:`lmms_scene.data.release.decode_image`, which never reads or sets PIL's
+    global ``ImageFile.LOAD_TRUNCATED_IMAGES`` (lmms-eval switches it on at import, and
+    other threads may be decoding): a cut-off JPEG is an error, never a grey-filled image."""
     try:
-        with Image.open(path) as im:
-            im.load()
-            return im.convert("RGB")
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
-        raise ValueError(f"image {image_id!r} ({path}): cannot be decoded ({type(exc).__name__}: {exc})") from None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"image {image_id!r} ({path}): cannot be read ({type(exc).__name__}: {exc})") from None
+    with release.decode_image(data, f"{image_id!r} ({path})") as im:
+        return im.convert("RGB")
 
 
 def _check_images(paths: Sequence[Path], ids: Sequence[str]) -> None:
@@ -217,49 +207,48 @@ def extract_features(
             _verify_shard(path, old, k, old["layers"], keep=False)
         except ShardError as exc:
             todo[k] = exc.reason
-    with _strict_decoding():
-        pending = [k for k in mine if k in todo]
-        _check_images(
-            [p for k in pending for p in images[k * shard_size : (k + 1) * shard_size]],
-            [i for k in pending for i in ids[k * shard_size : (k + 1) * shard_size]],
-        )
-        adapter = _load_adapter(model, device, torch_dtype, device_map, instruction, processor_kwargs)
-        names = parse_layers(layers, adapter.n_vision, adapter.n_llm)
-        meta.update(architecture=adapter.architecture, layers=names)
-        if old is not None and old["layers"] != names:
-            raise ValueError(f"{out} holds features from a different run (differs in ['layers']); use a new directory")
-        out.mkdir(parents=True, exist_ok=True)
-        meta_path = out / "meta.json"
-        if old is None:
-            # every process writes the same meta; a per-process temporary name keeps
-            # concurrent writers from clobbering each other's half-written file
-            tmp = meta_path.with_name(f"meta.json.{process_index}.tmp")
-            tmp.write_text(json.dumps(meta, indent=1))
-            os.replace(tmp, meta_path)
+    pending = [k for k in mine if k in todo]
+    _check_images(
+        [p for k in pending for p in images[k * shard_size : (k + 1) * shard_size]],
+        [i for k in pending for i in ids[k * shard_size : (k + 1) * shard_size]],
+    )
+    adapter = _load_adapter(model, device, torch_dtype, device_map, instruction, processor_kwargs)
+    names = parse_layers(layers, adapter.n_vision, adapter.n_llm)
+    meta.update(architecture=adapter.architecture, layers=names)
+    if old is not None and old["layers"] != names:
+        raise ValueError(f"{out} holds features from a different run (differs in ['layers']); use a new directory")
+    out.mkdir(parents=True, exist_ok=True)
+    meta_path = out / "meta.json"
+    if old is None:
+        # every process writes the same meta; a per-process temporary name keeps
+        # concurrent writers from clobbering each other's half-written file
+        tmp = meta_path.with_name(f"meta.json.{process_index}.tmp")
+        tmp.write_text(json.dumps(meta, indent=1))
+        os.replace(tmp, meta_path)
 
-        done = 0
-        total = sum(len(images[k * shard_size : (k + 1) * shard_size]) for k in mine)
-        for k in mine:
-            shard_imgs = images[k * shard_size : (k + 1) * shard_size]
-            shard_ids = ids[k * shard_size : (k + 1) * shard_size]
-            path = _shard_path(out, k)
-            if k in todo:
-                if todo[k] is not None:
-                    warnings.warn(f"{path}: {todo[k]}; re-extracting it", stacklevel=2)
-                feats: dict[str, list[torch.Tensor]] = {n: [] for n in names}
-                with torch.no_grad():
-                    for batch, batch_ids in zip(_batches(shard_imgs, batch_size), _batches(shard_ids, batch_size)):
-                        pil = [_open_rgb(p, i) for p, i in zip(batch, batch_ids)]
-                        try:
-                            got = adapter.run(pil, names)
-                        except (ValueError, RuntimeError, IndexError) as exc:
-                            raise RuntimeError(
-                                f"{model}: the forward pass failed on image(s) {batch_ids} ({type(exc).__name__}: {exc})"
-                            ) from exc
-                        for n in names:
-                            feats[n].extend(got[n])
-                _write_shard(path, shard_ids, feats)
-            done += len(shard_imgs)
-            if progress is not None:
-                progress(done, total)
+    done = 0
+    total = sum(len(images[k * shard_size : (k + 1) * shard_size]) for k in mine)
+    for k in mine:
+        shard_imgs = images[k * shard_size : (k + 1) * shard_size]
+        shard_ids = ids[k * shard_size : (k + 1) * shard_size]
+        path = _shard_path(out, k)
+        if k in todo:
+            if todo[k] is not None:
+                warnings.warn(f"{path}: {todo[k]}; re-extracting it", stacklevel=2)
+            feats: dict[str, list[torch.Tensor]] = {n: [] for n in names}
+            with torch.no_grad():
+                for batch, batch_ids in zip(_batches(shard_imgs, batch_size), _batches(shard_ids, batch_size)):
+                    pil = [_open_rgb(p, i) for p, i in zip(batch, batch_ids)]
+                    try:
+                        got = adapter.run(pil, names)
+                    except (ValueError, RuntimeError, IndexError) as exc:
+                        raise RuntimeError(
+                            f"{model}: the forward pass failed on image(s) {batch_ids} ({type(exc).__name__}: {exc})"
+                        ) from exc
+                    for n in names:
+                        feats[n].extend(got[n])
+            _write_shard(path, shard_ids, feats)
+        done += len(shard_imgs)
+        if progress is not None:
+            progress(done, total)
     return out
