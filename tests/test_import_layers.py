@@ -37,6 +37,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "lmms_scene.imaging",
             "lmms_scene.compositing",
             "lmms_scene.compat",
+            "lmms_scene.verdicts",
             "lmms_scene.data",
             "lmms_scene.data.layered_vqa",
             "lmms_scene.data.layered_vqa.schedules",

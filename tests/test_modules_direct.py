@@ -175,3 +175,15 @@ def test_cesg_scorer_and_tuples_say_what_they_are():
     scorer = cesg_scorer.CesgScorer(lambda_=0.6)
     assert scorer.name == "cesg" and scorer.options == {"lambda_": 0.6}
     assert "spaCy" in tuples.parser_provenance()["parser"]
+
+
+# -- judges' verdicts ------------------------------------------------------------------------
+
+
+def test_the_verdict_parser_is_strict_and_judges_reach_it():
+    from lmms_scene import judges, verdicts
+
+    assert verdicts.parse_verdict("Yes, the answers agree.") is True
+    assert verdicts.parse_verdict("Not correct.") is False
+    assert verdicts.parse_verdict("Probably yes, I think.") is None  # a hedge is no verdict
+    assert judges.parse_verdict is verdicts.parse_verdict  # the one parser, also by its old path
