@@ -93,7 +93,16 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "lmms_scene.report.publish",
         ),
     ),
-    ("runs", ("lmms_scene.models", "lmms_scene.journal", "lmms_scene.evaluate", "lmms_scene.preflight")),
+    (
+        "runs",
+        (
+            "lmms_scene.models",
+            "lmms_scene.journal",
+            "lmms_scene.journal_read",
+            "lmms_scene.evaluate",
+            "lmms_scene.preflight",
+        ),
+    ),
     ("tasks", ("lmms_scene.tasks",)),
     ("cli", ("lmms_scene.cli",)),
 )

@@ -187,3 +187,20 @@ def test_the_verdict_parser_is_strict_and_judges_reach_it():
     assert verdicts.parse_verdict("Not correct.") is False
     assert verdicts.parse_verdict("Probably yes, I think.") is None  # a hedge is no verdict
     assert judges.parse_verdict is verdicts.parse_verdict  # the one parser, also by its old path
+
+
+# -- reading a journal back ------------------------------------------------------------------
+
+
+def test_journal_reader_finds_journals_and_refuses_a_broken_checksum(tmp_path):
+    from lmms_scene import journal, journal_read
+
+    assert journal_read.journal_files(tmp_path) == []
+    folder = tmp_path / journal_read.FOLDER
+    folder.mkdir()
+    path = folder / "run.jsonl"
+    path.write_text('{"kind": "header", "journal_version": 2, "sum": "' + "0" * 64 + '"}\n')
+    assert journal_read.journal_files(tmp_path) == [path]
+    with pytest.raises(journal_read.JournalRefused, match=r"run\.jsonl line 1: the checksum does not match"):
+        journal_read.read([path])
+    assert journal.read is journal_read.read  # the writer's module still reaches the reader
