@@ -204,3 +204,18 @@ def test_journal_reader_finds_journals_and_refuses_a_broken_checksum(tmp_path):
     with pytest.raises(journal_read.JournalRefused, match=r"run\.jsonl line 1: the checksum does not match"):
         journal_read.read([path])
     assert journal.read is journal_read.read  # the writer's module still reaches the reader
+
+
+# -- COOCO's two readings --------------------------------------------------------------------
+
+
+def test_cooco_readings_of_an_answer():
+    from lmms_scene.metrics.cooco import readings, scoring
+
+    assert readings.normalise_output("  A Laptop.<|im_end|> and more") == "laptop"
+    assert readings.authors_output("  An Apple.") == "apple."  # the authors keep the full stop
+    assert readings.gold_name("bat (sports)") == "bat"
+    assert readings.long_form("owl") == "A photo depicts an owl"
+    with pytest.raises(ValueError, match="COOCO reading 'raw'"):
+        readings.reading_of("raw")
+    assert scoring.normalise_output is readings.normalise_output  # reachable where scoring is used
