@@ -22,7 +22,6 @@ shaped differently warns or does nothing; it never breaks the harness).
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import importlib
 import inspect
@@ -268,55 +267,6 @@ def install_task_index_hook(
     return True
 
 
-_INDEX_MEMO_MARK = "__lmms_scene_index_memo__"
-#: folders lmms-eval 0.7.3's ``_get_task_and_group`` does not descend into
-_INDEX_IGNORED_DIRS = ("__pycache__", ".ipynb_checkpoints")
-
-
-def yaml_signature(task_dir: str) -> tuple[tuple[str, int, int], ...]:
-    """(relative path, mtime in ns, size) of every ``.yaml`` file the harness's task index
-    reads under ``task_dir``, in path order: what :func:`memoize_task_index` keys on."""
-    found = []
-    for root, dirs, files in os.walk(task_dir):
-        dirs[:] = [d for d in dirs if d not in _INDEX_IGNORED_DIRS]
-        for name in files:
-            if name.endswith(".yaml"):
-                path = os.path.join(root, name)
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    continue
-                found.append((os.path.relpath(path, task_dir), st.st_mtime_ns, st.st_size))
-    return tuple(sorted(found))
-
-
-def memoize_task_index() -> bool:
-    """Make ``TaskManager._get_task_and_group(self, task_dir)`` index each task folder once
-    per process while its YAML files are unchanged (:func:`yaml_signature`), and hand every
-    caller its own copy. For a process that builds many ``TaskManager``s (a notebook calling
-    ``simple_evaluate`` repeatedly; the tests' fork server, whose forks then skip indexing
-    lmms-eval's ~3,300 YAML files, ~8 s on a 2-core machine): not installed by default.
-    Returns False, changing nothing, when the harness is not the tested shape (touch point
-    ``task-index-memo``)."""
-    TaskManager = task_manager()
-    method = getattr(TaskManager, "_get_task_and_group", None)
-    if method is None or _params(method) != ["self", "task_dir"]:
-        return False
-    memo: dict[tuple, Any] = {}
-
-    def wrap(original):
-        @functools.wraps(original)
-        def _get_task_and_group(self, task_dir):
-            key = (os.path.realpath(task_dir), yaml_signature(task_dir))
-            if key not in memo:
-                memo[key] = original(self, task_dir)
-            return copy.deepcopy(memo[key])
-
-        return _get_task_and_group
-
-    return patch_once(TaskManager, "_get_task_and_group", _INDEX_MEMO_MARK, wrap)
-
-
 def task_manager() -> type:
     """``lmms_eval.tasks.TaskManager`` (index of every task the harness knows)."""
     from lmms_eval.tasks import TaskManager  # deferred: the harness (imports torch) is heavy to import
@@ -545,8 +495,8 @@ def judge_request(messages: list[dict], config: Any) -> Any:
 def harness_sets_truncated_images() -> bool:
     """Whether importing the harness's task module leaves PIL's global
     ``ImageFile.LOAD_TRUNCATED_IMAGES`` on (0.7.3's ``lmms_eval/api/task.py`` sets it at
-    import). Our decoders never read or set the flag (``data/release.py`` decodes in
-    full, ``analysis/extract.py`` turns it off around its own decoding)."""
+    import). Our decoders never read or set the flag: ``data/release.py`` decodes in full
+    and refuses a cut file, and every builder and ``analysis/extract.py`` decode through it."""
     import lmms_eval.api.task  # noqa: F401  # deferred: the harness (imports torch) is heavy; the import is what sets the flag
     from PIL import ImageFile  # deferred: compat (imported at every harness start) loads no image library at import
 
@@ -825,7 +775,7 @@ TOUCH_POINTS: tuple[TouchPoint, ...] = (
     TouchPoint(
         "task-index-memo",
         "lmms_eval.tasks.TaskManager._get_task_and_group(self, task_dir) memoised (opt-in)",
-        "memoize_task_index: tests/forkserver.py",
+        "tests/index_memo.py (the tests' fork server; test-only)",
         _check_task_index_memo,
     ),
     TouchPoint(
@@ -925,7 +875,7 @@ TOUCH_POINTS: tuple[TouchPoint, ...] = (
     TouchPoint(
         "pil-truncated-flag",
         "PIL's global ImageFile.LOAD_TRUNCATED_IMAGES, set on by lmms_eval.api.task at import",
-        "data/release.decode_image, analysis/extract.py",
+        "data/release.decode_image (also used by analysis/extract.py)",
         _check_pil,
     ),
 )

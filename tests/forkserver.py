@@ -74,9 +74,11 @@ def _commands() -> None:
 
 
 def _task_index() -> None:
+    import index_memo
+
     from lmms_scene import compat
 
-    if compat.memoize_task_index():
+    if index_memo.memoize_task_index():
         compat.task_manager()()  # lmms-eval's own folder and ours, indexed once for every fork
 
 
@@ -96,7 +98,7 @@ def _nlp() -> None:
 #: what the runs would otherwise each load again, none of it changed by a setting a run may
 #: set (the settings-free models of tests/conftest.py's clear_cache_keeping_models; no JVM,
 #: no thread pool: nothing a fork cannot inherit): every ``lmms-scene`` command module, the
-#: harness's task index (compat.memoize_task_index), the spaCy pipelines, WordNet, the
+#: harness's task index (tests/index_memo.py), the spaCy pipelines, WordNet, the
 #: default sentence encoder (loaded, never run: no torch thread pool before a fork)
 LOADS = (("lmms-scene commands", _commands), ("task index", _task_index), ("NLP models", _nlp))
 

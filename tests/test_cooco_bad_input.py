@@ -19,7 +19,7 @@ from PIL import Image, ImageFile
 
 from lmms_scene import cli
 from lmms_scene.data import cooco
-from lmms_scene.data.cooco.builder import size_warning
+from lmms_scene.data.cooco.fields import size_warning
 from lmms_scene.data.cooco.schema import CoocoBuildWarning
 
 ORIGINAL = "000000000011_kitchen_cup_original.jpg"

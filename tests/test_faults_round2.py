@@ -484,7 +484,8 @@ def test_a_judge_reply_over_the_cap_is_read_cut_and_the_reply_says_so(monkeypatc
 
 
 def test_cooco_metadata_refuses_a_400_digit_rel_score_and_repeated_keys(tmp_path):
-    from lmms_scene.data.cooco.builder import CoocoBuildError, read_metadata
+    from lmms_scene.data.cooco.schema import CoocoBuildError
+    from lmms_scene.data.cooco.sources import read_metadata
 
     (tmp_path / "m.json").write_text('[{"file_name": "a.jpg",\n  "rel_score": ' + "7" * 400 + "}]")
     with pytest.raises(
@@ -512,7 +513,7 @@ def test_snus_and_layered_vqa_metadata_refuse_repeated_keys(tmp_path):
     (tmp_path / "s.jsonl").write_text('{"image_id": "1", "image_id": "2"}\n')
     with pytest.raises(ValueError, match="s.jsonl line 1: key 'image_id' appears twice"):
         read_metadata(tmp_path / "s.jsonl")
-    from lmms_scene.metrics.layered_vqa.grader import read_answers
+    from lmms_scene.metrics.layered_vqa.answers_file import read_answers
 
     (tmp_path / "a.jsonl").write_text(
         '{"id": 1, "gold": "Two.", "question_type": "counting", "answer": "2", "answer": "3"}\n'

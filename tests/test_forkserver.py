@@ -1,6 +1,6 @@
 """The tests' fork server (tests/forkserver.py) runs ``python -m`` commands as a fresh
 process would: the same exit code, output files and numbers; the runs it cannot
-reproduce go to a fresh process; and compat.memoize_task_index gives the index the
+reproduce go to a fresh process; and index_memo.memoize_task_index (tests/index_memo.py) gives the index the
 harness computes, recomputed when a YAML file changes."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 
+import index_memo
 import pytest
 from conftest import _FORK_SERVER, FORK_ENV, find_results, find_samples, harness_env, run_python
 
@@ -118,7 +119,7 @@ def test_memoised_task_index_equals_the_harness_index_and_follows_yaml_edits(tmp
         return harness_index(self, task_dir)
 
     monkeypatch.setattr(manager, "_get_task_and_group", counted)
-    assert compat.memoize_task_index() and compat.memoize_task_index()  # installed once
+    assert index_memo.memoize_task_index() and index_memo.memoize_task_index()  # installed once
     first = index()
     assert "memo_probe_a" in first and first["memo_probe_a"] == {"type": "task", "yaml_path": str(yaml)}
     first["memo_probe_a"]["type"] = "changed by a caller"  # each caller gets its own copy

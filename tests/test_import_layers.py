@@ -42,6 +42,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "lmms_scene.compositing",
             "lmms_scene.compat",
             "lmms_scene.contract",
+            "lmms_scene.verdicts",
             "lmms_scene.data",
             "lmms_scene.data.layered_vqa",
             "lmms_scene.data.layered_vqa.schedules",
@@ -66,7 +67,16 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "lmms_scene.report.publish",
         ),
     ),
-    ("runs", ("lmms_scene.models", "lmms_scene.journal", "lmms_scene.evaluate", "lmms_scene.preflight")),
+    (
+        "runs",
+        (
+            "lmms_scene.models",
+            "lmms_scene.journal",
+            "lmms_scene.journal_read",
+            "lmms_scene.evaluate",
+            "lmms_scene.preflight",
+        ),
+    ),
     ("tasks", ("lmms_scene.tasks",)),
     ("cli", ("lmms_scene.cli",)),
 )

@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 
 from lmms_scene.metrics.layered_vqa import scoring
+from lmms_scene.metrics.layered_vqa.answers_file import grade_answers, read_answers
 from lmms_scene.metrics.layered_vqa.grader import (
     CANNOT_TELL,
     CORRECT,
     WRONG,
     answer_kind,
     grade,
-    grade_answers,
-    read_answers,
 )
 
 pytestmark = pytest.mark.slow

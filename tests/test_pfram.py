@@ -440,3 +440,15 @@ def test_two_d_input_is_a_similarity_and_must_be_square():
     )
     with pytest.raises(ValueError, match="first"):
         P.pfram(sq, labels, k=2, first="vectors")
+
+
+def test_pfram_interval_is_the_one_bootstrap_over_defined_anchors():
+    from lmms_scene.metrics import rows as R
+
+    per = np.array([0.3, np.nan, 0.9, 0.1, 0.5, np.nan, 0.7])
+    defined = [0.3, 0.9, 0.1, 0.5, 0.7]
+    got = P.bootstrap_interval(per, n_resamples=300, confidence=0.9, seed=4)
+    assert got == tuple(R.bootstrap_interval(defined, n_boot=300, seed=4, level=0.9))
+    assert P.bootstrap_interval([0.4, np.nan]) == (0.4, 0.4)  # one anchor: every resample is it
+    with pytest.raises(ValueError, match="no defined scores"):
+        P.bootstrap_interval([np.nan])

@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 import torch
 
+from lmms_scene.analysis import adapters as A
 from lmms_scene.analysis import extract as X
 from lmms_scene.analysis import labels as L
 from lmms_scene.analysis import pfram as P
 from lmms_scene.analysis import pfram_scores
+from lmms_scene.analysis import shards as S
 from lmms_scene.analysis.extract import (
     FORMAT,
     FORMAT_VERSION,
@@ -96,9 +98,9 @@ def _write_raw_shard(path: Path, ids: list[str], layer: str, per_image: list[tor
             "format_version": FORMAT_VERSION,
             "image_ids": ids,
             "layers": [layer],
-            "sha256": {n: X._digest(t) for n, t in tensors.items()},
+            "sha256": {n: S._digest(t) for n, t in tensors.items()},
         }
-        meta = {X.SHARD_KEY: json.dumps(record)}
+        meta = {S.SHARD_KEY: json.dumps(record)}
     save_file(tensors, str(path), metadata=meta)
 
 
@@ -135,10 +137,10 @@ def test_shards_record_their_ids_layers_and_checksums(extracted):
     assert meta["format_version"] == FORMAT_VERSION == 2
     for k in range(3):
         with safe_open(str(_shard(extracted, k)), framework="pt") as f:
-            record = json.loads(f.metadata()[X.SHARD_KEY])
+            record = json.loads(f.metadata()[S.SHARD_KEY])
             assert record["image_ids"] == meta["image_ids"][3 * k : 3 * k + 3]
             assert record["layers"] == ["vision.2"]
-            assert record["sha256"]["vision.2"] == X._digest(f.get_tensor("vision.2"))
+            assert record["sha256"]["vision.2"] == S._digest(f.get_tensor("vision.2"))
     assert FeatureStore(extracted).verify() == []
 
 
@@ -203,19 +205,19 @@ def test_shard_with_missing_reordered_or_repeated_ids(feats):
     store = FeatureStore(feats)
     _, f = store.load("vision.2")
     path = _shard(feats, 2)  # meta.json expects im6.jpg, im7.jpg here
-    X._write_shard(path, ["im7.jpg", "im6.jpg"], {"vision.2": [f[7], f[6]]})
+    S._write_shard(path, ["im7.jpg", "im6.jpg"], {"vision.2": [f[7], f[6]]})
     with pytest.raises(ShardError, match=r"another order \(position 0: 'im7.jpg', meta.json: 'im6.jpg'\)"):
         store.load("vision.2")
-    X._write_shard(path, ["im6.jpg"], {"vision.2": [f[6]]})
+    S._write_shard(path, ["im6.jpg"], {"vision.2": [f[6]]})
     with pytest.raises(ShardError, match=r"missing \['im7.jpg'\]"):
         store.load("vision.2")
-    X._write_shard(path, ["im6.jpg", "im6.jpg"], {"vision.2": [f[6], f[6]]})
+    S._write_shard(path, ["im6.jpg", "im6.jpg"], {"vision.2": [f[6], f[6]]})
     with pytest.raises(ShardError, match=r"lists image id\(s\) \['im6.jpg'\] more than once"):
         store.load("vision.2")
-    X._write_shard(path, ["im6.jpg", "zzz.jpg"], {"vision.2": [f[6], f[7]]})
+    S._write_shard(path, ["im6.jpg", "zzz.jpg"], {"vision.2": [f[6], f[7]]})
     with pytest.raises(ShardError, match=r"not expected here \['zzz.jpg'\]"):
         store.load("vision.2")
-    X._write_shard(path, ["im6.jpg", "im7.jpg"], {"vision.0": [f[6], f[7]]})
+    S._write_shard(path, ["im6.jpg", "im7.jpg"], {"vision.0": [f[6], f[7]]})
     with pytest.raises(ShardError, match=r"holds layers \['vision.0'\], meta.json lists \['vision.2'\]"):
         store.load("vision.2")
 
@@ -304,7 +306,7 @@ def test_library_errors_name_image_ids_not_positions():
 def test_float16_overflow_names_the_images(tmp_path):
     big = torch.full((2, 4), 1e6)
     with pytest.raises(ValueError, match=r"layer llm\.3: image\(s\) \['b\.jpg'\] .*float16.*1e\+06"):
-        X._write_shard(tmp_path / "s.safetensors", ["a.jpg", "b.jpg"], {"llm.3": [torch.ones(2, 4), big]})
+        S._write_shard(tmp_path / "s.safetensors", ["a.jpg", "b.jpg"], {"llm.3": [torch.ones(2, 4), big]})
     assert not (tmp_path / "s.safetensors").exists()
 
 
@@ -392,9 +394,30 @@ def test_forward_failure_names_the_images(images, tmp_path, monkeypatch):
     def run(pil, layers):
         raise ValueError("height and width must be > 28")
 
-    monkeypatch.setattr(X, "_load_adapter", lambda *a, **k: X._Adapter("test", 2, None, run))
+    monkeypatch.setattr(X, "_load_adapter", lambda *a, **k: A._Adapter("test", 2, None, run))
     with pytest.raises(RuntimeError, match=r"forward pass failed on image\(s\) \['im0\.jpg', 'im1\.jpg'\].*> 28"):
         extract_features("fake", images[:4], tmp_path / "f", layers="vision.-1", batch_size=2)
+
+
+@pytest.mark.parametrize("lenient_pil", [False, True])
+def test_extraction_never_touches_pil_s_global_truncated_flag(images, tmp_path, monkeypatch, lenient_pil):
+    """Images are decoded by data/release.decode_image: PIL's global LOAD_TRUNCATED_IMAGES
+    (lmms-eval switches it on at import; other threads may be decoding) is neither set nor
+    restored, before, during or after the extraction."""
+    from PIL import ImageFile
+
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", lenient_pil)
+    seen = []
+
+    def run(pil, layers):
+        seen.append(ImageFile.LOAD_TRUNCATED_IMAGES)
+        return {name: [torch.ones(4, 3) for _ in pil] for name in layers}
+
+    monkeypatch.setattr(X, "_load_adapter", lambda *a, **k: A._Adapter("test", 2, None, run))
+    out = extract_features("fake", images[:4], tmp_path / "f", layers="vision.-1", batch_size=2)
+    assert seen == [lenient_pil, lenient_pil]  # the flag as the caller left it, during the forward passes
+    assert ImageFile.LOAD_TRUNCATED_IMAGES is lenient_pil
+    assert FeatureStore(out).load("vision.2")[0] == ["im0.jpg", "im1.jpg", "im2.jpg", "im3.jpg"]
 
 
 def test_cli_extract_warns_when_it_re_extracts(tiny_clip, images, tmp_path, capsys):

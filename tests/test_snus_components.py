@@ -47,6 +47,17 @@ def test_components_setting_is_parsed_with_errors_naming_the_key():
     assert extra.for_reference("There is no rail.").reference == "There is no rail."
 
 
+def test_components_are_read_by_the_settings_reader():
+    """One reader of LMMS_SCENE_CESG's pairs (settings.cesg_fields): the same keys, and its
+    rules (a key given twice is refused, naming it) hold for parse_components too."""
+    from lmms_scene import settings
+    from lmms_scene.metrics.cesg.score import COMPONENT_KEYS
+
+    assert set(COMPONENT_KEYS) == set(settings.CESG_KEYS)
+    with pytest.raises(ValueError, match="coref is given twice"):
+        parse_components("coref=rule;coref=lingmess")
+
+
 @needs_java
 def test_the_task_uses_the_setting_and_records_it():
     rows = [

@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from lmms_scene.cache import cached
+from lmms_scene.metrics import rows as metric_rows
 from lmms_scene.nlp.encoders import minilm_location, sentence_transformer_class
 
 #: Default working-memory bound of one block pair in :func:`image_similarity` (bytes).
@@ -641,7 +642,9 @@ def bootstrap_interval(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean over anchors.
+    """Percentile bootstrap interval of the mean over anchors: the one bootstrap,
+    :func:`lmms_scene.metrics.rows.bootstrap_interval`, over the anchors with a defined
+    score (NaN left out), each anchor its own cluster; one anchor gives ``(v, v)``.
 
     Resamples anchors only; the reference set stays fixed, so this is the
     uncertainty of averaging over anchors, not of drawing a new image set.
@@ -650,10 +653,10 @@ def bootstrap_interval(
     s = s[~np.isnan(s)]
     if s.size == 0:
         raise ValueError("per_anchor: no defined scores")
-    rng = np.random.default_rng(seed)
-    means = s[rng.integers(0, s.size, size=(n_resamples, s.size))].mean(axis=1)
-    lo, hi = np.quantile(means, [(1 - confidence) / 2, 1 - (1 - confidence) / 2])
-    return float(lo), float(hi)
+    if s.size == 1:  # every resample is the one anchor
+        return float(s[0]), float(s[0])
+    lo, hi = metric_rows.bootstrap_interval(s.tolist(), n_boot=n_resamples, seed=seed, level=confidence)
+    return lo, hi
 
 
 def layer_summary(scores: Mapping[str, float], input_layer: str | None = "llm.0") -> dict[str, float | None]:

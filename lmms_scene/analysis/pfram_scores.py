@@ -96,7 +96,7 @@ def score_features(
     import numpy as np  # deferred: numpy is heavy to import
 
     from lmms_scene.analysis import pfram as P  # deferred: imports torch at module top
-    from lmms_scene.analysis.extract import FeatureStore  # deferred: imports torch at module top
+    from lmms_scene.analysis.shards import FeatureStore  # deferred: imports torch at module top
 
     phis, ks, ties = _check_settings(phis, ks, ties, on_undefined, bootstrap)
     store = FeatureStore(features_dir)

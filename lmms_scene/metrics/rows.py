@@ -11,8 +11,9 @@ similarity; a judge failed): it is left out of means and counted, never read as 
 
 Intervals are percentile bootstrap intervals over *clusters* (images for COOCO, scenes
 for Layered-VQA; each row its own cluster by default), seeded, so a result file is
-reproducible. :func:`bootstrap_interval` is the one implementation every breakdown
-cell uses.
+reproducible. :func:`bootstrap_interval` is the one implementation: every breakdown
+cell uses it, and Pfram's interval over anchors (:func:`lmms_scene.analysis.pfram.bootstrap_interval`)
+calls it.
 
 >>> rows = [{"id": i, "img": i // 2, "score": s} for i, s in enumerate([1, 0, 1, 1, None])]
 >>> summary(rows, "score", cluster="img", n_boot=200)["mean"]

@@ -1,5 +1,5 @@
-"""Report tables: one :class:`Table` renders as text (``lmms-scene show``), Markdown,
-CSV and HTML; a benchmark's tables, figures and notes travel together as a :class:`View`.
+"""Report tables: one :class:`Table` renders as text (``lmms-scene show``), Markdown and
+CSV, and the HTML report's template renders its cells; a benchmark's tables, figures and notes travel together as a :class:`View`.
 
 Every benchmark's results module (``Benchmark.results_module``) builds its ``View`` from
 the report dicts the results hold; ``show``, the HTML report, ``report.md`` and the CSV
@@ -8,14 +8,14 @@ everywhere. A cell is text or a :class:`Value` (a mean with the 95% interval and
 results hold; nothing here computes a statistic). In CSV a column holding values is split
 into ``mean``, ``ci_low``, ``ci_high`` and ``n`` columns, so the numbers stay
 machine-readable. Text is escaped for the format it lands in: Markdown cells cannot open
-a heading or a table row, CSV cells cannot start a spreadsheet formula, HTML is escaped.
+a heading or a table row, CSV cells cannot start a spreadsheet formula, HTML is escaped (by
+the report's Jinja environment).
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
-import html
 import io
 import re
 import textwrap
@@ -140,18 +140,6 @@ class Table:
                     out += [csv_cell(_text(c)), "", "", ""]
             w.writerow(out)
         return buf.getvalue()
-
-    def html(self) -> str:
-        e = html.escape
-        head = "".join(f"<th>{e(str(h))}</th>" for h in self.header)
-        body = "".join("<tr>" + "".join(f"<td>{e(_text(c))}</td>" for c in row) + "</tr>" for row in self.rows)
-        prov = "".join(f"<li>{e(p)}</li>" for p in self.provenance)
-        return (
-            f'<figure class="table" id="t-{e(self.slug)}"><figcaption>{e(self.title)}</figcaption>'
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-            + (f'<ul class="provenance">{prov}</ul>' if prov else "")
-            + "</figure>"
-        )
 
 
 def _pipe_row(cells: Any) -> str:

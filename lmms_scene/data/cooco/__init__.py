@@ -4,8 +4,13 @@ One module per responsibility:
 
 - :mod:`~lmms_scene.data.cooco.schema`: conditions, vocabularies, the released columns,
   the authors' file names, ``features()``;
+- :mod:`~lmms_scene.data.cooco.fields`: one source row's fields parsed strictly and
+  converted (:func:`convert_row`), source columns mapped (:func:`map_columns`);
+- :mod:`~lmms_scene.data.cooco.boxes`: target boxes (storage orders, :func:`box_problem`);
+- :mod:`~lmms_scene.data.cooco.sources`: metadata files and image folders read, rows streamed;
 - :mod:`~lmms_scene.data.cooco.builder`: the dataset from the hub release or a local
-  folder (every row validated), and a locally built dataset's task files;
+  folder (every row validated), the load-time re-check, and a locally built dataset's
+  task files;
 - :mod:`~lmms_scene.data.cooco.card`: the dataset card (``card``);
 - :mod:`~lmms_scene.data.cooco.sample`: the embedded procedural sample;
 - :mod:`~lmms_scene.data.cooco.views`: what the lmms-eval task needs from a row (padded
@@ -15,27 +20,20 @@ The names below are re-exported so ``from lmms_scene.data import cooco`` reaches
 Command line: ``lmms-scene build cooco`` (:mod:`lmms_scene.cli.cooco`).
 """
 
+from lmms_scene.data.cooco.boxes import box_formats, box_problem
 from lmms_scene.data.cooco.builder import (
     DATA_FILE,
-    box_formats,
-    box_problem,
     build,
     build_dataset,
-    convert_row,
     ensure_schema,
     evaluate_command,
-    folder_images,
-    folder_rows,
-    generate_rows,
     load_hub_rows,
     loaded_row_problem,
     local_task_configs,
-    map_columns,
-    read_metadata,
-    size_warning,
     write_local,
 )
 from lmms_scene.data.cooco.card import CITATION, card
+from lmms_scene.data.cooco.fields import convert_row, map_columns, size_warning
 from lmms_scene.data.cooco.sample import SAMPLE_FILE, build_sample, sample_rows
 from lmms_scene.data.cooco.schema import (
     AUTHORS_EXTRA_FIELDS,
@@ -62,6 +60,7 @@ from lmms_scene.data.cooco.schema import (
     scene_spelling,
     to_xywh,
 )
+from lmms_scene.data.cooco.sources import folder_images, folder_rows, generate_rows, read_metadata
 from lmms_scene.data.cooco.views import (
     KOSMOS_GRID,
     NOISE_AREAS,

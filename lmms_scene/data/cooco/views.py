@@ -10,7 +10,7 @@ from typing import Any
 
 from lmms_scene import imaging
 from lmms_scene.cache import memo
-from lmms_scene.data.cooco.builder import size_warning
+from lmms_scene.data.cooco.fields import size_warning
 from lmms_scene.data.cooco.schema import NAMING_CONDITIONS, NO_NOISE_AREA, NOISE_LEVELS, label_key, parse_filename
 
 NOISE_AREAS: tuple[str, ...] = imaging.NOISE_AREAS

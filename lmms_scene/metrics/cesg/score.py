@@ -128,26 +128,18 @@ def parse_components(spec: str | None) -> dict[str, Any]:
     ``;``, e.g. ``coref=lingmess;parser=discosg;encoder=simcse;lambda=0.7;extra=gpt=gpt-4o@https://...``.
     ``weights`` is ``w_o,w_a,w_r``; ``synonyms``/``interactive``/``soft`` are on/off;
     ``extra`` and ``verifier`` are judge specs (:func:`lmms_scene.judges.parse_judges`).
-    Errors name the key and the value."""
+    The pairs are read by :func:`lmms_scene.settings.cesg_fields` (the one reader of
+    ``LMMS_SCENE_CESG``: each key once and known, each value checked); errors name the key
+    and the value."""
     out: dict[str, Any] = {}
-    for part in (spec or "").split(";"):
-        if not part.strip():
-            continue
-        key, sep, value = part.partition("=")
-        key, value = key.strip().lower(), value.strip()
-        if not sep or key not in COMPONENT_KEYS:
-            raise ValueError(
-                f"CESG components: {part.strip()!r}: expected key=value with key one of {sorted(COMPONENT_KEYS)}"
-            )
+    for key, value in settings.cesg_fields(spec or "", "CESG components").items():
         option = COMPONENT_KEYS[key]
         if key == "lambda":
             out[option] = settings.parse_unit(value, "CESG components: lambda")
         elif key == "weights":
             out[option] = settings.parse_weights(value, "CESG components: weights")[0]
         elif key in ("synonyms", "interactive", "soft"):
-            if value.lower() not in ("on", "off", "true", "false", "1", "0"):
-                raise ValueError(f"CESG components: {key}={value!r}: expected on or off")
-            out[option] = value.lower() in ("on", "true", "1")
+            out[option] = settings.parse_switch(value, f"CESG components: {key}")
         elif key in ("extra", "verifier"):
             judges = parse_judges(value)
             if len(judges) != 1:

@@ -1,7 +1,10 @@
 """Layered-VQA's metrics, one module per responsibility:
 
 - :mod:`~lmms_scene.metrics.layered_vqa.grader`: the rule grader (typed answer extraction,
-  negation, ``cannot_tell``);
+  negation, ``cannot_tell``), reading replies with the shared readers of
+  :mod:`lmms_scene.metrics.answers`;
+- :mod:`~lmms_scene.metrics.layered_vqa.answers_file`: answers files read, checked and
+  graded (``lmms-scene layered-vqa grade``);
 - :mod:`~lmms_scene.metrics.layered_vqa.scoring`: one scored row per (scene, question,
   schedule, repeat): grade, evidence selection, grounding;
 - :mod:`~lmms_scene.metrics.layered_vqa.aggregation`: retained accuracy (the headline),
