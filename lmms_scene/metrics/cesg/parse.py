@@ -1039,9 +1039,9 @@ def _owner(cue: Any, verb: bool = False) -> list[Any]:
             return subjects
     doc = cue.doc
     k = cue.i - 1
-    while k >= 0 and (doc[k].lower_ in _SKIP_BEFORE or doc[k].pos_ in ("PUNCT", "ADV", "CCONJ", "AUX")):
+    while k >= cue.sent.start and (doc[k].lower_ in _SKIP_BEFORE or doc[k].pos_ in ("PUNCT", "ADV", "CCONJ", "AUX")):
         k -= 1
-    if k >= 0 and _nounish(doc[k]):
+    if k >= cue.sent.start and _nounish(doc[k]):
         return _entities(doc[k]) or [doc[k]]
     if h.pos_ in ("VERB", "AUX", "ADJ"):
         subjects, _ = _subjects(h)
@@ -1059,6 +1059,7 @@ def _unread_cues(b: _Builder, doc: Any) -> None:
     read when something negated was built from the word it negates or its subtree."""
     done = _negated_tokens(b)
     for t in doc:
+        full = t.doc  # token indices are the Doc's, also when ``doc`` is one sentence's Span
         if t.lower_ == "without" and t.dep_ == "prep":
             if any(o.i in done for o in _pobjs(t)):
                 continue
@@ -1076,25 +1077,25 @@ def _unread_cues(b: _Builder, doc: Any) -> None:
         if t.dep_ != "neg" or t.lower_ not in ("not", "n't", "never") or _not_only(t):
             continue
         h = t.head
-        if h.i in done or any(x.i in done for x in h.subtree if x.i > t.i):
+        if h.i in done or any(x.i in done for x in h.subtree):
             continue
         if h.lemma_.lower() in _LACK | _ABSENT_ADJ or any(
             x.lower_ in ("without", "no", "nobody", "nothing", "lack", "lacks", "missing", "absent") for x in h.subtree
         ):
             continue  # "is not missing", "never works without a harness": double negations the rules read
-        before = doc[t.i - 1] if t.i > 0 else None
+        before = full[t.i - 1] if t.i > t.sent.start else None
         if before is not None and (
             before.lemma_.lower() in _SHOWN_TEXT
-            or (before.lower_ == "do" and t.i > 1 and doc[t.i - 2].pos_ == "DET")
-            or any(x.text in (":", '"', "\u201c") for x in doc[t.sent.start : t.i])
+            or (before.lower_ == "do" and t.i > 1 and full[t.i - 2].pos_ == "DET")
+            or any(x.text in (":", '"', "\u201c") for x in full[t.sent.start : t.i])
         ):
             continue  # a sign's or a display's words: "displaying not in service", "the do not walk"
         j = t.i + 1
         degree = False
-        while j < len(doc) and doc[j].pos_ == "ADV" and doc[j].dep_ != "neg":
-            degree = degree or doc[j].lower_ in _DEGREE
+        while j < t.sent.end and full[j].pos_ == "ADV" and full[j].dep_ != "neg":
+            degree = degree or full[j].lower_ in _DEGREE
             j += 1
-        nxt = doc[j] if j < len(doc) else None
+        nxt = full[j] if j < t.sent.end else None
         if nxt is None:
             continue
         if nxt.pos_ == "ADP" or nxt.dep_ == "prep":
@@ -1115,11 +1116,13 @@ def _unread_cues(b: _Builder, doc: Any) -> None:
                         b.rels.append((x, nxt.lower_, o.i, True))
             continue
         k = j
-        while k < len(doc) and (doc[k].pos_ in ("DET", "NUM", "ADJ") or doc[k].dep_ in ("poss", "compound", "case")):
+        while k < t.sent.end and (
+            full[k].pos_ in ("DET", "NUM", "ADJ") or full[k].dep_ in ("poss", "compound", "case")
+        ):
             k += 1
-        if k < len(doc) and k > j - 1 and _nounish(doc[k]) and doc[k].dep_ not in ("nsubj", "nsubjpass"):
-            if doc[k].lower_ not in ("only", "single", "all", "every", "one"):
-                for e in _entities(doc[k]) or [doc[k]]:
+        if k < t.sent.end and k > j - 1 and _nounish(full[k]) and full[k].dep_ not in ("nsubj", "nsubjpass"):
+            if full[k].lower_ not in ("only", "single", "all", "every", "one"):
+                for e in _entities(full[k]) or [full[k]]:
                     b.node(e, absent=True)  # contrast: "the cat, not the reflection"
                 continue
         if h.lemma_.lower() in _VISIBLE or nxt.lemma_.lower() in _VISIBLE:
