@@ -24,6 +24,11 @@ What SNUS calls an absence is narrower than what the two annotated corpora call 
 negation (they also mark "I do not know", "he never said", attitudes): their agreement is
 a lower bound that docs/snus.md reports beside the caption sources, not a target.
 
+Printed per source: polarity agreement raw (the source's label) and adjudicated
+(``ADJUDICATED``: sentences the source selected by keyword that state no negation, by id
+hash), and the named-object agreement raw and on the concrete subset (``concrete``: a
+WordNet rule that does not look at the reader).
+
 Split: every sentence is assigned by a hash of (source, id) to ``dev`` (80 %) or
 ``final`` (20 %). Develop on ``dev`` (``--show N`` prints misses); measure ``final``
 once, at the end.
