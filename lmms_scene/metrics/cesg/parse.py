@@ -426,10 +426,10 @@ def _name(tok: Any) -> str:
     if tok.lower_ in _PERSON_WORDS:
         return "person"
     parts = [
-        _lemma(c)
+        _name(c) if c.lower_ not in _PERSON_WORDS else _lemma(c)
         for c in tok.lefts
         if c.dep_ == "compound" and c.pos_ in _NOUN | {"ADJ", "VERB"} and _lexical(c) is None
-    ]
+    ]  # compounds of compounds too: "speed limit sign", not "limit sign"
     return " ".join([*parts, _lemma(tok)])
 
 
@@ -735,6 +735,10 @@ def _prep_relations(b: _Builder, heads: list[Any], owner: Any, base: str, neg: b
         objs = [
             o for o in _pobjs(prep) if not (word in ("in", "on", "from", "within") and o.lemma_.lower() in _DEPICTIONS)
         ]
+        if (word == "as" and prep.i > 0 and prep.doc[prep.i - 1].lower_ == "such") or word == "including":
+            for o in objs:  # "eye protection such as safety glasses": examples share the head's absence
+                b.node(o, absent=any(b.absent.get(h.i, False) for h in heads))
+            continue
         if word == "without":
             for o in objs:
                 # "never without a harness", "no worker is without a helmet": a double negation
@@ -849,6 +853,7 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
             b.node(tok, absent=True)  # "there is no talking", "no scoreboard" tagged an adverb
     _negated_modifiers(b, doc)
     _lexical_negations(b, doc)
+    _unread_cues(b, doc)
     # conjoined nouns share absence ("no helmet or gloves", "without a shield or gloves")
     for tok in doc:
         if tok.i in b.names and tok.dep_ == "conj" and tok.head.i in b.names and b.absent.get(tok.head.i):
@@ -994,6 +999,152 @@ def _negated_modifiers(b: _Builder, doc: Any) -> None:
                 b.rels.append((b.node(head), nxt.lower_, o.i, True))
         elif nxt.pos_ in ("ADJ", "VERB") and nxt.lemma_.lower() not in _EPISTEMIC_ADJ:
             b.attrs.append((b.node(head), nxt.lemma_.lower(), True))
+
+
+#: predicates of being seen: "its head not visible", "whose face is not showing" say the
+#: head, the face is not in view (absent from the image)
+_VISIBLE = {"visible", "see", "show", "evident", "apparent", "present", "capture", "shown"}
+#: "not fully in the photo": only part of it is in view (a negated "fully visible")
+_DEGREE = {"fully", "entirely", "completely", "totally", "wholly", "all", "quite", "whole"}
+#: verbs that introduce a display's words: "a bus displaying not in service"
+_SHOWN_TEXT = {"display", "read", "say", "write", "spell", "flash"}
+_SKIP_BEFORE = {"is", "are", "was", "were", "'s", "'re", "be", "been", "that", "which", "who", "whose", "does", "do"}
+
+
+def _negated_tokens(b: _Builder) -> set[int]:
+    """Token indices that take part in something negated the rules have read."""
+    out = {i for i, a in b.absent.items() if a}
+    out |= {i for i, _, neg in b.attrs if neg}
+    out |= {i for s, _, o, neg in b.rels if neg for i in (s, o)}
+    return out
+
+
+def _misparsed_noun(tok: Any) -> bool:
+    """A noun the small model tagged an adjective ("the elenphant", "a urinal")."""
+    return tok.pos_ == "ADJ" and tok.dep_ in ("ROOT", "pobj") and any(c.dep_ == "det" for c in tok.children)
+
+
+def _owner(cue: Any, verb: bool = False) -> list[Any]:
+    """The entities a cue left unread is about: the noun it hangs on, the subjects of a
+    negated verb (``verb``), else the nearest noun before it ("a zebra with its head not
+    visible": the head)."""
+    h = cue.head
+    while h.pos_ == "ADP" and h.head is not h and h.head.i < h.i:
+        h = h.head  # "behind a tree and not under a bush": the prepositions' owner
+    if (_nounish(h) or _misparsed_noun(h)) and h.i < cue.i:
+        return _entities(h) or [h]
+    if verb and h.pos_ in ("VERB", "AUX"):
+        subjects, _ = _subjects(h)
+        if subjects:
+            return subjects
+    doc = cue.doc
+    k = cue.i - 1
+    while k >= cue.sent.start and (doc[k].lower_ in _SKIP_BEFORE or doc[k].pos_ in ("PUNCT", "ADV", "CCONJ", "AUX")):
+        k -= 1
+    if k >= cue.sent.start and _nounish(doc[k]):
+        return _entities(doc[k]) or [doc[k]]
+    if h.pos_ in ("VERB", "AUX", "ADJ"):
+        subjects, _ = _subjects(h)
+        if subjects:
+            return subjects
+    return []
+
+
+def _unread_cues(b: _Builder, doc: Any) -> None:
+    """Negation cues the rules above left unread, as crowd-written referring expressions
+    use them: contrast ("the cat, not its reflection": the reflection), a negated
+    preposition ("beside a divider, not in a corner"), not being in view ("its head not
+    visible", "not fully in the photo"), a negated verb ("not looking at the dog",
+    "not eating"), "without" before a gerund ("without eating grass"). A cue counts as
+    read when something negated was built from the word it negates or its subtree."""
+    done = _negated_tokens(b)
+    for t in doc:
+        full = t.doc  # token indices are the Doc's, also when ``doc`` is one sentence's Span
+        if t.lower_ == "without" and t.dep_ == "prep":
+            if any(o.i in done for o in _pobjs(t)):
+                continue
+            if not (_nounish(t.head) or t.head.pos_ in ("VERB", "AUX")):
+                for o in _pobjs(t):
+                    b.node(o, absent=True)  # "a bear, without a party hat" (hung on an adjective)
+            for pc in (c for c in t.children if c.dep_ == "pcomp"):
+                subj = [e for c in pc.children if c.dep_ in ("nsubj", "nsubjpass") for e in _entities(c)]
+                if subj:  # "a boy without glasses holding a bear" (misparsed as a clause)
+                    for e in subj:
+                        b.node(e, absent=True)
+                else:
+                    b.node(pc, absent=True)  # "without eating grass": a missing action
+            continue
+        if t.dep_ != "neg" or t.lower_ not in ("not", "n't", "never") or _not_only(t):
+            continue
+        h = t.head
+        if h.i in done or any(x.i in done for x in h.subtree):
+            continue
+        if h.lemma_.lower() in _LACK | _ABSENT_ADJ or any(
+            x.lower_ in ("without", "no", "nobody", "nothing", "lack", "lacks", "missing", "absent") for x in h.subtree
+        ):
+            continue  # "is not missing", "never works without a harness": double negations the rules read
+        before = full[t.i - 1] if t.i > t.sent.start else None
+        if before is not None and (
+            before.lemma_.lower() in _SHOWN_TEXT
+            or (before.lower_ == "do" and t.i > 1 and full[t.i - 2].pos_ == "DET")
+            or any(x.text in (":", '"', "\u201c") for x in full[t.sent.start : t.i])
+        ):
+            continue  # a sign's or a display's words: "displaying not in service", "the do not walk"
+        j = t.i + 1
+        degree = False
+        while j < t.sent.end and full[j].pos_ == "ADV" and full[j].dep_ != "neg":
+            degree = degree or full[j].lower_ in _DEGREE
+            j += 1
+        nxt = full[j] if j < t.sent.end else None
+        if nxt is None:
+            continue
+        if nxt.pos_ == "ADP" or nxt.dep_ == "prep":
+            objs = _pobjs(nxt)
+            owners = _owner(t, verb=True)
+            if objs and all(o.lemma_.lower() in _DEPICTIONS for o in objs):
+                for x in owners:  # "not fully in the photo", "not in the picture"
+                    if degree:
+                        b.attrs.append((b.node(x), "fully visible", True))
+                    else:
+                        b.node(x, absent=True)
+                continue
+            ids = [b.node(x) for x in owners if x.lemma_.lower() not in _DEPICTIONS]
+            for o in objs:
+                b.node(o)
+                for x in ids or [b.synthetic("something", absent=False)]:
+                    if x != o.i:
+                        b.rels.append((x, nxt.lower_, o.i, True))
+            continue
+        k = j
+        while k < t.sent.end and (
+            full[k].pos_ in ("DET", "NUM", "ADJ") or full[k].dep_ in ("poss", "compound", "case")
+        ):
+            k += 1
+        if k < t.sent.end and k > j - 1 and _nounish(full[k]) and full[k].dep_ not in ("nsubj", "nsubjpass"):
+            if full[k].lower_ not in ("only", "single", "all", "every", "one"):
+                for e in _entities(full[k]) or [full[k]]:
+                    b.node(e, absent=True)  # contrast: "the cat, not the reflection"
+                continue
+        if h.lemma_.lower() in _VISIBLE or nxt.lemma_.lower() in _VISIBLE:
+            for x in _owner(t):
+                b.node(x, absent=True)  # "its head not visible", "front not seen"
+            continue
+        verb = nxt if nxt.pos_ == "VERB" else h if h.pos_ in ("VERB", "ADJ") else None
+        if verb is None:
+            continue
+        owners = [x for x in _owner(t, verb=True) if x.lemma_.lower() not in _DEPICTIONS]
+        if any(c.dep_ in ("nsubj", "nsubjpass") and c.lemma_.lower() in _DEPICTIONS for c in verb.children):
+            continue  # "image did not load": about the picture, not the scene
+        objects = [e for c in verb.children if c.dep_ in ("dobj", "attr") for e in _entities(c)]
+        if not owners:
+            b.node(verb, absent=True)  # a negated action with nobody named doing it
+            continue
+        for x in owners:
+            if objects:
+                for o in objects:
+                    b.rels.append((b.node(x), verb.lemma_.lower(), b.node(o), True))
+            else:
+                b.attrs.append((b.node(x), verb.lemma_.lower(), True))  # "not eating"
 
 
 def _ellipsis(b: _Builder, aux: Any) -> None:
