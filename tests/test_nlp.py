@@ -317,6 +317,47 @@ def test_the_compound_merger_finds_what_spacys_phrase_matcher_finds():
     ] == "Fire Extinguisher"
 
 
+def test_the_fast_attribute_ruler_annotates_as_spacys_matcher_does():
+    """spacy_pipeline() applies the attribute ruler's 179 rules by table lookup
+    (lmms_scene.nlp.attribute_rules) instead of spaCy's Matcher: on every test sentence,
+    whole and split, and on sentences written to hit its two-token, dependency and
+    whitespace rules, every token's tag, part of speech, morphology, lemma, dependency and
+    head are those of the stock pipeline, compounds merged or not."""
+    import spacy
+
+    from lmms_scene.nlp import attribute_rules
+    from lmms_scene.nlp.compounds import add_merger
+    from lmms_scene.nlp.spacy_model import installed_package, spacy_pipeline
+
+    edges = [
+        "I'm gonna check it, y'all ain't got helmets. Let's go! C'mon, we gotta leave.",
+        "i ain't seen it and you didn't see it; they gave it to me and to you.",
+        "  There   are no\tcones  here .\n\nNone at all. ",
+        "Y all come on in, gon na rain. Got ta go.",
+        "What is that? That is it, but not this one, and which one did he do?",
+        "There were no rails and there's no net, though there are cones.",
+        "He does it daily but has not had it checked; did they do what they had to?",
+    ]
+    texts = _test_sentences() + edges
+    texts += [s for t in texts for s in split_sentences(t)]
+    texts = sorted(set(texts))
+    stock = spacy.load(installed_package()[0], disable=["ner"])
+    assert stock.get_pipe("attribute_ruler").match.__self__.__class__.__name__ == "AttributeRuler"
+
+    def read(doc):
+        return [(t.text, t.tag_, t.pos_, str(t.morph), t.lemma_, t.dep_, t.head.i, t.is_space) for t in doc]
+
+    fast = spacy_pipeline()
+    assert isinstance(fast.get_pipe("attribute_ruler").match.__self__, attribute_rules.FastRuler)
+    for merge in (False, True):
+        nlp_ours, nlp_stock = spacy_pipeline(merge_compounds=merge), add_merger(stock) if merge else stock
+        pos_seen = set()
+        for ours, theirs, text in zip(nlp_ours.pipe(texts), nlp_stock.pipe(texts), texts):
+            assert read(ours) == read(theirs), text
+            pos_seen |= {t.pos_ for t in ours}
+        assert {"AUX", "VERB", "PRON", "SCONJ", "SPACE"} <= pos_seen  # the rules' exceptions fired
+
+
 def test_lemma_names_validates_arguments():
     with pytest.raises(TypeError, match="word"):
         lemma_names(3)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ import importlib.util
 from typing import Any
 
 from lmms_scene import cache
-from lmms_scene.nlp import INSTALL_HINT, MissingNLPComponent
+from lmms_scene.nlp import INSTALL_HINT, MissingNLPComponent, attribute_rules
 from lmms_scene.nlp.compounds import add_merger
 
 #: the model, by its official name
@@ -50,9 +50,12 @@ def _load(package: str, disable: tuple[str, ...]) -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise MissingNLPComponent(f"spaCy is not installed; {INSTALL_HINT}") from exc
     try:
-        return spacy.load(package, disable=list(disable))
+        nlp = spacy.load(package, disable=list(disable))
     except OSError as exc:
         raise MissingNLPComponent(f"spaCy model {package!r} could not be loaded ({exc}): {HOW_TO_INSTALL}") from exc
+    # the same rules, applied by table lookup instead of spaCy's Matcher (same annotations)
+    attribute_rules.install(nlp)
+    return nlp
 
 
 def spacy_pipeline(

@@ -444,6 +444,14 @@ def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
         full = enc.similarity([verbalise(P[t][i]) for t, i in pos_p], [verbalise(G[t][j]) for t, j in pos_g])
         row = {key: n for n, key in enumerate(pos_p)}
         col = {key: n for n, key in enumerate(pos_g)}
+        gates: dict[tuple[str, int, int], bool] = {}  # anchored() per pair, once per match
+
+        def gate_of(t: str, i: int, j: int) -> bool:
+            key = (t, i, j)
+            verdict = gates.get(key)
+            if verdict is None:
+                verdict = gates[key] = anchored(P[t][i], G[t][j], ref)
+            return verdict
 
         def sim_of(t: str, ip: list[int], u: str, jg: list[int]) -> np.ndarray:
             if not ip or not jg:
@@ -451,7 +459,7 @@ def match(pred: CESG, gt: CESG, opts: Options) -> dict[str, TypeCounts]:
             sim = full[np.ix_([row[(t, i)] for i in ip], [col[(u, j)] for j in jg])]
             if t == u and t != "o":
                 # no credit for an attribute or relation anchored to another entity (Q6)
-                gate = np.array([[anchored(P[t][i], G[u][j], ref) for j in jg] for i in ip], dtype=bool)
+                gate = np.array([[gate_of(t, i, j) for j in jg] for i in ip], dtype=bool)
                 sim = np.where(gate, sim, 0.0)
             return sim
 
