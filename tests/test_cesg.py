@@ -8,8 +8,8 @@ from lmms_scene.metrics.cesg import KEYS, cesg_graph, cesg_score, configuration,
 from lmms_scene.metrics.cesg.construct import combine, compare
 from lmms_scene.metrics.cesg.coref import RuleCoref
 from lmms_scene.metrics.cesg.graph import SceneGraph
+from lmms_scene.metrics.cesg.model_parsers import parse_factual_output
 from lmms_scene.metrics.cesg.negation import strip_negation
-from lmms_scene.metrics.cesg.parse import parse_factual_output
 
 pytestmark = pytest.mark.slow
 
@@ -348,7 +348,7 @@ def tiny_t5(tmp_path_factory):
 
 def test_factual_parser_runs_batched_and_feeds_the_pipeline(tiny_t5):
     from lmms_scene.metrics.cesg.construct import Pipeline, default_pipeline
-    from lmms_scene.metrics.cesg.parse import FactualT5Parser
+    from lmms_scene.metrics.cesg.model_parsers import FactualT5Parser
 
     parser = FactualT5Parser(model=str(tiny_t5), device="cpu", batch_size=2, max_new_tokens=6)
     sentences = ["There is no guardrail.", "The floor is not dry.", "A worker stands."]

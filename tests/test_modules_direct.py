@@ -219,3 +219,28 @@ def test_cooco_readings_of_an_answer():
     with pytest.raises(ValueError, match="COOCO reading 'raw'"):
         readings.reading_of("raw")
     assert scoring.normalise_output is readings.normalise_output  # reachable where scoring is used
+
+
+# -- CESG's rule parser: its word lists and token tests ------------------------------------------
+
+
+def test_cesg_lexicon_holds_the_closed_word_lists_the_rules_read():
+    from lmms_scene.metrics.cesg import lexicon
+
+    assert {"no", "neither"} == lexicon._NEG_DET
+    assert "missing" in lexicon._ABSENT_ADJ and "lack" in lexicon._LACK
+    # "neither of X" stands for X: a negating determiner that is also a quantifier
+    assert "neither" in lexicon._QUANT_OF and "none" in lexicon._QUANT_OF
+    assert "photo" in lexicon._DEPICTIONS and "photo" not in lexicon._PERSON_WORDS
+
+
+@pytest.mark.slow
+def test_cesg_token_tests_read_a_negated_determiner_and_a_quantifier():
+    from lmms_scene.metrics.cesg import tokens
+    from lmms_scene.nlp.spacy_model import spacy_pipeline
+
+    nlp = spacy_pipeline(merge_compounds=True)
+    by_word = {t.lower_: t for t in nlp("There is no helmet near the worker.")}
+    assert tokens._det_no(by_word["helmet"]) and not tokens._det_no(by_word["worker"])
+    by_word = {t.lower_: t for t in nlp("None of the workers wears a vest.")}
+    assert tokens._is_quantifier(by_word["none"]) and not tokens._is_quantifier(by_word["vest"])

@@ -92,7 +92,7 @@ def _fake_discosg(monkeypatch, behaviour):
 
 
 def test_absent_discosg_weights_fail_with_instructions(monkeypatch, tiny_t5):  # noqa: F811
-    from lmms_scene.metrics.cesg.parse import DiscoSGParser
+    from lmms_scene.metrics.cesg.model_parsers import DiscoSGParser
 
     class NoWeights:
         def __init__(self, model_path, **kwargs):
@@ -105,7 +105,7 @@ def test_absent_discosg_weights_fail_with_instructions(monkeypatch, tiny_t5):  #
 
 def test_discosg_refines_initial_graphs_behind_the_stage_interface(monkeypatch, tiny_t5):  # noqa: F811
     from lmms_scene.metrics.cesg.construct import Pipeline, default_pipeline
-    from lmms_scene.metrics.cesg.parse import DiscoSGParser
+    from lmms_scene.metrics.cesg.model_parsers import DiscoSGParser
 
     calls = []
 

@@ -26,9 +26,10 @@ from lmms_scene import cache
 from lmms_scene.metrics.cesg import parse
 from lmms_scene.metrics.cesg.coref import _QUICK, FastCoref, RuleCoref, antecedents, render
 from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, ParseFailure, Relation, SceneGraph, split_key
+from lmms_scene.metrics.cesg.model_parsers import DiscoSGParser, FactualT5Parser
 from lmms_scene.metrics.cesg.negation import PROVENANCE as NEG
 from lmms_scene.metrics.cesg.negation import normalise_lists, strip_negation
-from lmms_scene.metrics.cesg.parse import DiscoSGParser, FactualT5Parser, RuleParser
+from lmms_scene.metrics.cesg.parse import RuleParser
 from lmms_scene.nlp.sentences import PROVENANCE as SPLIT
 from lmms_scene.nlp.sentences import split_sentences
 
