@@ -151,6 +151,14 @@ def synsets(word: str, pos: str | None = None) -> list[Any]:
         return wn.synsets(word.replace(" ", "_"), pos=POS[pos] if pos else None)
 
 
+def hypernyms(synset: Any) -> list[Any]:
+    """``synset.hypernyms()`` under the reader's lock: NLTK resolves the pointers by seeking
+    and reading its shared data file, which two threads at once interleave (a WordNetError
+    on a torn line, issue 34's four-thread test)."""
+    with _lock:
+        return synset.hypernyms()
+
+
 def hypernym_closure(synset: Any, depth: int) -> list[set[Any]]:
     """The hypernyms of ``synset`` level by level (1 .. depth), under the reader's lock."""
     out: list[set[Any]] = []

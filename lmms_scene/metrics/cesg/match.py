@@ -49,7 +49,7 @@ import numpy as np
 
 from lmms_scene import cache
 from lmms_scene.metrics.cesg.graph import CESG, Attribute, Node, Relation
-from lmms_scene.nlp.wordnet import hypernym_closure, lexname, synonyms, synsets
+from lmms_scene.nlp.wordnet import hypernym_closure, hypernyms, lexname, synonyms, synsets
 
 TYPES = ("o", "a", "r")
 #: CESG = 0.5 F1_o + 0.25 F1_a + 0.25 F1_r (paper, Implementation Details)
@@ -150,7 +150,7 @@ def _word_synonyms(a: str, b: str, pos: str | None) -> bool:
 def _direct_kind(general: str, specific: str) -> bool:
     """``general`` is a direct WordNet hypernym of one of ``specific``'s first two noun senses."""
     targets = {s for s in synsets(general, "n")[:2] if s.name().split(".")[0] not in _TOO_GENERAL}
-    return bool(targets) and any(targets & set(s.hypernyms()) for s in synsets(specific, "n")[:2])
+    return bool(targets) and any(targets & set(hypernyms(s)) for s in synsets(specific, "n")[:2])
 
 
 def _kind_of(a: str, b: str) -> bool:
