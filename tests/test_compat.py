@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lmms_scene import compat
+from lmms_scene import compat, compat_check
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -20,16 +20,16 @@ ALLOWED: set[str] = set()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", [tp.name for tp in compat.TOUCH_POINTS])
+@pytest.mark.parametrize("name", [tp.name for tp in compat_check.TOUCH_POINTS])
 def test_touch_point_holds(name):
-    problems = compat.check(name)
+    problems = compat_check.check(name)
     assert problems == [], "\n".join(problems)
 
 
 def test_every_touch_point_has_a_unique_name_and_verified_versions():
-    names = [tp.name for tp in compat.TOUCH_POINTS]
+    names = [tp.name for tp in compat_check.TOUCH_POINTS]
     assert len(names) == len(set(names))
-    assert all(tp.verified and tp.touches and tp.used_by for tp in compat.TOUCH_POINTS)
+    assert all(tp.verified and tp.touches and tp.used_by for tp in compat_check.TOUCH_POINTS)
     assert compat.installed_version() in compat.VERIFIED_VERSIONS  # the gate: this environment is a verified one
 
 
@@ -38,14 +38,14 @@ def test_a_broken_touch_point_is_reported_by_name(monkeypatch):
 
     monkeypatch.delattr(harness_utils, "get_git_branch_name")
     monkeypatch.setattr(compat, "installed_version", lambda: "9.9.9")
-    problems = compat.check("version-functions")
+    problems = compat_check.check("version-functions")
     assert len(problems) == 1
     assert "'version-functions'" in problems[0] and "get_git_branch_name" in problems[0]
     assert "verified on 0.7.3; installed lmms-eval 9.9.9" in problems[0]
-    with pytest.raises(compat.HarnessChanged, match="version-functions"):
-        compat.require("version-functions")
+    with pytest.raises(compat_check.HarnessChanged, match="version-functions"):
+        compat_check.require("version-functions")
     with pytest.raises(KeyError, match="no lmms-eval touch point 'nope'"):
-        compat.check("nope")
+        compat_check.check("nope")
 
 
 def test_importing_compat_loads_no_harness():

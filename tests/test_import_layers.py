@@ -41,6 +41,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "lmms_scene.imaging",
             "lmms_scene.compositing",
             "lmms_scene.compat",
+            "lmms_scene.compat_check",
             "lmms_scene.contract",
             "lmms_scene.verdicts",
             "lmms_scene.data",
