@@ -64,6 +64,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "lmms_scene.report.html",
             "lmms_scene.report.text",
             "lmms_scene.report.submission",
+            "lmms_scene.report.submission_file",
             "lmms_scene.report.leaderboard",
             "lmms_scene.report.publish",
         ),

@@ -244,3 +244,25 @@ def test_cesg_token_tests_read_a_negated_determiner_and_a_quantifier():
     assert tokens._det_no(by_word["helmet"]) and not tokens._det_no(by_word["worker"])
     by_word = {t.lower_: t for t in nlp("None of the workers wears a vest.")}
     assert tokens._is_quantifier(by_word["none"]) and not tokens._is_quantifier(by_word["vest"])
+
+
+# -- reading a submission file ---------------------------------------------------------------
+
+
+def test_submission_file_reader_refuses_duplicate_keys_deep_nesting_and_long_numbers(tmp_path):
+    from lmms_scene.report import submission_file
+
+    ok = tmp_path / "ok.json"
+    ok.write_text('{"a": [1, 2.5]}')
+    assert submission_file.load_file(ok) == ({"a": [1, 2.5]}, [])
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"a": 1, "a": 2}')
+    data, why = submission_file.load_file(dup)
+    assert data is None and "'a'" in why[0]
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * (submission_file.MAX_DEPTH + 5) + "]" * (submission_file.MAX_DEPTH + 5))
+    assert submission_file.load_file(deep)[0] is None
+    digits = tmp_path / "digits.json"
+    digits.write_text("1" * (submission_file.MAX_DIGITS + 1))
+    assert submission_file.load_file(digits)[0] is None
+    assert submission_file.load_file(tmp_path)[0] is None  # a folder is refused, never opened
