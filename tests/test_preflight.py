@@ -133,6 +133,31 @@ def test_a_local_build_whose_file_is_gone_names_the_file(tmp_path):
         assert preflight.check(["cooco_mine"], entries, preflight.Hub(ask=Asked("found"), offline=True)) == []
 
 
+def test_the_harness_index_is_read_only_for_the_requested_names_and_their_members(ours, tmp_path):
+    """lmms-eval indexes ~1,900 task YAMLs; the plain route's check reads only the ones the
+    requested names reach (a group's members too) and finds what reading every YAML finds."""
+    index = {name: {"type": e.kind, "yaml_path": e.config["__yaml_path__"]} for name, e in ours.items()}
+    # unrelated tasks the check must not open: each YAML is unreadable, as a broken one would be
+    for i in range(200):
+        bad = tmp_path / f"other_{i}.yaml"
+        bad.write_text("task: [unclosed\n")
+        index[f"other_{i}"] = {"type": "task", "yaml_path": str(bad)}
+    index["no_yaml"] = {"type": "task"}  # an index entry without a path: never an entry
+    lazy = preflight.index_from_harness(index)
+    hub = preflight.Hub(ask=Asked("unreachable"), offline=True)
+    with settings.override(clip_model=settings.DEFAULT_CLIP_MODEL):
+        found = lines(preflight.check(["layered_vqa", "snus_sample", "no_such_task"], lazy, hub))
+        eager = lines(preflight.check(["layered_vqa", "snus_sample", "no_such_task"], ours, hub))
+    assert found == eager and "layered_vqa" in found
+    group = ours["layered_vqa"]
+    assert group.kind == "group" and lazy.read == 1 + len(group.members) + 2, lazy.read
+    # as a mapping it still holds exactly the readable entries
+    assert "other_3" not in lazy and "no_yaml" not in lazy and lazy["snus_sample"].kind == "task"
+    assert set(lazy) == set(ours) and len(lazy) == len(ours)
+    with pytest.raises(KeyError):
+        lazy["other_0"]
+
+
 def test_check_argv_reads_tasks_and_include_path_as_lmms_scene_eval_gets_them(tmp_path):
     hub = preflight.Hub(ask=Asked("unreachable"), offline=True)
     assert preflight.check_argv(["--model", "scene_blind", "--tasks", "list"], hub) == []
