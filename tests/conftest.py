@@ -739,9 +739,7 @@ def readme_run(tmp_path_factory):
 
         env = harness_env()
         env.pop(settings.CLIP_MODEL_ENV, None)
-        hub = Path(env.get("HF_HUB_CACHE") or Path(env["HF_HOME"]) / "hub")
-        if (hub / "models--openai--clip-vit-base-patch32").exists():
-            raise AssertionError(f"{hub} holds the default CLIP checkpoint: README's no-setting run would compute CLIP")
+        _no_default_clip(env, "README's command")
         proc = run_python([sys.executable, *README_COMMAND], env=env, timeout=900, cwd=folder)
         (folder / "log.txt").write_text(proc.stdout + proc.stderr)
         (folder / "returncode").write_text(str(proc.returncode))
@@ -756,18 +754,18 @@ def readme_run(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
-    """``lmms-scene demo`` offline with an empty HF_HOME and no CLIP setting, once per pytest
-    run: test_demo.py and test_report.py read it. (CompletedProcess, output folder, cwd)."""
+    """``lmms-scene demo`` offline with no CLIP setting and no CLIP checkpoint in the run's
+    HF_HOME (checked first, as :func:`readme_run` does), once per pytest run, by the fork
+    server: test_demo.py and test_report.py read it. (CompletedProcess, output folder)."""
 
     def make(folder: Path) -> None:
         from lmms_scene import settings
 
-        env = harness_env({"HF_HOME": str(folder / "empty_hf_home")})
+        env = harness_env()
         env.pop(settings.CLIP_MODEL_ENV, None)
-        proc = subprocess.run(
+        _no_default_clip(env, "the demo")
+        proc = run_python(
             [sys.executable, "-m", "lmms_scene.cli", "demo", "--output_path", str(folder / "results")],
-            capture_output=True,
-            text=True,
             env=env,
             timeout=900,
             cwd=folder,
@@ -779,6 +777,14 @@ def demo_run(tmp_path_factory):
     folder = once(shared_root(tmp_path_factory), "demo", make)
     p = json.loads((folder / "proc.json").read_text())
     return subprocess.CompletedProcess(p["args"], p["returncode"], p["stdout"], p["stderr"]), folder / "results"
+
+
+def _no_default_clip(env: dict[str, str], what: str) -> None:
+    """Stop when the run's hub cache holds the default CLIP checkpoint: ``what`` (run with
+    no CLIP setting) would then compute CLIP instead of saying it did not."""
+    hub = Path(env.get("HF_HUB_CACHE") or Path(env["HF_HOME"]) / "hub")
+    if (hub / "models--openai--clip-vit-base-patch32").exists():
+        raise AssertionError(f"{hub} holds the default CLIP checkpoint: {what} with no CLIP setting would compute CLIP")
 
 
 def java_available() -> bool:

@@ -44,7 +44,7 @@ def test_clip_off_records_clip_metrics_as_not_computed():
 @pytest.mark.e2e
 @pytest.mark.xdist_group("demo")
 def test_demo_runs_offline_and_says_what_it_did_not_compute(demo_run):
-    # `lmms-scene demo --output_path OUT` with an empty HF_HOME and no CLIP setting (conftest.py)
+    # `lmms-scene demo --output_path OUT` with no CLIP setting and no CLIP checkpoint cached (conftest.py)
     proc, out = demo_run
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "recorded as not computed" in proc.stdout
