@@ -204,13 +204,15 @@ FORK_LOG_ENV = "LMMS_SCENE_TEST_FORK_LOG"
 _FORK_MODULES = ("lmms_eval", "lmms_scene.cli")
 
 
-#: LMMS_SCENE_ variables read at import (lmms_scene.benchmarks registers the plugins it names)
-_FORK_BOUND_ENV = ("LMMS_SCENE_BENCHMARKS",)
+#: variables read at start-up or import that a fork applies again when the server lacked
+#: them (tests/forkserver.py's REPLAYED: PYTHONPATH's folders, the plugin benchmarks that
+#: LMMS_SCENE_BENCHMARKS names); a value that differs from one the server had is refused
+_REPLAYED_ENV = ("PYTHONPATH", "LMMS_SCENE_BENCHMARKS")
 
 
-def _fork_free(key: str) -> bool:
-    if key in _FORK_BOUND_ENV:
-        return False
+def _fork_free(key: str, server_env: dict[str, str] | None = None) -> bool:
+    if key in _REPLAYED_ENV:
+        return server_env is not None and not server_env.get(key)
     return key in _FORK_FREE_ENV or key in _LAUNCH_ENV or key.startswith(_FORK_FREE_PREFIXES)
 
 
@@ -337,7 +339,7 @@ class _ForkServer:
             k
             for k in set(env) | set(server_env)
             if env.get(k) != server_env.get(k)
-            and not _fork_free(k)
+            and not _fork_free(k, server_env)
             and not (k in self.set_by_imports and env.get(k) == self.set_by_imports[k])
         )
         return f"environment differs in {differ}" if differ else None

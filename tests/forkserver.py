@@ -12,7 +12,8 @@ nothing a run does (patches, caches, loaded models, ``os.environ``) reaches the 
 What the fork cannot reproduce, ``tests/conftest.py``'s ``run_python`` and
 ``popen_python`` do not send here: an environment that differs from the server's in a
 variable read at import time (``_FORK_FREE_ENV`` there lists those that may differ: read
-when used), stdin, a run of another interpreter. Those, and every run when
+when used; PYTHONPATH and LMMS_SCENE_BENCHMARKS the server lacked are applied again in
+the fork, ``REPLAYED`` below), stdin, a run of another interpreter. Those, and every run when
 ``LMMS_SCENE_TEST_FORK=0``, are fresh processes as before.
 
 One server serves every xdist worker of a pytest run (the first to ask starts it, under a
@@ -129,6 +130,7 @@ def _child(request: dict, inherited: list[int]) -> None:
             import torch
 
             torch.set_num_threads(int(threads))
+        server_env = dict(os.environ)
         os.environ.clear()
         os.environ.update(request["env"])
         signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -136,6 +138,7 @@ def _child(request: dict, inherited: list[int]) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         sys.argv = [request["module"], *request["argv"]]
         sys.path[0] = os.getcwd()  # as ``python -m`` puts the working folder first
+        _replay(server_env, request["env"])
         import runpy
 
         code = 0
@@ -181,6 +184,25 @@ def _child(request: dict, inherited: list[int]) -> None:
             except Exception:
                 pass
         os._exit(code & 0xFF if code >= 0 else 1)
+
+
+#: what a fresh interpreter applies at start-up (PYTHONPATH) or lmms_scene at import
+#: (LMMS_SCENE_BENCHMARKS registers the benchmarks it names), which a fork applies again when
+#: its request sets it and the server's environment did not (tests/conftest.py refuses a
+#: request that changes a value the server had: what the server did cannot be undone)
+REPLAYED = ("PYTHONPATH", "LMMS_SCENE_BENCHMARKS")
+
+
+def _replay(server_env: dict[str, str], env: dict[str, str]) -> None:
+    """Apply :data:`REPLAYED` variables the request sets and the server lacked, as a fresh
+    ``python -m`` process would have at start-up: PYTHONPATH's folders right after the
+    working folder, then the plugin benchmarks registered (``benchmarks.load_plugins``)."""
+    if env.get("PYTHONPATH") and not server_env.get("PYTHONPATH"):
+        sys.path[1:1] = [os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p]
+    if env.get("LMMS_SCENE_BENCHMARKS") and not server_env.get("LMMS_SCENE_BENCHMARKS"):
+        from lmms_scene import benchmarks
+
+        benchmarks.load_plugins()
 
 
 def _alive(pid: int) -> bool:
