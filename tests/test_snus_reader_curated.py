@@ -28,6 +28,12 @@ READ = [
     # a noun the small model makes a compound of the participle after it
     ("There's no horse grazing.", "horse"),
     ("A bicycle is leaning on the fence in no photo.", "bicycle lean on fence"),
+    # a clause after "have", "contain": what the picture or the animal does not hold
+    ("It is not true that one picture contains exactly one goat standing near two lambs.", "goat stand near lamb"),
+    ("Neither of the cats has its tail raised.", "tail raise"),
+    # "be" with a state adverb: a negated attribute
+    ("It is not true that a single goat is outside alone in one of the photos.", "goat outside"),
+    ("The dog is not outside.", "dog outside"),
     # "not all X are Y": some X is not Y (a negated relation or attribute)
     ("Not all the birds are on branches.", "bird on branch"),
     ("Not all of the cups are full.", "cup full"),

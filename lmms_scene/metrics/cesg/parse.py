@@ -301,6 +301,10 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
     return b.graphs()
 
 
+#: adverbs that say where or how a thing is after "be": "the cat is not outside"
+_STATE_ADVERBS = frozenset("outside inside indoors outdoors alone together upstairs downstairs underwater".split())
+
+
 def _verb(b: _Builder, verb: Any) -> None:
     lemma = verb.lemma_.lower()
     subjects, subject_neg = _subjects(verb)
@@ -364,6 +368,9 @@ def _verb(b: _Builder, verb: Any) -> None:
             elif c.dep_ == "prep" and c.lower_ == "in" and any(p.lemma_.lower() == "place" for p in c.children):
                 for s in subjects:  # "the guard is (not) in place"
                     b.node(s, absent=neg)
+            elif c.dep_ == "advmod" and c.lower_ in _STATE_ADVERBS and not expl:
+                for s in subjects:  # "the cat is not outside", "the dog is not alone"
+                    b.attrs.append((s.i, c.lower_, neg))
         _prep_relations(b, subjects, verb, "", neg)
         return
     with_objects = [o for c in verb.children if c.dep_ == "prep" and c.lower_ == "with" for o in _pobjs(c)]

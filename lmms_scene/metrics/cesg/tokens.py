@@ -274,7 +274,9 @@ def _has_neg(tok: Any) -> bool:
         and any(c.dep_ == "mark" and c.lower_ in ("like", "if", "though") for c in tok.children)
     ):
         return not _own_neg(tok)  # "it does not look like the trench is shored"
-    if tok.dep_ in ("ccomp", "xcomp") and lemma in _PERCEIVE:
+    if tok.dep_ in ("ccomp", "xcomp") and (lemma in _PERCEIVE or lemma in _HOLDING_CLAUSE):
+        # "neither photo shows a horse drinking", "the dog does not have its tail curled",
+        # "it is not true that one image contains a pig standing near a fence"
         return (_has_neg(head) or _subjects(head)[1]) != _denied(head)  # "neither photo shows a horse drinking"
     if (
         tok.dep_ == "acl"
@@ -294,6 +296,11 @@ def _has_neg(tok: Any) -> bool:
         seer = head.head
         return (_has_neg(seer) or _subjects(seer)[1]) != _denied(seer)
     return False
+
+
+#: verbs whose clause complement says what is (not) in the picture or on someone: "does not
+#: have its tail curled", "no image contains a pig standing by a fence"
+_HOLDING_CLAUSE = {"have", "contain", "include", "feature"}
 
 
 def _denied(verb: Any) -> bool:
