@@ -16,6 +16,14 @@ Sources (pass the snapshot directories on the command line):
     (affixal cues such as "im-possible" are left out: SNUS reads only un-X participles and
     X-less artifacts); named object: the noun a "no"/"without"/"nobody" cue negates
     (the first noun of its annotated scope after the cue).
+``--nlvr2neg DIR``  radidd/vision-and-language-negation (Dobreva and Keller 2021,
+    "Investigating Negation in Pre-trained Vision-and-language Models"),
+    ``negation-test-set/negation_test_set.jsonl``: NLVR2 statements that the benchmark's
+    authors rewrote with a negation ("There is no empty glass.", "None of the dogs is
+    wearing a jacket.", "It is not the case that ..."), each with its negation type
+    (np-existential, np-nonexistential, np-num2none, v-existential, v-action, sw). Label:
+    negative, every one (the file's unrewritten NLVR2 originals carry no negation label and
+    are left out); figures also per negation type. A curated caption source.
 ``--sfu DIR``  the SFU Review corpus annotated for negation (Konstantinova et al. 2012,
     ``data/SFU_Review_Corpus_Negation_Speculation``, same repository): product reviews.
     Label: negative when a negation cue is annotated (speculation cues ignored).
@@ -33,7 +41,7 @@ Split: every sentence is assigned by a hash of (source, id) to ``dev`` (80 %) or
 ``final`` (20 %). Develop on ``dev`` (``--show N`` prints misses); measure ``final``
 once, at the end.
 
-Usage: python bench/bench_negation_corpus.py --negref DIR --starsem DIR --sfu DIR
+Usage: python bench/bench_negation_corpus.py --negref DIR --nlvr2neg DIR --starsem DIR --sfu DIR
        [--split dev|final|all] [--show N] [--limit N]
 """
 
@@ -64,6 +72,8 @@ class Item:
     objects: list[str] = field(default_factory=list)
     #: why the source's label is overruled (``ADJUDICATED``), or None
     adjudicated: str | None = None
+    #: the source's own category of the sentence (e.g. a negation type), or None
+    kind: str | None = None
 
 
 def git(gitdir: str, *args: str) -> str:
@@ -141,6 +151,16 @@ def negref(gitdir: str, commit: str) -> Iterator[Item]:
         phrase = re.sub(r"\s+'\s*(s|re|ve|ll|d|m|t)\b", r"'\1", row["phrase"])  # "it ' s" -> "it's"
         phrase = re.sub(r"\s+([,.;:!?'])", r"\1", phrase).replace(" - ", "-")
         yield Item("NegRefCOCOg", f"{n}:{row['image']}", phrase, True)
+
+
+def nlvr2neg(gitdir: str, commit: str) -> Iterator[Item]:
+    for line in git(gitdir, "show", f"{commit}:negation-test-set/negation_test_set.jsonl").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if "negation_type" not in row:
+            continue  # an NLVR2 original: no negation label
+        yield Item("NLVR2-negation", row["identifier"], row["sentence"], True, kind=row["negation_type"])
 
 
 _DETOK = [
@@ -238,16 +258,20 @@ def measure(items: list[Item], show: int) -> dict:
 
     agree = agree_adj = n_obj = obj_ok = n_conc = conc_ok = 0
     misses, obj_misses = [], []
+    kinds: dict[str, list[int]] = {}
     t0 = time.perf_counter()
     for it in items:
         got = read(it.text)
+        if it.kind is not None:
+            kinds.setdefault(it.kind, [0, 0])[1] += 1
+            kinds[it.kind][0] += got["negative"] == it.negative
         if got["negative"] == it.negative:
             agree += 1
         expected = it.negative and it.adjudicated is None
         if got["negative"] == expected:
             agree_adj += 1
         else:
-            misses.append((expected, it.text, got["elements"], it.adjudicated))
+            misses.append((expected, it.text, got["elements"], it.adjudicated, it.kind))
         if it.negative and it.objects:
             n_obj += 1
             ok = all(has_object(got["elements"], o) for o in it.objects)
@@ -275,10 +299,18 @@ def measure(items: list[Item], show: int) -> dict:
         "named_object_ok_concrete": conc_ok,
         "seconds": round(time.perf_counter() - t0, 1),
     }
+    if kinds:
+        out["polarity_per_kind"] = {k: f"{a}/{m}" for k, (a, m) in sorted(kinds.items())}
     if show:
         out["polarity_misses"] = [
-            {"label": lab, "text": t[:300], "read": e, **({"adjudicated": a} if a else {})}
-            for lab, t, e, a in misses[:show]
+            {
+                "label": lab,
+                "text": t[:300],
+                "read": e,
+                **({"adjudicated": a} if a else {}),
+                **({"kind": k} if k else {}),
+            }
+            for lab, t, e, a, k in misses[:show]
         ]
         out["object_misses"] = [
             {"objects": o, "concrete": all(concrete(w) for w in o), "text": t[:300], "read": e}
@@ -291,14 +323,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--negref", help="snapshot of parkquasar/NegationCLIP")
     ap.add_argument("--starsem", help="snapshot holding data/starsem-st-2012-data (CD-SCO)")
+    ap.add_argument("--nlvr2neg", help="snapshot of radidd/vision-and-language-negation")
     ap.add_argument("--sfu", help="snapshot holding data/SFU_Review_Corpus_Negation_Speculation")
     ap.add_argument("--split", choices=("dev", "final", "all"), default="dev")
     ap.add_argument("--limit", type=int, default=0, help="at most N sentences per source (0: all)")
     ap.add_argument("--show", type=int, default=0, help="print up to N misses per source")
     args = ap.parse_args(argv)
-    readers = [(args.negref, negref), (args.starsem, starsem), (args.sfu, sfu)]
+    readers = [(args.negref, negref), (args.nlvr2neg, nlvr2neg), (args.starsem, starsem), (args.sfu, sfu)]
     if not any(d for d, _ in readers):
-        ap.error("name at least one snapshot (--negref, --starsem, --sfu)")
+        ap.error("name at least one snapshot (--negref, --nlvr2neg, --starsem, --sfu)")
     from lmms_scene.metrics.cesg.checks import read
 
     read("Warm up: there is no helmet.")

@@ -286,10 +286,15 @@ def test_the_compound_merger_finds_what_spacys_phrase_matcher_finds():
     from spacy.matcher import PhraseMatcher
     from spacy.util import filter_spans
 
-    from lmms_scene.nlp import compounds
+    from lmms_scene.nlp import compounds, spacy_model
     from lmms_scene.nlp.spacy_model import spacy_pipeline
 
-    nlp = spacy_pipeline()
+    # merging rewrites the merged lexemes' NORM, SHAPE, PREFIX and SUFFIX in the vocab: run
+    # on a pipeline of its own, so the shared cached one (other tests, the reader) is untouched
+    shared = spacy_pipeline()
+    before = {w: (shared.vocab[w].shape_, shared.vocab[w].norm_) for w in ("hard hat", "first aid kit")}
+    nlp = spacy_model._load(spacy_model.installed_package()[0], spacy_model.DEFAULT_DISABLE)
+    assert nlp is not shared and nlp.vocab is not shared.vocab
     names = compounds.compound_names()
     docs = list(nlp.tokenizer.pipe(names))
     assert compounds.pattern_words(nlp, names) == [tuple(t.lower_ for t in doc) for doc in docs]
@@ -312,6 +317,7 @@ def test_the_compound_merger_finds_what_spacys_phrase_matcher_finds():
                 retokenizer.merge(span)
         assert merged == [t.text for t in want], text
     assert found > 100  # the sentences do name compounds
+    assert {w: (shared.vocab[w].shape_, shared.vocab[w].norm_) for w in before} == before
     assert [t.text for t in spacy_pipeline(merge_compounds=True)("There is no Fire Extinguisher.")][
         3
     ] == "Fire Extinguisher"

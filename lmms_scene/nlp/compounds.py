@@ -134,6 +134,14 @@ _STOP_FIRST = {
     "of",
 }
 
+#: a compound ending in one of these is a verb and its particle or preposition, not a name
+#: ("looking at", "handing over", "mop up": WordNet lists them as nouns of acts, and merged
+#: they turned "a woman looking at the dog" into one noun)
+_STOP_LAST = frozenset(
+    "at on in up down out off over about with to for by from into through away back around along after under "
+    "upon onto against".split()
+)
+
 
 def compound_names() -> tuple[str, ...]:
     """Every compound the merger knows, lower case (WordNet's, then ours)."""
@@ -146,7 +154,12 @@ def compound_names() -> tuple[str, ...]:
             kinds = _noun_kinds(wn)
         for lemma in lemmas:
             parts = lemma.split("_")
-            if not 2 <= len(parts) <= 3 or not all(p.isalpha() for p in parts) or parts[0].lower() in _STOP_FIRST:
+            if (
+                not 2 <= len(parts) <= 3
+                or not all(p.isalpha() for p in parts)
+                or parts[0].lower() in _STOP_FIRST
+                or parts[-1].lower() in _STOP_LAST
+            ):
                 continue
             if kinds(lemma) & LEXNAMES:
                 names.add(lemma.replace("_", " ").lower())

@@ -47,12 +47,14 @@ from lmms_scene.metrics.cesg.tokens import (
     _det_no,
     _entities,
     _has_neg,
+    _in_no_picture,
     _is_evidence,
     _is_idiom,
     _is_lack,
     _is_quantifier,
     _lexical,
     _lost_being,
+    _misparsed_verb,
     _name,
     _not_only,
     _nounish,
@@ -227,13 +229,15 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
     for tok in doc:
         if (
             (_nounish(tok) or (tok.pos_ == "PRON" and tok.lower_ in _PERSON_WORDS))
-            and tok.dep_ != "compound"
+            and (tok.dep_ != "compound" or tok.head.pos_ == "VERB")  # "there's no dog standing": "dog" a compound
             and not _is_quantifier(tok)
             and not _is_evidence(tok)
             and not _is_idiom(tok)
             and not _is_lack(tok)
             and tok.lower_ != "sans"
             and _lexical(tok) is None
+            and not _misparsed_verb(tok)
+            and not _in_no_picture(tok)
         ):
             det_no = _det_no(tok)
             head = tok.head
@@ -252,7 +256,14 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
             sans = (
                 tok.i > 0 and tok.doc[tok.i - 1].lower_ == "sans"
             )  # "two men sans shirts" (the small model misparses "sans")
-            b.node(tok, absent=(det_no and not transitive_subject and not double) or missing_mod or sans)
+            in_no_picture = any(
+                c.dep_ == "prep" and c.lower_ in ("in", "on", "within") and any(_in_no_picture(o) for o in c.children)
+                for c in tok.children
+            )  # "there are lemon slices on the cake in neither of the photos"
+            b.node(
+                tok,
+                absent=(det_no and not transitive_subject and not double) or missing_mod or sans or in_no_picture,
+            )
             for c in tok.children:
                 if c.dep_ == "amod" and any(g.dep_ == "cc" for g in c.children) and c.i < tok.i:
                     b.node(c)  # a misparsed contrast: "an oven but not a bottle" ("oven" tagged a modifier)
@@ -268,7 +279,9 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
                 elif c.dep_ == "poss" and c.pos_ in _NOUN:
                     b.rels.append((b.node(c), "have", tok.i, False))
             _prep_relations(b, [tok], tok, "", False)
-        elif tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass") and _lexical(tok) is None:
+        elif (
+            tok.pos_ in ("VERB", "AUX") and tok.dep_ not in ("aux", "auxpass") and _lexical(tok) is None
+        ) or _misparsed_verb(tok):
             _verb(b, tok)
             _ellipsis(b, tok)
         if (
@@ -286,6 +299,10 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
         if tok.i in b.names and tok.dep_ == "conj" and tok.head.i in b.names and b.absent.get(tok.head.i):
             b.absent[tok.i] = True
     return b.graphs()
+
+
+#: adverbs that say where or how a thing is after "be": "the cat is not outside"
+_STATE_ADVERBS = frozenset("outside inside indoors outdoors alone together upstairs downstairs underwater".split())
 
 
 def _verb(b: _Builder, verb: Any) -> None:
@@ -351,6 +368,9 @@ def _verb(b: _Builder, verb: Any) -> None:
             elif c.dep_ == "prep" and c.lower_ == "in" and any(p.lemma_.lower() == "place" for p in c.children):
                 for s in subjects:  # "the guard is (not) in place"
                     b.node(s, absent=neg)
+            elif c.dep_ == "advmod" and c.lower_ in _STATE_ADVERBS and not expl:
+                for s in subjects:  # "the cat is not outside", "the dog is not alone"
+                    b.attrs.append((s.i, c.lower_, neg))
         _prep_relations(b, subjects, verb, "", neg)
         return
     with_objects = [o for c in verb.children if c.dep_ == "prep" and c.lower_ == "with" for o in _pobjs(c)]

@@ -234,7 +234,24 @@ def _own_neg(tok: Any) -> bool:
             return True
         if c.dep_ == "advmod" and c.lower_ == "longer" and any(g.lower_ == "no" for g in c.children):
             return True  # "no longer"
+        if c.dep_ == "prep" and c.lower_ in ("in", "on", "within") and any(_in_no_picture(o) for o in c.children):
+            return True  # "a cat sits on the sofa in neither of the photos", "... in no picture"
     return False
+
+
+def _in_no_picture(pobj: Any) -> bool:
+    """The object of "in neither of the images", "in none of the photos", "in no picture":
+    the clause holds in no picture (said of a scene, the whole clause is negated)."""
+    if pobj.dep_ != "pobj":
+        return False
+    if pobj.lower_ in ("neither", "none"):
+        return any(
+            p.dep_ == "prep" and p.lower_ == "of" and any(o.lemma_.lower() in _DEPICTIONS for o in p.children)
+            for p in pobj.children
+        )
+    return pobj.lemma_.lower() in _DEPICTIONS and any(
+        c.dep_ in ("det", "preconj") and c.lower_ in _NEG_DET for c in pobj.children
+    )
 
 
 def _has_neg(tok: Any) -> bool:
@@ -257,23 +274,46 @@ def _has_neg(tok: Any) -> bool:
         and any(c.dep_ == "mark" and c.lower_ in ("like", "if", "though") for c in tok.children)
     ):
         return not _own_neg(tok)  # "it does not look like the trench is shored"
-    if tok.dep_ in ("ccomp", "xcomp") and lemma in _PERCEIVE:
-        return _has_neg(head)
+    if tok.dep_ in ("ccomp", "xcomp") and (lemma in _PERCEIVE or lemma in _HOLDING_CLAUSE):
+        # "neither photo shows a horse drinking", "the dog does not have its tail curled",
+        # "it is not true that one image contains a pig standing near a fence"
+        return (_has_neg(head) or _subjects(head)[1]) != _denied(head)  # "neither photo shows a horse drinking"
+    if (
+        tok.dep_ == "acl"
+        and head.dep_ == "attr"
+        and head.head.lemma_.lower() == "be"
+        and not any(c.dep_ in ("expl", "nsubj", "nsubjpass") for c in head.head.children)
+    ):
+        return _own_neg(head.head)  # "in neither of the photos is a cat sitting on a chair"
     if (
         tok.dep_ in ("acl", "relcl")
         and head.dep_ in ("dobj", "attr")
         and head.head.lemma_.lower() in _PERCEIVE
         and tok.dep_ == "acl"
     ):
-        return _has_neg(head.head)  # "I don't see anyone wearing a helmet"
+        # "I don't see anyone wearing a helmet", "no picture shows a cat sleeping",
+        # "it is not true that one picture shows a boy holding a kite"
+        seer = head.head
+        return (_has_neg(seer) or _subjects(seer)[1]) != _denied(seer)
     return False
 
 
+#: verbs whose clause complement says what is (not) in the picture or on someone: "does not
+#: have its tail curled", "no image contains a pig standing by a fence"
+_HOLDING_CLAUSE = {"have", "contain", "include", "feature"}
+
+
 def _denied(verb: Any) -> bool:
-    """ "It is not true that ...": the clause is denied (a double negation flips it)."""
-    if verb.dep_ != "ccomp":
+    """ "It is not true that ...", "It is not the case that ...": the clause is denied (a
+    double negation flips it). The small model hangs the clause on "case" as a clausal
+    modifier (acl, relcl) as often as it makes it a complement (ccomp)."""
+    if verb.dep_ not in ("ccomp", "acl", "relcl"):
         return False
     h = verb.head
+    if verb.dep_ != "ccomp" and not (
+        h.lemma_.lower() == "case" and any(c.dep_ == "mark" and c.lower_ == "that" for c in verb.children)
+    ):
+        return False
     if h.lemma_.lower() in ("true", "case", "correct"):
         return _own_neg(h) or _own_neg(h.head)
     return (
@@ -291,7 +331,25 @@ def _subject_negates(subj: Any) -> bool:
         for c in subj.children
     ):
         return True  # "not one of the painters", "not a single worker"
+    if any(
+        c.lower_ in ("all", "every") and c.dep_ in ("predet", "det") and any(g.dep_ == "neg" for g in c.children)
+        for c in subj.children
+    ):
+        return True  # "not all the birds are on branches": some bird is not
     return any((c.dep_ in ("det", "preconj") and c.lower_ in _NEG_DET) for c in subj.children)
+
+
+def _misparsed_verb(tok: Any) -> bool:
+    """A verb the small model tags as a noun: the sentence's root, with a subject ("The
+    roofer never climbs without a harness": "climbs" a plural noun). A noun root has no
+    subject in spaCy's scheme (a copular sentence's root is the verb "be")."""
+    return (
+        tok.pos_ in _NOUN
+        and tok.dep_ == "ROOT"
+        and tok.tag_ in ("NNS", "VBZ")
+        and any(c.dep_ == "nsubj" for c in tok.children)
+        and not any(c.dep_ in ("det", "amod", "nummod", "poss") for c in tok.children)  # "a man ... no number"
+    )
 
 
 def _subjects(verb: Any, depth: int = 0) -> tuple[list[Any], bool]:
