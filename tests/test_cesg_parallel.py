@@ -11,6 +11,7 @@ import pytest
 from lmms_scene import cache
 from lmms_scene.metrics.cesg import construct, score, score_corpus
 from lmms_scene.metrics.cesg.construct import BATCH_TEXTS, fork_workers
+from lmms_scene.nlp.encoders import MINILM
 
 pytestmark = pytest.mark.slow
 
@@ -40,10 +41,16 @@ def _corpus(n: int) -> list[tuple[str, str, list[str]]]:
     return rows
 
 
+def _cold() -> None:
+    """Nothing built, read or embedded: each path computes its own graphs and vectors."""
+    for name in ("cesg.build", "cesg.sentence", f"encoder:{MINILM}"):
+        cache.memo_namespace(name).clear()
+
+
 def test_two_processes_score_exactly_as_one(monkeypatch):
     pairs = _corpus(300)
     assert len({p for _, p, _ in pairs}) > 2 * BATCH_TEXTS  # the build is shared among processes
-    cache.memo_namespace("cesg.build").clear()
+    _cold()
     one = score_corpus(pairs, workers=1)
     forked, real = [], construct.fork_map
 
@@ -53,7 +60,7 @@ def test_two_processes_score_exactly_as_one(monkeypatch):
 
     monkeypatch.setattr(construct, "fork_map", spy)
     monkeypatch.setattr(score, "fork_map", spy)
-    cache.memo_namespace("cesg.build").clear()
+    _cold()
     two = score_corpus(pairs, workers=2)
     assert forked == [("_build_share", 2), ("_match_share", 2)]  # both phases ran in two processes
     assert [r["id"] for r in two["rows"]] == [p[0] for p in pairs]

@@ -35,6 +35,8 @@ from lmms_scene.nlp.sentences import split_sentences
 
 #: texts per construction batch (the parallel path shares these batches among processes)
 BATCH_TEXTS = 128
+#: the memo of sentence graphs read without coreference (per pipeline key and sentence)
+SENTENCE_MEMO = "cesg.sentence"
 #: below this many texts to build (or rows to match), "auto" stays in one process
 PARALLEL_MIN = 200
 #: the pipeline a forked child builds with (set by the parent just before forking)
@@ -207,24 +209,28 @@ class Pipeline:
         from spacy.tokens import Doc  # deferred: spaCy is heavy to import
 
         sentences = [self.split(t) for t in texts]
-        flat = [s for ss in sentences for s in ss]
-        distinct = list(dict.fromkeys(flat))  # model outputs repeat sentences: parse each once
+        quick = [_QUICK.search(t) is not None for t in texts]  # may hold a pronoun: coref reads its parse
+        # a sentence read without coreference, once per run (a sentence's parse does not depend
+        # on the batch it is parsed in): one already read is parsed again only for coref
+        graph_of = cache.memo_namespace(SENTENCE_MEMO)
+        needed = {s for ss, q in zip(sentences, quick) if q for s in ss}
+        distinct = [  # model outputs repeat sentences: parse each once
+            s for s in dict.fromkeys(s for ss in sentences for s in ss) if s in needed or (self.key, s) not in graph_of
+        ]
         try:
             parsed = dict(zip(distinct, self.parser.nlp.pipe(distinct, batch_size=256)))
         except Exception:
             return None  # let the general path find the failing sentence
-        docs = [parsed[s] for s in flat]
-        graph_of: dict[str, CESG] = {}  # a sentence read without coreference, once per batch
-        out, k = [], 0
-        for text, ss in zip(texts, sentences):
-            parts, k = docs[k : k + len(ss)], k + len(ss)
+        out = []
+        for text, ss, q in zip(texts, sentences, quick):
+            parts = [parsed.get(s) for s in ss]
             failures: list[ParseFailure] = []
             if not parts:
                 out.append(Construction(text, text, [], [], [], combine([], failures), failures))
                 continue
             found: dict = {}
             joined = None
-            if _QUICK.search(text):  # most captions have no pronoun: no coref work
+            if q:  # most captions have no pronoun: no coref work
                 joined = Doc.from_docs(parts) if len(parts) > 1 else parts[0]
                 try:
                     found = antecedents(joined)
@@ -234,16 +240,21 @@ class Pipeline:
                 joined = None
             negative, graphs, start = [], [], 0
             for sentence, part in zip(ss, parts):
-                span = joined[start : start + len(part)] if joined is not None else part
-                start += len(part)
+                if found:
+                    span = joined[start : start + len(part)]
+                    start += len(part)
                 negative.append(render(span, found).strip() if found else sentence)
                 try:
                     if found:
                         graphs.append(compare(*parse.graphs_from_doc(span, found)))
                     else:
-                        if sentence not in graph_of:
-                            graph_of[sentence] = compare(*parse.graphs_from_doc(span))
-                        graphs.append(graph_of[sentence])
+                        graph = graph_of.get((self.key, sentence))
+                        if graph is None:
+                            graph = compare(
+                                *parse.graphs_from_doc(part if part is not None else self.parser.nlp(sentence))
+                            )
+                            graph_of.put((self.key, sentence), graph)
+                        graphs.append(graph)
                 except Exception as exc:
                     failures.append(ParseFailure("parse", sentence, f"{type(exc).__name__}: {exc}"))
             resolved = " ".join(negative) if found else text
