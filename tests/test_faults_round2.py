@@ -527,7 +527,7 @@ def test_submissions_and_official_lists_refuse_repeated_keys(tmp_path, capsys):
 
     (tmp_path / "s.json").write_text('{"format": "x", "model": "a", "model": "b"}')
     data, problems = submission.read(tmp_path / "s.json")
-    assert data is None and problems == ["not JSON (the key 'model' appears twice in one object)"]
+    assert data is None and problems == ["not JSON (key 'model' appears twice in one object)"]
     (tmp_path / "official.json").write_text('{"snus": ["f1"],\n "snus": ["forged"]}')
     results = tmp_path / "run"
     results.mkdir()
