@@ -302,3 +302,27 @@ def test_layered_local_build_round_trip(tmp_path):
     assert all(f"| {s} |" in header for s in ("full", "oracle", "ev-last")), table1[:3000]
     unknown = [line for line in out.splitlines() if line.startswith("not lmms-scene tasks")]
     assert not any(task in line for line in unknown for task in tasks), unknown
+
+
+def test_a_plugin_benchmark_builds_its_task_from_its_own_yaml_through_the_shared_shape(tmp_path):
+    """local.task_config is the one shape of a built task: SNUS's (our YAML) and the toy's
+    (a plugin's own YAML) get the same swaps: name suffix, parquet data file, metadata."""
+    from datasets import Dataset
+    from toybench import data as toy
+
+    from lmms_scene.registration import read_task_yaml
+
+    written = toy.write_local(
+        Dataset.from_list(toy.sample_rows(), features=toy.features()), tmp_path / "out", "card", name="My Run"
+    )
+    config = read_task_yaml(tmp_path / "out" / "tasks" / "toybench_my_run.yaml")
+    assert config["task"] == "toybench_my_run" and "toybench_my_run" in str(written)
+    assert config["dataset_kwargs"] == {"data_files": {"test": "../data/test-00000-of-00001.parquet"}}
+    assert config["metadata"]["benchmark"] == "toybench" and config["metadata"]["built_from"] == str(tmp_path / "out")
+    assert config["process_results"] == read_task_yaml(toy.TASKS / "toybench.yaml")["process_results"]
+    snus = local.task_config({"task": "snus", "metadata": {"version": 2}}, tmp_path, "x", "snus")
+    assert snus["task"] == "snus_x" and snus["metadata"] == {
+        "version": 2,
+        "benchmark": "snus",
+        "built_from": str(tmp_path),
+    }
