@@ -513,7 +513,7 @@ def test_snus_and_layered_vqa_metadata_refuse_repeated_keys(tmp_path):
     (tmp_path / "s.jsonl").write_text('{"image_id": "1", "image_id": "2"}\n')
     with pytest.raises(ValueError, match="s.jsonl line 1: key 'image_id' appears twice"):
         read_metadata(tmp_path / "s.jsonl")
-    from lmms_scene.metrics.layered_vqa.answers_file import read_answers
+    from lmms_scene.metrics.layered_vqa.grader_io import read_answers
 
     (tmp_path / "a.jsonl").write_text(
         '{"id": 1, "gold": "Two.", "question_type": "counting", "answer": "2", "answer": "3"}\n'
