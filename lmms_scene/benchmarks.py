@@ -166,6 +166,10 @@ class Benchmark:
     #: is a :class:`lmms_scene.contract.PooledResultsModule` (``group_summary``). Declared
     #: here, never discovered from the module
     pooled: bool = False
+    #: the folder of the benchmark's task YAMLs: empty for lmms-scene's own (``tasks/<name>``);
+    #: a plugin benchmark whose tasks live elsewhere names its folder, as an absolute path
+    #: (``str(Path(__file__).parent / "tasks")``)
+    task_dir: str = ""
 
     def data(self) -> Any:
         """The module named by :attr:`data_module` (imported on demand)."""
@@ -221,7 +225,8 @@ class Benchmark:
 
     @property
     def task_folder(self) -> Path:
-        return tasks_path() / self.name
+        """Where the benchmark's task YAMLs live: :attr:`task_dir`, else ``tasks/<name>``."""
+        return Path(self.task_dir) if self.task_dir else tasks_path() / self.name
 
     def built(self) -> bool:
         """Whether this version of lmms-scene ships the benchmark (its sample task exists)."""

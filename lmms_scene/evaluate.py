@@ -477,6 +477,18 @@ def demo_summary(results_file: Path) -> list[str]:
     ]
 
 
+def newcomer_order(reasons: list[str]) -> list[str]:
+    """A refused submission's reasons in the order a newcomer should read them: those that
+    say how to vouch for the data (``--official``) first, then the other per-benchmark ones,
+    then the per-task ones (the sample splits); the order within each kept."""
+    names = set(benchmarks.names())
+
+    def rank(reason: str) -> int:
+        return 0 if "--official" in reason else 1 if reason.split(":", 1)[0] in names else 2
+
+    return sorted(reasons, key=rank)
+
+
 def _report_and_submission(run_dir: Path) -> Path:
     """The demo's last step: the HTML report of the run, and the leaderboard submission
     it would make, which is refused (sample splits are not the benchmarks) with its reasons."""
@@ -487,9 +499,10 @@ def _report_and_submission(run_dir: Path) -> Path:
         submission = build([run_dir])
     except Refused as refused:
         reasons = run_dir / "submission_refused.txt"
-        write_atomic(reasons, "\n".join(refused.reasons) + "\n")
+        ordered = newcomer_order(refused.reasons)
+        write_atomic(reasons, "\n".join(ordered) + "\n")
         _say(f"lmms-scene demo: no leaderboard submission, as expected for sample splits ({reasons}):")
-        for reason in refused.reasons:
+        for reason in ordered:
             print(textwrap.fill(reason, DEMO_WIDTH, initial_indent="  - ", subsequent_indent="    "))
         return info.out
     write_atomic(target, json.dumps(submission, indent=2) + "\n")

@@ -26,7 +26,8 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,58 +39,120 @@ MAX_NUMBER_CHARS = 64
 MAX_DEPTH = 64
 
 
-class _Refused(ValueError):
-    """What :func:`loads` refuses inside the parser; ``key`` locates it in the text."""
+@dataclass(frozen=True)
+class Limits:
+    """What :func:`parse` accepts of outside JSON. The defaults are ours (samples files,
+    metadata, journals); a reader with stricter needs passes its own (the leaderboard's
+    submissions: :data:`lmms_scene.report.submission_file.LIMITS`)."""
 
-    def __init__(self, message: str, key: str | None = None) -> None:
+    #: the deepest nesting of lists and objects
+    max_depth: int = MAX_DEPTH
+    #: the most digits an integer may have
+    max_int_digits: int = MAX_INT_DIGITS
+    #: the longest non-integer number literal
+    max_number_chars: int = MAX_NUMBER_CHARS
+    #: whether a string may hold a lone surrogate (``"\\ud800"``: not writable as UTF-8)
+    lone_surrogates: bool = True
+
+
+DEFAULT_LIMITS = Limits()
+
+
+class Refused(ValueError):
+    """What :func:`parse` refuses: a repeated key, an absurd or non-finite number
+    (``limit`` False: JSON we will not read), or a reader's limit (``limit`` True: nesting, a lone
+    surrogate). ``key`` locates it in the text."""
+
+    def __init__(self, message: str, key: str | None = None, *, limit: bool = False) -> None:
         super().__init__(message)
         self.key = key
+        self.limit = limit
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _Refused(f"key {key!r} appears twice in one object", key)
+            raise Refused(f"key {key[:80]!r} appears twice in one object", key)
         out[key] = value
     return out
 
 
-def _int(text: str) -> int:
-    digits = len(text.lstrip("-"))
-    if digits > MAX_INT_DIGITS:
-        raise _Refused(f"the integer {text[:12]}... has {digits} digits (at most {MAX_INT_DIGITS})", text)
-    return int(text)
+def _int_hook(limits: Limits) -> Callable[[str], int]:
+    def parse_int(text: str) -> int:
+        digits = len(text.lstrip("-"))
+        if digits > limits.max_int_digits:
+            raise Refused(f"the integer {text[:12]}... has {digits} digits (at most {limits.max_int_digits})", text)
+        return int(text)
+
+    return parse_int
 
 
-def _float(text: str) -> float:
-    if len(text) > MAX_NUMBER_CHARS:
-        raise _Refused(f"the number {text[:12]}... is {len(text)} characters long (at most {MAX_NUMBER_CHARS})", text)
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Refused(f"the number {text} is out of range (not a finite float)", text)
-    return value
+def _float_hook(limits: Limits) -> Callable[[str], float]:
+    def parse_float(text: str) -> float:
+        if len(text) > limits.max_number_chars:
+            raise Refused(
+                f"the number {text[:12]}... is {len(text)} characters long (at most {limits.max_number_chars})", text
+            )
+        value = float(text)
+        if not math.isfinite(value):
+            raise Refused(f"the number {text} is out of range ({text} is not a finite number)", text)
+        return value
+
+    return parse_float
 
 
 def _no_constants(name: str) -> float:
-    raise _Refused(f"{name} is not a finite number", name)
+    raise Refused(f"{name} is not a finite number", name)
 
+
+_int = _int_hook(DEFAULT_LIMITS)
+_float = _float_hook(DEFAULT_LIMITS)
 
 #: the hooks of :func:`loads` for a caller that runs ``json.loads`` itself (repeated keys,
 #: absurd numbers refused as ``ValueError``; without the line)
 STRICT_HOOKS: dict[str, Any] = {"object_pairs_hook": _unique, "parse_int": _int, "parse_float": _float}
 
 
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
+def _check_tree(value: Any, limits: Limits) -> None:
+    """Raise :class:`Refused` (``limit`` True) when ``value`` nests deeper than the limits
+    allow or (where they say so) holds a string with a lone surrogate."""
+    stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, (list, dict)):
-            deepest = max(deepest, depth)
-            if deepest > MAX_DEPTH:
-                return deepest
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
-    return deepest
+            if depth > limits.max_depth:
+                raise Refused(f"nested deeper than {limits.max_depth} levels", limit=True)
+            if isinstance(item, dict):
+                if not limits.lone_surrogates:
+                    stack.extend((k, depth + 1) for k in item)
+                stack.extend((v, depth + 1) for v in item.values())
+            else:
+                stack.extend((v, depth + 1) for v in item)
+        elif isinstance(item, str) and not limits.lone_surrogates:
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Refused(f"a string with a lone surrogate ({item[:40]!r})", limit=True) from None
+
+
+def parse(text: str, *, limits: Limits = DEFAULT_LIMITS, allow_nan: bool = True) -> Any:
+    """``text`` parsed as JSON within ``limits``: the one JSON reader for outside text.
+    Raises :class:`Refused` (the reason alone, no file or line) or ``json.JSONDecodeError``;
+    :func:`loads` adds the file and line."""
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_unique,
+            parse_int=_int if limits.max_int_digits == MAX_INT_DIGITS else _int_hook(limits),
+            parse_float=_float if limits.max_number_chars == MAX_NUMBER_CHARS else _float_hook(limits),
+            parse_constant=(lambda name: float(name)) if allow_nan else _no_constants,
+        )
+    except RecursionError:
+        raise Refused(f"nested deeper than {limits.max_depth} levels", limit=True) from None
+    if isinstance(value, (list, dict)) or not limits.lone_surrogates:
+        _check_tree(value, limits)
+    return value
 
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:]')
@@ -117,7 +180,7 @@ def _first_duplicate(text: str) -> tuple[str, int] | None:
     return None
 
 
-def _line_of(text: str, exc: _Refused) -> int | None:
+def _line_of(text: str, exc: Refused) -> int | None:
     """The line of what ``exc`` refused: a repeated key, or a number literal."""
     if "twice" in str(exc):
         found = _first_duplicate(text)
@@ -129,31 +192,26 @@ def _line_of(text: str, exc: _Refused) -> int | None:
 
 
 def loads(
-    text: str, *, where: str, line: int | None = None, allow_nan: bool = True, error: type[Exception] = ValueError
+    text: str,
+    *,
+    where: str,
+    line: int | None = None,
+    allow_nan: bool = True,
+    error: type[Exception] = ValueError,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Any:
-    """``text`` parsed as JSON, refusing what the module docstring lists. An error names
-    ``where`` (the file) and the line: ``line`` when the text is one line of a file, else
-    the line inside ``text``."""
+    """``text`` parsed by :func:`parse` within ``limits``. An error names ``where`` (the
+    file) and the line: ``line`` when the text is one line of a file, else the line inside
+    ``text``."""
     try:
-        value = json.loads(
-            text,
-            object_pairs_hook=_unique,
-            parse_int=_int,
-            parse_float=_float,
-            parse_constant=(lambda name: float(name)) if allow_nan else _no_constants,
-        )
-    except _Refused as exc:
-        at = line if line is not None else _line_of(text, exc)
+        return parse(text, limits=limits, allow_nan=allow_nan)
+    except Refused as exc:
+        at = line if (line is not None or exc.limit) else _line_of(text, exc)
         raise error(f"{where}{f' line {at}' if at else ''}: {exc}") from None
     except json.JSONDecodeError as exc:
         if line is not None:  # one line of a JSON-lines file
             raise error(f"{where} line {line}: not JSON ({exc.msg} at column {exc.colno})") from None
         raise error(f"{where} line {exc.lineno} column {exc.colno}: not JSON ({exc.msg})") from None
-    except RecursionError:
-        raise error(f"{where}{f' line {line}' if line else ''}: nested deeper than {MAX_DEPTH} levels") from None
-    if isinstance(value, (list, dict)) and _depth(value) > MAX_DEPTH:
-        raise error(f"{where}{f' line {line}' if line else ''}: nested deeper than {MAX_DEPTH} levels")
-    return value
 
 
 def read_json(path: str | Path, *, allow_nan: bool = True, error: type[Exception] = ValueError) -> Any:

@@ -23,11 +23,11 @@ the same declaration (the metrics with a ``group_aggregation``).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from lmms_scene import benchmarks
+from lmms_scene.tasks import _generator_cli
 
 #: the command that writes the blocks (named in every block and by the test)
 COMMAND = "python -m lmms_scene.tasks._generate_metrics"
@@ -110,20 +110,16 @@ def write(folder: Path = HERE) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=HERE, help=f"the task folders (default: {HERE})")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every stale template")
-    args = parser.parse_args(argv)
-    if args.check:
-        problems = stale(args.out)
-        for problem in problems:
-            print(f"stale: {problem}", file=sys.stderr)
-        if problems:
-            print(f"regenerate with: {COMMAND}", file=sys.stderr)
-        return 1 if problems else 0
-    written = write(args.out)
-    print(f"wrote the metric_list of {len(written)} templates under {args.out}")
-    return 0
+    return _generator_cli.main(
+        argv,
+        command=COMMAND,
+        doc=__doc__,
+        default=HERE,
+        what="the task folders",
+        stale=stale,
+        write=write,
+        wrote=lambda written, out: f"wrote the metric_list of {len(written)} templates under {out}",
+    )
 
 
 if __name__ == "__main__":

@@ -4,9 +4,9 @@ numbers, and a dataset built locally is one printed command away from its result
 
 from __future__ import annotations
 
-import shlex
 import sys
 
+import build_kit
 import pytest
 from conftest import REPO, find_results, find_samples, harness_env, run_python
 
@@ -133,34 +133,15 @@ def test_local_build_round_trip(tmp_path, tiny_clip):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     # the printed blind-baseline command, run exactly as printed (plus a results folder)
-    lines = proc.stdout.splitlines()
-    command = next(lines[i + 1].strip() for i, line in enumerate(lines) if line.startswith("the blind baseline"))
-    argv = shlex.split(command)
+    argv, run, results_dir = build_kit.run_printed_baseline(proc.stdout, tmp_path, env)
     assert argv[:2] == ["lmms-scene", "eval"] and "--tasks" in argv and "cooco_my_cooco" in argv
-    results_dir = tmp_path / "results"
-    argv = [a if a != "results/" else str(results_dir) for a in argv]
-    run = run_python(
-        [sys.executable, "-m", "lmms_scene.cli", *argv[1:], "--verbosity", "DEBUG"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=tmp_path,
-    )
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     results = find_results(results_dir)
     task = results["results"]["cooco_my_cooco"]
     assert task["cooco_breakdown,none"]["n_rows"] == 3  # clean is not a naming item
     assert results["configs"]["cooco_my_cooco"]["metadata"]["benchmark"] == "cooco"
     # show recognises it as COOCO by what it declares
-    show = run_python(
-        [sys.executable, "-m", "lmms_scene.cli", "show", str(results_dir)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    show = build_kit.show(results_dir, tmp_path, env)
     assert show.returncode == 0, show.stderr[-2000:]
     assert show.stdout.startswith("# COOCO") and "| original |" in show.stdout and "(n=1)" in show.stdout
     assert "scene_blind" in show.stdout and "not lmms-scene tasks" not in show.stdout

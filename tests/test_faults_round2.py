@@ -513,7 +513,7 @@ def test_snus_and_layered_vqa_metadata_refuse_repeated_keys(tmp_path):
     (tmp_path / "s.jsonl").write_text('{"image_id": "1", "image_id": "2"}\n')
     with pytest.raises(ValueError, match="s.jsonl line 1: key 'image_id' appears twice"):
         read_metadata(tmp_path / "s.jsonl")
-    from lmms_scene.metrics.layered_vqa.answers_file import read_answers
+    from lmms_scene.metrics.layered_vqa.grader_io import read_answers
 
     (tmp_path / "a.jsonl").write_text(
         '{"id": 1, "gold": "Two.", "question_type": "counting", "answer": "2", "answer": "3"}\n'
@@ -527,7 +527,7 @@ def test_submissions_and_official_lists_refuse_repeated_keys(tmp_path, capsys):
 
     (tmp_path / "s.json").write_text('{"format": "x", "model": "a", "model": "b"}')
     data, problems = submission.read(tmp_path / "s.json")
-    assert data is None and problems == ["not JSON (the key 'model' appears twice in one object)"]
+    assert data is None and problems == ["not JSON (key 'model' appears twice in one object)"]
     (tmp_path / "official.json").write_text('{"snus": ["f1"],\n "snus": ["forged"]}')
     results = tmp_path / "run"
     results.mkdir()

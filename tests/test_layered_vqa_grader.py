@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from lmms_scene.metrics.layered_vqa import scoring
-from lmms_scene.metrics.layered_vqa.answers_file import grade_answers, read_answers
 from lmms_scene.metrics.layered_vqa.grader import (
     CANNOT_TELL,
     CORRECT,
@@ -17,6 +16,7 @@ from lmms_scene.metrics.layered_vqa.grader import (
     answer_kind,
     grade,
 )
+from lmms_scene.metrics.layered_vqa.grader_io import grade_answers, read_answers
 
 pytestmark = pytest.mark.slow
 

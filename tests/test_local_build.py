@@ -5,9 +5,9 @@ location is a placeholder, and the whole trip from a build to `lmms-scene show`.
 
 from __future__ import annotations
 
-import shlex
 import sys
 
+import build_kit
 import pytest
 from conftest import find_results, harness_env, run_python
 
@@ -260,21 +260,9 @@ def test_layered_local_build_round_trip(tmp_path):
         lines[i + 1].strip() for i, line in enumerate(lines) if line.startswith("evaluate it with a multi-round")
     )
     assert "--model qwen2_5_vl" in model_cmd and "--batch_size 1" in model_cmd and "--force_simple" in model_cmd
-    command = next(lines[i + 1].strip() for i, line in enumerate(lines) if line.startswith("the blind baseline"))
-    argv = shlex.split(command)
+    argv, run, results_dir = build_kit.run_printed_baseline(proc.stdout, tmp_path, env, ["--limit", "2"])
     assert argv[:2] == ["lmms-scene", "eval"] and argv[argv.index("--tasks") + 1] == "layered_vqa_trip"
     assert argv[argv.index("--include_path") + 1] == str((built / "tasks").resolve())
-    results_dir = tmp_path / "results"
-    argv = [a if a != "results/" else str(results_dir) for a in argv]
-    run = run_python(
-        [sys.executable, "-m", "lmms_scene.cli", *argv[1:], "--limit", "2", "--verbosity", "DEBUG"],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        cwd=tmp_path,
-    )
     assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
     results = find_results(results_dir)
     tasks, group = local_names("trip")
@@ -283,15 +271,7 @@ def test_layered_local_build_round_trip(tmp_path):
         assert results["configs"][task]["metadata"]["benchmark"] == "layered_vqa"
         rep = results["results"][task]["layered_vqa_report,none"]
         assert rep["n_rows"] == 2 and list(rep["by_schedule"]) == [schedule]
-    show = run_python(
-        [sys.executable, "-m", "lmms_scene.cli", "show", str(results_dir)],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    show = build_kit.show(results_dir, tmp_path, env)
     assert show.returncode == 0, show.stderr[-2000:]
     out = show.stdout
     assert out.startswith("# Layered-VQA") and "| scene_blind |" in out, out[:2000]
@@ -302,3 +282,27 @@ def test_layered_local_build_round_trip(tmp_path):
     assert all(f"| {s} |" in header for s in ("full", "oracle", "ev-last")), table1[:3000]
     unknown = [line for line in out.splitlines() if line.startswith("not lmms-scene tasks")]
     assert not any(task in line for line in unknown for task in tasks), unknown
+
+
+def test_a_plugin_benchmark_builds_its_task_from_its_own_yaml_through_the_shared_shape(tmp_path):
+    """local.task_config is the one shape of a built task: SNUS's (our YAML) and the toy's
+    (a plugin's own YAML) get the same swaps: name suffix, parquet data file, metadata."""
+    from datasets import Dataset
+    from toybench import data as toy
+
+    from lmms_scene.registration import read_task_yaml
+
+    written = toy.write_local(
+        Dataset.from_list(toy.sample_rows(), features=toy.features()), tmp_path / "out", "card", name="My Run"
+    )
+    config = read_task_yaml(tmp_path / "out" / "tasks" / "toybench_my_run.yaml")
+    assert config["task"] == "toybench_my_run" and "toybench_my_run" in str(written)
+    assert config["dataset_kwargs"] == {"data_files": {"test": "../data/test-00000-of-00001.parquet"}}
+    assert config["metadata"]["benchmark"] == "toybench" and config["metadata"]["built_from"] == str(tmp_path / "out")
+    assert config["process_results"] == read_task_yaml(toy.TASKS / "toybench.yaml")["process_results"]
+    snus = local.task_config({"task": "snus", "metadata": {"version": 2}}, tmp_path, "x", "snus")
+    assert snus["task"] == "snus_x" and snus["metadata"] == {
+        "version": 2,
+        "benchmark": "snus",
+        "built_from": str(tmp_path),
+    }

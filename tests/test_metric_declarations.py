@@ -174,3 +174,30 @@ def test_the_declaration_refuses_a_twice_declared_metric_a_second_report_and_gap
     assert benchmarks.get("snus").metric("F1_o").column_heading == "F1_o"
     with pytest.raises(KeyError, match="no metric 'nope'"):
         bench.metric("nope")
+
+
+def test_the_generators_share_one_command_line(tmp_path, capsys):
+    """Both generators run through tasks/_generator_cli.py: --check names every stale file
+    under --out and the command, exit 1; without it, write and say what was written."""
+    from lmms_scene.tasks import _generator_cli
+
+    calls = []
+
+    def run(argv, problems):
+        return _generator_cli.main(
+            argv,
+            command="python -m gen",
+            doc="Write things.\n\nMore.",
+            default=tmp_path,
+            what="folder",
+            stale=lambda out: calls.append(("stale", out)) or problems,
+            write=lambda out: calls.append(("write", out)) or [out / "a.yaml"],
+            wrote=lambda written, out: f"wrote {len(written)} into {out}",
+        )
+
+    assert run(["--check"], ["a.yaml: differs"]) == 1 and calls == [("stale", tmp_path)]
+    err = capsys.readouterr().err
+    assert f"stale: {tmp_path / 'a.yaml: differs'}" in err and "regenerate with: python -m gen" in err
+    assert run(["--out", str(tmp_path / "x"), "--check"], []) == 0 and capsys.readouterr().err == ""
+    assert run([], []) == 0 and calls[-1] == ("write", tmp_path)
+    assert capsys.readouterr().out == f"wrote 1 into {tmp_path}\n"

@@ -266,3 +266,16 @@ def test_submission_file_reader_refuses_duplicate_keys_deep_nesting_and_long_num
     digits.write_text("1" * (submission_file.MAX_DIGITS + 1))
     assert submission_file.load_file(digits)[0] is None
     assert submission_file.load_file(tmp_path)[0] is None  # a folder is refused, never opened
+
+
+def test_the_demo_lists_the_official_hint_first_then_benchmarks_then_tasks():
+    from lmms_scene.evaluate import newcomer_order
+
+    reasons = [
+        "cooco_sample: a sample split (COOCO's embedded sample), not the benchmark",
+        "snus_sample: a sample split (SNUS's embedded sample), not the benchmark",
+        "cooco: the headline metric refclipscore was not computed",
+        "cooco: not the benchmark: ... vouch for it with --official FILE",
+        "snus: not the benchmark: ... vouch for it with --official FILE",
+    ]
+    assert newcomer_order(reasons) == [reasons[3], reasons[4], reasons[2], reasons[0], reasons[1]]

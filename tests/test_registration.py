@@ -218,3 +218,28 @@ def test_demo_says_which_benchmarks_are_not_built(monkeypatch, capsys):
     out = capsys.readouterr()
     assert "COOCO is not built yet" in out.out and "SNUS is not built yet" in out.out
     assert "nothing to run" in out.err
+
+
+def test_a_registry_entry_names_its_task_folder_and_the_default_is_ours(tmp_path, monkeypatch):
+    """A plugin benchmark's tasks need not live under tasks/<name>: the toy names its own
+    folder (tests/toybench/tasks); lmms-scene's benchmarks keep tasks/<name>; built() and
+    build_samples read the entry's folder."""
+    import dataclasses
+
+    import toybench
+
+    from lmms_scene import benchmarks
+    from lmms_scene.data import samples
+
+    assert benchmarks.get("snus").task_folder == tasks_path() / "snus"
+    toy = toybench.BENCHMARK
+    assert toy.task_folder == REPO / "tests" / "toybench" / "tasks" and (toy.task_folder / "toybench.yaml").is_file()
+    asks = dataclasses.replace(toy, sample_tasks=("toybench",))
+    assert asks.built() and not dataclasses.replace(asks, task_dir="").built()  # tasks/toybench does not exist
+    elsewhere = dataclasses.replace(asks, task_dir=str(tmp_path))
+    monkeypatch.setattr(benchmarks, "BENCHMARKS", (*benchmarks.BENCHMARKS, elsewhere))
+    monkeypatch.setattr(samples, "builders", lambda: {"toybench": lambda folder: [Path(folder) / "written"]})
+    assert samples.build_samples(["toybench"]) == {"toybench": [tmp_path / "written"]}
+    assert samples.build_samples(["toybench"], root=tmp_path / "r") == {
+        "toybench": [tmp_path / "r" / "toybench" / "written"]
+    }

@@ -202,7 +202,7 @@ def test_non_finite_numbers_are_not_json(good_submission, tmp_path, literal):
     text = json.dumps(sub).replace(json.dumps(sub["benchmarks"]["snus"]["metrics"]["CESG"]["value"]), literal, 1)
     (tmp_path / "nan.json").write_text(text)
     data, problems = S.read(tmp_path / "nan.json", official=official)
-    assert data is None and problems == [f"not JSON ({literal} is not a JSON number)"]
+    assert data is None and problems == [f"not JSON ({literal} is not a finite number)"]
 
 
 def test_rows_and_numbers_forged_together_still_need_official_data(good_submission, tmp_path):

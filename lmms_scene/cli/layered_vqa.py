@@ -28,7 +28,7 @@ from pathlib import Path
 from lmms_scene import compositing, judges, results
 from lmms_scene.data.layered_vqa.builder import build_release, build_synthetic, evaluate_commands
 from lmms_scene.files import write_atomic
-from lmms_scene.metrics.layered_vqa import aggregation, answers_file, judging, scoring
+from lmms_scene.metrics.layered_vqa import aggregation, grader_io, judging, scoring
 
 
 def _size(value: str) -> tuple[int, int]:
@@ -136,9 +136,9 @@ def register(sub) -> None:
 
 
 def _grade(args) -> int:
-    records = answers_file.read_answers(args.input)
+    records = grader_io.read_answers(args.input)
     lemma_names, synonyms = scoring.default_lemma_names()
-    out = answers_file.grade_answers(records, lemma_names)
+    out = grader_io.grade_answers(records, lemma_names)
     out["summary"]["grader"] = scoring.grader_provenance(synonyms)
     if args.json:
         print(json.dumps(out, indent=1, default=str))

@@ -111,31 +111,37 @@ def _clean(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def task_configs(out: Path, name: str, benchmark: str, bases: Sequence[str]) -> dict[str, dict[str, Any]]:
     """The configs of the tasks ``<base>_<name>`` that evaluate the data written under
-    ``out``: each of our tasks ``bases`` written out in full, the data files swapped for
-    :data:`DATA_FILE`, ``metadata.benchmark`` set to ``benchmark``. Does not check for
+    ``out``: each of our tasks ``bases`` through :func:`task_config`. Does not check for
     clashes (:func:`check_free` does)."""
     ours = our_task_configs()
-    suffix = slug(name)
     configs = {}
     for base in bases:
         if base not in ours:
             raise KeyError(f"{base!r} is not one of lmms-scene's tasks (known: {', '.join(sorted(ours))})")
-        task = f"{base}_{suffix}"
-        config = _clean(ours[base])
-        config.update(
-            task=task,
-            dataset_path="parquet",
-            # relative to the YAML's folder, so the built folder can be moved as a whole
-            dataset_kwargs={"data_files": {SPLIT: str(Path("..") / DATA_FILE)}},
-            test_split=SPLIT,
-        )
-        config["metadata"] = {
-            **(config.get("metadata") or {}),
-            "benchmark": benchmark,
-            "built_from": str(out),
-        }
-        configs[task] = config
+        config = task_config(ours[base], out, name, benchmark)
+        configs[config["task"]] = config
     return configs
+
+
+def task_config(base: Mapping[str, Any], out: Path, name: str, benchmark: str) -> dict[str, Any]:
+    """The config of the task ``<base task>_<name>`` that evaluates the data written under
+    ``out``: the task config ``base`` (ours, or a plugin benchmark's own YAML) written out in
+    full, the data files swapped for :data:`DATA_FILE`, ``metadata.benchmark`` set to
+    ``benchmark`` and ``metadata.built_from`` to ``out``."""
+    config = _clean(base)
+    config.update(
+        task=f"{config['task']}_{slug(name)}",
+        dataset_path="parquet",
+        # relative to the YAML's folder, so the built folder can be moved as a whole
+        dataset_kwargs={"data_files": {SPLIT: str(Path("..") / DATA_FILE)}},
+        test_split=SPLIT,
+    )
+    config["metadata"] = {
+        **(config.get("metadata") or {}),
+        "benchmark": benchmark,
+        "built_from": str(out),
+    }
+    return config
 
 
 def group_config(group: str, tasks: Sequence[str], like: str, benchmark: str, out: Path) -> dict[str, Any]:

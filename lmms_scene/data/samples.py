@@ -13,7 +13,6 @@ import importlib
 from pathlib import Path
 
 from lmms_scene import benchmarks
-from lmms_scene.registration import tasks_path
 
 
 def builders() -> dict[str, object]:
@@ -38,5 +37,6 @@ def build_samples(names: list[str] | None = None, root: Path | None = None) -> d
     unknown = [b for b in wanted if b not in available]
     if unknown:
         raise ValueError(f"no sample builder for {unknown}; available: {sorted(available)}")
-    root = root or tasks_path()
-    return {b: [Path(p) for p in available[b](root / b)] for b in wanted}
+    # each into its task folder (the registry's, a plugin's own), or under ``root`` when given
+    folders = {b: Path(root) / b if root else benchmarks.get(b).task_folder for b in wanted}
+    return {b: [Path(p) for p in available[b](folders[b])] for b in wanted}

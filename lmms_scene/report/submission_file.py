@@ -1,23 +1,28 @@
 """Reading a submission file as the leaderboard must: a regular file only, never
-blocking (no FIFO, device or link followed), at most :data:`MAX_FILE_BYTES`, numbers finite
-and of at most :data:`MAX_DIGITS` digits, no duplicate keys, nested at most :data:`MAX_DEPTH`
-deep, valid UTF-8. :func:`load_file` gives the parsed JSON or why not; checking what it says
-is :mod:`lmms_scene.report.submission`."""
+blocking (no FIFO, device or link followed), at most :data:`MAX_FILE_BYTES`, valid UTF-8,
+then parsed by :func:`lmms_scene.files.parse` (the one reader of outside JSON) with the
+leaderboard's own :data:`LIMITS`: integers of at most :data:`MAX_DIGITS` digits, finite
+numbers, no duplicate keys, nested at most :data:`MAX_DEPTH` deep, no lone surrogates.
+:func:`load_file` gives the parsed JSON or why not; checking what it says is
+:mod:`lmms_scene.report.submission`."""
 
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 from pathlib import Path
 from typing import Any
 
+from lmms_scene import files
+
 #: what the leaderboard reads of a file: at most this many bytes, nested this deep, with
-#: numbers of at most this many digits (a 401-digit integer or ``1e400`` is refused)
+#: integers of at most this many digits (a 401-digit integer or ``1e400`` is refused)
 MAX_FILE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 32
 MAX_DIGITS = 40
+#: the limits :func:`lmms_scene.files.parse` reads a submission with
+LIMITS = files.Limits(max_depth=MAX_DEPTH, max_int_digits=MAX_DIGITS, lone_surrogates=False)
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -61,60 +66,9 @@ def _read_bytes(path: Path) -> bytes:
         os.close(fd)
 
 
-def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_DIGITS:
-        raise ValueError(f"a number with {len(text.lstrip('-'))} digits (at most {MAX_DIGITS})")
-    return int(text)
-
-
-def _parse_float(text: str) -> float:
-    digits = sum(ch.isdigit() for ch in text)
-    if digits > MAX_DIGITS:
-        raise ValueError(f"a number with {digits} digits (at most {MAX_DIGITS})")
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is not a finite number")
-    return value
-
-
-def _no_constants(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"the key {key[:80]!r} appears twice in one object")
-        out[key] = value
-    return out
-
-
-def _walk(data: Any) -> str | None:
-    """Why the parsed document cannot be read (None: it can): nested deeper than
-    :data:`MAX_DEPTH`, or a string with a lone surrogate or a NUL."""
-    stack = [(data, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return f"nested deeper than {MAX_DEPTH} levels"
-        if isinstance(node, dict):
-            stack.extend((k, depth + 1) for k in node)
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
-        elif isinstance(node, str):
-            try:
-                node.encode("utf-8")
-            except UnicodeEncodeError:
-                return f"a string with a lone surrogate ({node[:40]!r})"
-    return None
-
-
 def load_file(path: str | Path) -> tuple[Any, list[str]]:
-    """A submission file parsed with every limit the leaderboard needs (see :func:`_read_bytes`;
-    numbers finite and of at most :data:`MAX_DIGITS` digits, no duplicate keys, nested at
-    most :data:`MAX_DEPTH` deep, valid UTF-8 without lone surrogates), or None and why not."""
+    """A submission file read by :func:`_read_bytes` and parsed within :data:`LIMITS`, or
+    None and why not."""
     try:
         raw = _read_bytes(Path(path))
     except ValueError as exc:
@@ -126,16 +80,11 @@ def load_file(path: str | Path) -> tuple[Any, list[str]]:
     except UnicodeDecodeError as exc:
         return None, [f"not UTF-8 (byte {exc.start})"]
     try:
-        data = json.loads(
-            text, parse_constant=_no_constants, parse_int=_parse_int, parse_float=_parse_float, object_pairs_hook=_pairs
-        )
+        data = files.parse(text, limits=LIMITS, allow_nan=False)
     except json.JSONDecodeError as exc:
         return None, [f"not JSON (line {exc.lineno}: {exc.msg})"]
-    except RecursionError:
-        return None, [f"not JSON this leaderboard reads (nested deeper than {MAX_DEPTH} levels)"]
-    except ValueError as exc:
+    except files.Refused as exc:
+        if exc.limit:
+            return None, [f"not JSON this leaderboard reads ({exc})"]
         return None, [f"not JSON ({exc})"]
-    why = _walk(data)
-    if why:
-        return None, [f"not JSON this leaderboard reads ({why})"]
     return data, []

@@ -25,6 +25,7 @@ from typing import Any
 
 from lmms_scene import cache
 from lmms_scene.report import plots
+from lmms_scene.results import short_fingerprint
 
 #: the rendered figures kept per process (a report holds a few dozen, ~30-80 KB each)
 PNG_MEMO = 128
@@ -226,6 +227,21 @@ class Run:
     sources: list[str]
     scorer: list[str] = field(default_factory=list)
     limit: Any = None
+
+    @classmethod
+    def of(cls, result: Any, label: str, scorer: Sequence[str] = ()) -> Run:
+        """The block of one results file (one task): its model, data fingerprint, source
+        and limit, with ``scorer``'s lines."""
+        return cls(
+            label,
+            [result.task],
+            result.model,
+            result.model_args,
+            short_fingerprint(result.fingerprint),
+            [str(result.source)],
+            list(scorer),
+            result.limit,
+        )
 
     def lines(self) -> list[str]:
         limit = f"; --limit {self.limit} (partial run)" if self.limit not in (None, "", "None") else ""

@@ -25,12 +25,12 @@ so no function per schedule is written or generated in Python.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from lmms_scene import benchmarks
 from lmms_scene.data.layered_vqa import schedules as S
+from lmms_scene.tasks import _generator_cli
 
 #: the command that writes these files (named in every generated file and by the test)
 COMMAND = "python -m lmms_scene.tasks.layered_vqa._generate_config"
@@ -148,20 +148,16 @@ def write(folder: Path = HERE) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=COMMAND, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=HERE, help=f"folder to write into (default: {HERE})")
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every stale file")
-    args = parser.parse_args(argv)
-    if args.check:
-        problems = stale(args.out)
-        for problem in problems:
-            print(f"stale: {args.out / problem}", file=sys.stderr)
-        if problems:
-            print(f"regenerate with: {COMMAND}", file=sys.stderr)
-        return 1 if problems else 0
-    written = write(args.out)
-    print(f"wrote {len(written)} files into {args.out}")
-    return 0
+    return _generator_cli.main(
+        argv,
+        command=COMMAND,
+        doc=__doc__,
+        default=HERE,
+        what="folder to write into",
+        stale=stale,
+        write=write,
+        wrote=lambda written, out: f"wrote {len(written)} files into {out}",
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ accuracy. Its parts, one file each (docs/architecture.md, "Adding a benchmark"):
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from lmms_scene.benchmarks import Benchmark, Metric, Release
 
 #: the fingerprint of tasks/data/toybench.parquet as its task scores it (tests/test_toybench.py
@@ -45,4 +47,6 @@ BENCHMARK = Benchmark(
     release=Release(hub=None, split="test", license="cc0-1.0", fingerprints={"toybench": (FINGERPRINT,)}),
     n_counts="questions",
     resamples="questions",
+    # its tasks live beside it, not under lmms-scene's tasks/ (the registry's task_folder)
+    task_dir=str(Path(__file__).resolve().parent / "tasks"),
 )

@@ -132,13 +132,7 @@ def card(dataset: Any, source: str, notes: Sequence[str] = ()) -> str:
 def write_local(dataset: Any, out: Path, card: str, name: str | None = None) -> dict[str, Any]:
     """Write a built dataset with its card and the task ``toybench_<name>`` that evaluates it."""
     out = Path(out)
-    suffix = local.slug(name or out.resolve().name)
-    config = {k: v for k, v in read_task_yaml(TASKS / "toybench.yaml").items() if not k.startswith("__")}
-    config.update(
-        task=f"toybench_{suffix}",
-        dataset_kwargs={"data_files": {local.SPLIT: str(Path("..") / local.DATA_FILE)}},
-        metadata={**config.get("metadata", {}), "benchmark": "toybench", "built_from": str(out)},
-    )
+    config = local.task_config(read_task_yaml(TASKS / "toybench.yaml"), out, name or out.resolve().name, "toybench")
     return local.write_local(dataset, out, card, {config["task"]: config}, tool="lmms-scene build toybench")
 
 

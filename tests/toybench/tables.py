@@ -8,7 +8,7 @@ from typing import Any
 
 from lmms_scene.metrics import rows as rows_lib
 from lmms_scene.report.tables import Run, Table, View, row_label, unscored_note, value_of
-from lmms_scene.results import short_fingerprint, stored_report
+from lmms_scene.results import stored_report
 from toybench import scoring
 
 REPORT_KEY = "toybench_report"
@@ -104,18 +104,7 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
         if note := unscored_note(f"{label} ({r.task})", rep.get("n_unscored"), rep.get("unscored"), ROW_ID_FIELDS):
             out.notes.append(note)
         prov = rep["model"].get("provenance") or {}
-        out.runs.append(
-            Run(
-                label,
-                [r.task],
-                r.model,
-                r.model_args,
-                short_fingerprint(r.fingerprint),
-                [str(r.source)],
-                [f"reader {prov.get('reader')}"],
-                r.limit,
-            )
-        )
+        out.runs.append(Run.of(r, label, [f"reader {prov.get('reader')}"]))
     if rows:
         out.tables.append(
             Table(

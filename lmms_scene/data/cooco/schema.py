@@ -7,6 +7,7 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 HUB_REPO = "fmerlo/COOCO"
 SPLIT = "test"
@@ -308,5 +309,19 @@ def to_xywh(box: Sequence[float], box_format: str) -> list[float]:
 
 
 #: Noise settings of the ``cooco_noise`` grid (Section 4.2); level 0 is the headline task.
+#: the two readings a COOCO answer is scored in: ours (``cleaned``, the default) and the
+#: authors' inputs (``authors``); ``LMMS_SCENE_COOCO_READING`` picks one (any case)
+CLEANED, AUTHORS = "cleaned", "authors"
+READINGS: tuple[str, ...] = (CLEANED, AUTHORS)
+
+
+def reading_of(value: Any) -> str:
+    """A reading name, checked: ``cleaned`` (also for None) or ``authors``."""
+    word = CLEANED if value is None else str(value).strip().lower()
+    if word not in READINGS:
+        raise ValueError(f"COOCO reading {value!r}: expected one of {READINGS}")
+    return word
+
+
 NOISE_LEVELS: tuple[float, ...] = (0.5, 1.0)
 NO_NOISE_AREA = "none"

@@ -11,7 +11,14 @@ from typing import Any
 from lmms_scene import imaging
 from lmms_scene.cache import memo
 from lmms_scene.data.cooco.fields import size_warning
-from lmms_scene.data.cooco.schema import NAMING_CONDITIONS, NO_NOISE_AREA, NOISE_LEVELS, label_key, parse_filename
+from lmms_scene.data.cooco.schema import (
+    NAMING_CONDITIONS,
+    NO_NOISE_AREA,
+    NOISE_LEVELS,
+    READINGS,
+    label_key,
+    parse_filename,
+)
 
 NOISE_AREAS: tuple[str, ...] = imaging.NOISE_AREAS
 
@@ -73,7 +80,7 @@ def gold_of(doc: Mapping[str, Any]) -> str:
     return str(doc["gold_label"])
 
 
-def reading_of(doc: Mapping[str, Any]) -> str:
+def doc_reading(doc: Mapping[str, Any]) -> str:
     """The reading a doc is scored in (``cleaned`` or ``authors``), from the run's
     ``selection`` counts (:func:`selection`); ``cleaned`` for rows without one."""
     return str((doc.get("selection") or {}).get("reading") or "cleaned")
@@ -100,7 +107,7 @@ def authors_spelling(doc: Mapping[str, Any], field: str) -> str:
 
 def naming_item(doc: Mapping[str, Any], output: str | None) -> dict[str, Any]:
     """A doc and a model answer as the item :func:`lmms_scene.metrics.cooco.scoring.score_rows` scores."""
-    reading = reading_of(doc)
+    reading = doc_reading(doc)
     spellings = (
         {"gold_spelling": authors_spelling(doc, "gold"), "target_spelling": authors_spelling(doc, "target")}
         if reading == "authors"
@@ -217,10 +224,6 @@ def clean_option(value: str | bool | None) -> bool:
     if word in CLEAN_INCLUDE:
         return True
     raise ValueError(f"LMMS_SCENE_COOCO_CLEAN={value!r}: expected 'skip' (the default) or 'include'")
-
-
-#: ``LMMS_SCENE_COOCO_READING`` values (any case); "" is the default
-READINGS: tuple[str, ...] = ("cleaned", "authors")
 
 
 def reading_option(value: str | None, include_clean: bool = False) -> str:

@@ -1,4 +1,5 @@
-"""The dataset card (README.md) of a built SNUS dataset."""
+"""The dataset card (README.md) of a built SNUS dataset, rendered from
+``templates/cards/snus.md.jinja`` (as COOCO's and Layered-VQA's)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmms_scene.data.card import front_matter
+from lmms_scene.prompts import render
 
 
 def card(dataset: Mapping[str, Any], source: str, notes: Sequence[str] = ()) -> str:
     """The dataset card (source, license, splits, fields) of the splits ``dataset``;
     ``notes``: build decisions to record."""
-    splits = "\n".join(f"| {name} | {len(ds)} |" for name, ds in dataset.items())
     head = front_matter(
         license="other",
         source=str(source),
@@ -21,20 +22,5 @@ def card(dataset: Mapping[str, Any], source: str, notes: Sequence[str] = ()) -> 
         license_terms="as the original release",
         language=["en"],
     )
-    return (
-        head
-        + f"""# SNUS (Scene Negation Understanding under Safety cognition)
-
-Converted by `lmms-scene build snus` from {source}.
-Paper: Jiang et al., "Benchmarking MLLMs via Cognitive Expected Scene Graph for
-Safety-Critical Visual Negation Understanding". License: as the original release.
-
-| split | rows |
-|---|---|
-{splits}
-
-Fields: `image_id`, `image`, `caption` (the negative caption), `missing_objects`,
-`missing_attributes` (object, attribute), `missing_relations` (subject, relation, object), `scene`.
-"""
-        + ("\n## Build notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n" if notes else "")
-    )
+    text = render("cards/snus.md.jinja", source=source, splits=[(name, len(ds)) for name, ds in dataset.items()])
+    return head + text + "\n" + ("\n## Build notes\n\n" + "\n".join(f"- {n}" for n in notes) + "\n" if notes else "")

@@ -19,6 +19,10 @@ from typing import Any
 from PIL import Image
 from rapidfuzz import fuzz
 
+from lmms_scene.data.cooco.schema import AUTHORS as AUTHORS
+from lmms_scene.data.cooco.schema import CLEANED as CLEANED
+from lmms_scene.data.cooco.schema import READINGS as READINGS
+from lmms_scene.data.cooco.schema import reading_of as reading_of
 from lmms_scene.metrics import clip as clip_metrics
 
 NORMALISER_VERSION = "cooco-normalise-2"
@@ -85,12 +89,6 @@ def long_form(name: str) -> str:
 def levenshtein_similarity(a: str, b: str) -> float:
     """Normalised Indel similarity in [0, 1] (rapidfuzz ``fuzz.ratio`` / 100)."""
     return fuzz.ratio(a, b) / 100.0
-
-
-CLEANED, AUTHORS = "cleaned", "authors"
-
-
-READINGS: tuple[str, ...] = (CLEANED, AUTHORS)
 
 
 #: the authors' code gives CLIP the whole text; over this many tokens its CLIP raises and
@@ -165,14 +163,6 @@ def clip_token_counts(texts: Sequence[str], model: str | None = None) -> list[in
     included): what decides whether the authors' CLIP call fails."""
     enc = clip_metrics.encoder(model)
     return [len(ids) for ids in enc.tokenizer(list(texts), truncation=False)["input_ids"]]
-
-
-def reading_of(value: Any) -> str:
-    """A reading name, checked: ``cleaned`` or ``authors``."""
-    word = CLEANED if value is None else str(value).strip().lower()
-    if word not in READINGS:
-        raise ValueError(f"COOCO reading {value!r}: expected one of {READINGS}")
-    return word
 
 
 def _texts(item: Mapping[str, Any], raw: str, reading: str) -> dict[str, Any]:

@@ -320,6 +320,7 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
     grids = {m: scoring.merge_reports([rep for _, rep in reps]) for m, reps in reports.items()}
     conditions = list(NAMING_CONDITIONS) + sorted({c for g in grids.values() for c in g} - set(NAMING_CONDITIONS))
     models = list(grids)
+    not_computed: dict[str, list[str]] = {}
     for metric, title in METRICS:
         computed = any(
             (lv or {}).get(metric) is not None
@@ -349,9 +350,8 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
                     for _, rep in reps
                 }
             )
-            out.notes.append(
-                f"{title}: not computed in these results: {'; '.join(why)}. Its tables and figures are left out."
-            )
+            # one note per reason, naming every metric it stops (not one sentence per CLIP metric)
+            not_computed.setdefault("; ".join(why), []).append(title)
             continue
         rows = [[c, *(value_of(_cell(grids[m], c, "none", "0"), metric) for m in models)] for c in conditions]
         out.tables.append(
@@ -409,6 +409,11 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
                     {"panels": panels, "title": f"{title} ({m})", "ylabel": title.split(" (")[0]},
                 )
             )
+    for why, titles in not_computed.items():
+        names = sorted(titles, key=str.lower)
+        listed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+        whose = "Its" if len(names) == 1 else "Their"
+        out.notes.append(f"{listed}: not computed in these results: {why}. {whose} tables and figures are left out.")
     header = ["condition"]
     for m in models:
         header += [f"{m} output-scene similarity", f"{m} context capture"]

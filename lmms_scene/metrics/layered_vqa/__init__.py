@@ -3,7 +3,7 @@
 - :mod:`~lmms_scene.metrics.layered_vqa.grader`: the rule grader (typed answer extraction,
   negation, ``cannot_tell``), reading replies with the shared readers of
   :mod:`lmms_scene.metrics.answers`;
-- :mod:`~lmms_scene.metrics.layered_vqa.answers_file`: answers files read, checked and
+- :mod:`~lmms_scene.metrics.layered_vqa.grader_io`: answers files read, checked and
   graded (``lmms-scene layered-vqa grade``);
 - :mod:`~lmms_scene.metrics.layered_vqa.scoring`: one scored row per (scene, question,
   schedule, repeat): grade, evidence selection, grounding;

@@ -272,18 +272,7 @@ def view(results: Sequence[Any], labels: Mapping[int, str]) -> View:
         if note := unscored_note(f"{label} ({r.task})", rep.get("n_unscored"), rep.get("unscored"), ("image_id",)):
             out.notes.append(note)
         prov = rep["model"].get("provenance") or {}
-        out.runs.append(
-            Run(
-                label,
-                [r.task],
-                r.model,
-                r.model_args,
-                short_fingerprint(r.fingerprint),
-                [str(r.source)],
-                [_components(prov)] if prov else [],
-                r.limit,
-            )
-        )
+        out.runs.append(Run.of(r, label, [_components(prov)] if prov else []))
     if not entries:
         out.notes.append("No SNUS report in these results (give the results JSON of a snus task).")
         return out
