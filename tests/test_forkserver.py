@@ -69,7 +69,7 @@ def test_the_cli_runs_forked_with_its_exit_codes(tmp_path):
     )
 
 
-def test_what_a_fork_cannot_reproduce_runs_as_a_fresh_process(monkeypatch):
+def test_what_a_fork_cannot_reproduce_runs_as_a_fresh_process(monkeypatch, tmp_path):
     assert (
         run_python([sys.executable, "-m", "lmms_scene.cli", "--version"], env=harness_env()).returncode == 0
     )  # started
@@ -90,6 +90,10 @@ def test_what_a_fork_cannot_reproduce_runs_as_a_fresh_process(monkeypatch):
     for extra in ({"PYTHONPATH": "/x"}, {"LMMS_SCENE_BENCHMARKS": "toybench:BENCHMARK"}):
         key = next(iter(extra))
         assert _FORK_SERVER.accepts(cmd, harness_env(extra), None) == (not _FORK_SERVER.env.get(key)), extra
+    # but not a folder that holds another copy of what the server imported (an installed wheel)
+    (tmp_path / "site" / "lmms_scene").mkdir(parents=True)
+    why = _FORK_SERVER.refusal(cmd, harness_env({"PYTHONPATH": str(tmp_path / "site")}), None)
+    assert not _FORK_SERVER.env.get("PYTHONPATH") and "PYTHONPATH shadows" in why and "lmms_scene" in why, why
     env = harness_env()
     assert not _FORK_SERVER.accepts([sys.executable, "-m", "pip", "list"], env, None)
     assert not _FORK_SERVER.accepts(["/usr/bin/python3", "-m", "lmms_eval"], env, None)
