@@ -210,28 +210,20 @@ _FORK_MODULES = ("lmms_eval", "lmms_scene.cli")
 _REPLAYED_ENV = ("PYTHONPATH", "LMMS_SCENE_BENCHMARKS")
 
 
-#: top-level modules the fork server imports (tests/forkserver.py's WARM and LOADS)
-_SERVER_ROOTS = frozenset(
-    {"torch", "transformers", "lmms_eval", "lmms_scene", "wandb", "sentence_transformers", "spacy", "nltk"}
-    | {"datasets", "huggingface_hub", "index_memo"}
-)
-
-
-def _shadowed(pythonpath: str) -> list[str]:
-    """The top-level modules that PYTHONPATH's folders provide and the fork server (or this
-    process) imported from elsewhere: a fresh process would import those folders' copies,
-    a fork keeps the server's (a wheel installed into a folder, tests/test_registration.py),
-    so such a run is a fresh process."""
+def _shadowed(pythonpath: str, server_modules: dict[str, str]) -> list[str]:
+    """The top-level modules that PYTHONPATH's folders provide and the fork server imported
+    from elsewhere (``server_modules``: name -> file, its ready line): a fresh process would
+    import those folders' copies, a fork keeps the server's (a wheel installed into a
+    folder, tests/test_registration.py), so such a run is a fresh process."""
     out = []
     for folder in (Path(p).resolve() for p in pythonpath.split(os.pathsep) if p):
         if not folder.is_dir():
             continue
         for entry in folder.iterdir():
             name = entry.stem if entry.suffix == ".py" else entry.name
-            module = sys.modules.get(name)
-            if module is None and name not in _SERVER_ROOTS:
+            if name not in server_modules:
                 continue
-            where = getattr(module, "__file__", None) or ""
+            where = server_modules[name]
             if not where or not Path(where).resolve().is_relative_to(folder):
                 out.append(name)
     return sorted(out)
@@ -371,7 +363,11 @@ class _ForkServer:
         )
         if differ:
             return f"environment differs in {differ}"
-        shadowed = _shadowed(env.get("PYTHONPATH", "")) if not server_env.get("PYTHONPATH") else []
+        shadowed = (
+            _shadowed(env.get("PYTHONPATH", ""), self.info.get("modules", {}))
+            if not server_env.get("PYTHONPATH")
+            else []
+        )
         return f"PYTHONPATH shadows what the server imported: {shadowed}" if shadowed else None
 
     def spawn(

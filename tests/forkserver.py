@@ -193,6 +193,13 @@ def _child(request: dict, inherited: list[int]) -> None:
 REPLAYED = ("PYTHONPATH", "LMMS_SCENE_BENCHMARKS")
 
 
+def _imported_roots() -> dict[str, str]:
+    """Every top-level module this server imported, with the file it came from ("" for a
+    built-in or namespace package): a fork keeps these, whatever PYTHONPATH it is given."""
+    roots = {name.partition(".")[0] for name in list(sys.modules)}
+    return {name: getattr(sys.modules.get(name), "__file__", None) or "" for name in sorted(roots)}
+
+
 def _replay(server_env: dict[str, str], env: dict[str, str]) -> None:
     """Apply :data:`REPLAYED` variables the request sets and the server lacked, as a fresh
     ``python -m`` process would have at start-up: PYTHONPATH's folders right after the
@@ -314,7 +321,14 @@ def main() -> None:
     listener.listen(16)
     proto.write(
         json.dumps(
-            {"ready": True, "pid": os.getpid(), "not_warmed": failed, "env": before, "set_by_imports": set_by_imports}
+            {
+                "ready": True,
+                "pid": os.getpid(),
+                "not_warmed": failed,
+                "env": before,
+                "set_by_imports": set_by_imports,
+                "modules": _imported_roots(),
+            }
         )
         + "\n"
     )
