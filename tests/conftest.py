@@ -200,8 +200,9 @@ _FORK_FREE_ENV = ("PATH", "COLUMNS", "LINES", "PYTHONUNBUFFERED")  # and every v
 _FORK_FREE_PREFIXES = ("LMMS_SCENE_", "PYTEST_", "ACCELERATE_")
 FORK_ENV = "LMMS_SCENE_TEST_FORK"
 FORK_LOG_ENV = "LMMS_SCENE_TEST_FORK_LOG"
-#: the modules a fork runs (``python -m``); anything else is a fresh process
-_FORK_MODULES = ("lmms_eval", "lmms_scene.cli")
+#: the modules a fork runs (``python -m``; tests/full_disk.py with tests/ on PYTHONPATH); anything
+#: else is a fresh process
+_FORK_MODULES = ("lmms_eval", "lmms_scene.cli", "full_disk")
 
 
 #: variables read at start-up or import that a fork applies again when the server lacked

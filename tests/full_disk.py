@@ -1,5 +1,6 @@
-"""``python tests/full_disk.py ROOT BYTES ARGS...``: ``lmms-scene ARGS`` with a full disk under
-ROOT (issue 32), without mounting one.
+"""``python tests/full_disk.py ROOT BYTES ARGS...`` (or ``python -m full_disk ...`` with tests/ on
+PYTHONPATH, which the tests' fork server runs in a fork): ``lmms-scene ARGS`` with a full disk
+under ROOT (issue 32), without mounting one.
 
 Every file opened for writing under ROOT, except the generation journal's folder, shares a
 budget of BYTES bytes: a write that does not fit writes what fits and then fails with

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,9 +26,12 @@ TASK = "layered_vqa_sample"
 
 def test_a_full_disk_run_exits_non_zero_and_its_outputs_are_rescored_from_the_journal(tmp_path):
     out = tmp_path / "run"
+    # ``python -m full_disk`` with tests/ on PYTHONPATH: the fork server runs it in a fork of
+    # its pre-imported interpreter, as it runs lmms_eval (conftest.py's run_python)
     cmd = [
         sys.executable,
-        str(REPO / "tests" / "full_disk.py"),
+        "-m",
+        "full_disk",
         str(out),
         "3000",
         "eval",
@@ -45,7 +47,8 @@ def test_a_full_disk_run_exits_non_zero_and_its_outputs_are_rescored_from_the_jo
         "--verbosity",
         "WARNING",
     ]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=harness_env(ENV), cwd=tmp_path, timeout=900)
+    env = harness_env({**ENV, "PYTHONPATH": str(REPO / "tests")})
+    run = run_python(cmd, env=env, cwd=tmp_path, timeout=900)
     log = run.stdout + run.stderr
     assert run.returncode == 1, log[-3000:]
     assert "Traceback" not in log
