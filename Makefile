@@ -32,10 +32,11 @@ $(STAMP): pyproject.toml setup.py constraints.txt
 nlp-data:
 	$(BIN)/python -m lmms_scene.nlp.install
 
-# Every test, on TEST_WORKERS pytest-xdist workers (2 cores here: 2). --dist loadgroup keeps the
+# Every test, on TEST_WORKERS pytest-xdist workers: one per CPU core, 2 to 4 (the suite is CPU-bound;
+# 2 cores here: 2; each worker and its runs need ~3 GB of memory). --dist loadgroup keeps the
 # tests that read one shared harness run on one worker (xdist_group marks, tests/conftest.py);
 # each such run happens once per pytest run whichever worker asks (a file lock).
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; [ $$n -gt 4 ] && n=4; echo $$n)
 TEST_CMD = $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 test: setup lint
 	$(TEST_CMD) $(PYTEST_ARGS)
