@@ -39,6 +39,9 @@ SOCKET_ENV = "LMMS_SCENE_TEST_METEOR_SOCKET"
 REAL_ENV = "LMMS_SCENE_TEST_REAL_JAVA"
 #: the pid whose exit ends the server (the pytest process that set the variables)
 OWNER_ENV = "LMMS_SCENE_TEST_METEOR_OWNER"
+#: when set, a file the server appends one line to per client it serves (how many METEOR
+#: JVMs the run did not start)
+LOG_ENV = "LMMS_SCENE_TEST_METEOR_LOG"
 
 
 def _is_meteor(args: list[str]) -> bool:
@@ -100,6 +103,9 @@ class Server:
                 conn.sendall(b"no\n")
                 return
             conn.sendall(b"ok\n")
+            if os.environ.get(LOG_ENV):
+                with open(os.environ[LOG_ENV], "a") as log:
+                    log.write(f"{time.time():.1f}\tclient {hello.get('pid')}\n")
             for line in reader:
                 if not line.endswith(b"\n") or not _answer_lines(line):
                     return  # a cut or unknown line: this client ends, the JVM stays in step
@@ -168,7 +174,7 @@ def _connect(path: str, args: list[str]) -> socket.socket | None:
                 sock = attempt()
     if sock is None:
         return None
-    sock.sendall(json.dumps({"args": args, "cwd": os.getcwd()}).encode() + b"\n")
+    sock.sendall(json.dumps({"args": args, "cwd": os.getcwd(), "pid": os.getppid()}).encode() + b"\n")
     reply = b""
     while not reply.endswith(b"\n"):
         got = sock.recv(16)
