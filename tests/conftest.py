@@ -528,7 +528,19 @@ def pytest_sessionstart(session):
         return
     shared = config._tmp_path_factory.getbasetemp() / "shared"  # what shared_root gives each worker
     shared.mkdir(exist_ok=True)
-    _FORK_SERVER.start_early(shared, harness_env({"HF_HOME": str(_run_hf_home(shared))}))
+    index = {"LMMS_SCENE_TEST_INDEX_CACHE": str(shared / "index")}  # tests/index_memo.py: for the workers too
+    _FORK_SERVER.start_early(shared, harness_env({"HF_HOME": str(_run_hf_home(shared)), **index}))
+
+
+@pytest.fixture(scope="session")
+def harness_index_memo(tmp_path_factory) -> None:
+    """lmms-eval's task index, in this worker, from the pytest run's shared copy
+    (tests/index_memo.py; the fork server writes it as it starts, or the first that needs it):
+    for the tests that build a ``TaskManager`` here. The index is the harness's own, built
+    from the same YAML files; a changed file is indexed again."""
+    import index_memo
+
+    assert index_memo.memoize_task_index(str(shared_root(tmp_path_factory) / "index"))
 
 
 @pytest.fixture(scope="session", autouse=True)

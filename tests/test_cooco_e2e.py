@@ -107,7 +107,7 @@ def test_cooco_sample_through_qwen2_5_vl(qwen_run, tiny_clip):
     assert not any("[0." in p for p in prompts)
 
 
-def test_harness_indexes_every_cooco_task_and_the_group():
+def test_harness_indexes_every_cooco_task_and_the_group(harness_index_memo):
     from lmms_eval.tasks import TaskManager
 
     from lmms_scene.registration import tasks_path

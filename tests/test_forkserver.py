@@ -135,3 +135,38 @@ def test_memoised_task_index_equals_the_harness_index_and_follows_yaml_edits(tmp
     yaml.write_text("task: memo_probe_b\ndataset_path: x\noutput_type: generate_until\n")  # size changes too
     again = index()
     assert "memo_probe_b" in again and "memo_probe_a" not in again and len(calls) == 2
+
+
+def test_the_memoised_index_is_shared_through_its_folder(tmp_path, monkeypatch):
+    """With a folder, a process that finds the index of the same YAML files there reads it
+    instead of indexing (the fork server and the xdist workers, tests/conftest.py)."""
+    import logging
+
+    from lmms_scene import compat
+
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    (folder / "a.yaml").write_text("task: memo_probe_c\ndataset_path: x\noutput_type: generate_until\n")
+    manager = compat.task_manager()
+    harness_index = compat.unpatched(manager._get_task_and_group)
+    calls = []
+
+    def counted(self, task_dir):
+        calls.append(task_dir)
+        return harness_index(self, task_dir)
+
+    def index():
+        tm = manager.__new__(manager)
+        tm.logger = logging.getLogger("memo-test")
+        return manager._get_task_and_group(tm, str(folder))
+
+    monkeypatch.setitem(index_memo._DISK, "folder", None)
+    monkeypatch.setattr(manager, "_get_task_and_group", counted)  # undone after the test
+    assert index_memo.memoize_task_index(str(tmp_path / "cache"))
+    first = index()
+    assert "memo_probe_c" in first and len(calls) == 1 and len(list((tmp_path / "cache").glob("*.pickle"))) == 1
+    monkeypatch.setattr(manager, "_get_task_and_group", counted)  # another process: the harness unpatched
+    assert index_memo.memoize_task_index(str(tmp_path / "cache"))  # and a memo of its own
+    assert index() == first and len(calls) == 1  # read from the folder, not indexed
+    (folder / "a.yaml").write_text("task: memo_probe_d\ndataset_path: x\noutput_type: generate_until\n")
+    assert "memo_probe_d" in index() and len(calls) == 2  # an edited file is indexed again

@@ -44,7 +44,7 @@ def test_tasks_path_cli_prints_the_task_folder(capsys):
 
 
 @pytest.mark.slow
-def test_our_names_do_not_collide_with_builtin_tasks(monkeypatch):
+def test_our_names_do_not_collide_with_builtin_tasks(monkeypatch, harness_index_memo):
     from lmms_eval.tasks import TaskManager
 
     # The harness's own index, without our hook (it may be installed in this process).
