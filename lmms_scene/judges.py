@@ -301,8 +301,8 @@ def _plain_view_reader(reader_cls: type) -> type:
     """``gguf.GGUFReader`` reading its file through a plain ndarray view of its memory map.
 
     The reader slices the map once per value (about 250,000 slices for SmolLM2's vocabulary
-    and merges), and every slice of a ``numpy.memmap`` runs the subclass's Python hooks: a
-    third of the parse. Its own ``_get`` runs unchanged on the view (the same bytes of the
+    and merges), and every slice of a ``numpy.memmap`` runs the subclass's Python hooks: most
+    of the parse (6.6 CPU-s for SmolLM2's file, 2.2 through the view). Its own ``_get`` runs unchanged on the view (the same bytes of the
     same map, so the same values; ``data`` is the map again between slices)."""
     import numpy as np
 
@@ -321,7 +321,7 @@ def _plain_view_reader(reader_cls: type) -> type:
 
 
 #: a GGUF load swaps names in the gguf and transformers modules (:class:`GGUFLoadMemo`): one at a time
-_GGUF_SWAP = threading.Lock()
+_GGUF_SWAP = threading.RLock()
 
 
 class GGUFLoadMemo:
@@ -367,13 +367,14 @@ class GGUFLoadMemo:
             log.debug("GGUF load: gguf.GGUFReader has no _get; its slices stay numpy memmaps (slower, same values)")
 
         def reader(path, *args, **kwargs):
-            if args or kwargs.get("mode", "r") != "r":  # a writable map is never shared
+            read_only = len(args) <= 1 and (args[0] if args else kwargs.get("mode", "r")) == "r"
+            key = self._file_key(path) if read_only else None  # a writable map is never shared
+            if key is None or key not in self._readers:
                 self.parses += 1
-                return make_reader(path, *args, **kwargs)
-            key = self._file_key(path)
-            if key not in self._readers:
-                self.parses += 1
-                self._readers[key] = make_reader(path, **kwargs)
+                made = make_reader(path, *args, **kwargs)
+                if key is None:
+                    return made
+                self._readers[key] = made
             return self._readers[key]
 
         def checkpoint(path, *args, **kwargs):
