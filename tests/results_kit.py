@@ -5,12 +5,18 @@ the way lmms-eval 0.7.3 writes a run (``<date>_results.json`` plus one
 tests read these, so what they check is what a real run holds.
 
 Outputs are the pins' fixed mixes, so the numbers are realistic and deterministic.
+The item functions score once per process for the same arguments and give every caller
+a fresh copy (:func:`_memoised`).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import json
+import os
+import pickle
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +27,34 @@ sys.path.insert(0, str(REPO / "tests" / "golden"))
 from make_cooco_golden import outputs_for as cooco_output  # noqa: E402
 from make_sample_golden import layered_replies, snus_outputs  # noqa: E402
 
+#: (function, its arguments) -> (the pickled items, LMMS_SCENE_CLIP_MODEL as scoring left it)
+_MEMO: dict[tuple[str, str], tuple[bytes, str | None]] = {}
+
+
+def _memoised(fn):
+    """``fn``'s items computed once per process for the same arguments (defaults filled
+    in), each call getting its own unpickled copy, so no test can alter what another
+    reads. A repeated call sets LMMS_SCENE_CLIP_MODEL as the scoring did; it does not
+    clear lmms_scene's caches again (the scoring set nothing a later reader needs)."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        key = (fn.__name__, json.dumps(bound.arguments, sort_keys=True))
+        if key not in _MEMO:
+            items = fn(*args, **kwargs)
+            _MEMO[key] = (pickle.dumps(items), os.environ.get("LMMS_SCENE_CLIP_MODEL"))
+        blob, clip = _MEMO[key]
+        if clip is None:
+            os.environ.pop("LMMS_SCENE_CLIP_MODEL", None)
+        else:
+            os.environ["LMMS_SCENE_CLIP_MODEL"] = clip
+        return pickle.loads(blob)
+
+    return wrapper
+
 
 def _dataset(path: str):
     import datasets
@@ -28,12 +62,11 @@ def _dataset(path: str):
     return datasets.load_dataset("parquet", data_files={"test": str(REPO / path)})["test"]
 
 
+@_memoised
 def cooco_items(clip_dir: str | None, noise: bool = False, shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
     """process_results values (every metric key) of the COOCO sample docs; ``shift``
     changes which output each doc gets (another "model"); ``fill``: no empty output (the
     mix's empty answer becomes the gold), for runs a leaderboard ranks."""
-    import os
-
     from conftest import clear_cache_keeping_models
 
     from lmms_scene.tasks.cooco import utils
@@ -48,9 +81,8 @@ def cooco_items(clip_dir: str | None, noise: bool = False, shift: int = 0, fill:
     ]
 
 
+@_memoised
 def snus_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
-    import os
-
     from lmms_scene.tasks.snus import utils
 
     os.environ["LMMS_SCENE_CLIP_MODEL"] = "none"
@@ -60,6 +92,7 @@ def snus_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
     return [utils.process_results(doc, [a]) for doc, a in zip(docs, answers)]
 
 
+@_memoised
 def layered_items(shift: int = 0, fill: bool = False) -> list[dict[str, Any]]:
     from lmms_scene.data.layered_vqa.rounds import turns_of
     from lmms_scene.tasks.layered_vqa import utils

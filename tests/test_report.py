@@ -21,7 +21,10 @@ from PIL import Image
 from lmms_scene.report.html import build_report
 from lmms_scene.report.tables import Table, Value
 
-pytestmark = pytest.mark.slow
+# one worker draws the figures of these tests' runs once (Plot.png memoises them per process):
+# test_report_browser.py's report is test_report_shows_every_figure_...'s inputs again, and
+# test_results_identity.py reads the sample items test_report_browser.py scores (results_kit)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report")]
 
 CONDITIONS = ("original", "same_target", "high", "medium", "low")
 SCHEDULES = ("full", "concat-q", "sharded-v")
@@ -209,6 +212,34 @@ def _pngs(page: str) -> list[Image.Image]:
 def visible(page: str) -> str:
     """The page's text as a reader sees it (tags dropped; a value's interval is in its own span)."""
     return re.sub(r"<[^>]+>", "", page)
+
+
+# first in the file: it clears the figure memo, which the tests below (and
+# test_report_browser.py's, in the same worker) then fill once
+def test_a_figure_is_drawn_once_per_process_for_the_same_inputs(monkeypatch):
+    """Plot.png memoises the PNG by kind, title and arguments: the same figure asked for
+    again is not drawn again and is the same bytes; any other argument draws anew."""
+    from lmms_scene import cache
+    from lmms_scene.report import plots
+    from lmms_scene.report.tables import Plot
+
+    cache.memo_namespace("report.png").clear()
+    drawn = []
+    real = plots.grouped_bars
+    monkeypatch.setattr(plots, "grouped_bars", lambda **kw: drawn.append(kw) or real(**kw))
+    args = {
+        "groups": ["high", "low"],
+        "series": {"modelA": [Value(0.5, (0.4, 0.6), 10), None]},
+        "title": "t",
+        "ylabel": "y",
+    }
+    first = Plot("t", "grouped_bars", args).png()
+    again = Plot("t", "grouped_bars", {**args}).png()
+    assert first == again and first.startswith(b"\x89PNG") and len(drawn) == 1
+    other = Plot("t", "grouped_bars", {**args, "series": {"modelA": [Value(0.5, (0.4, 0.7), 10), None]}}).png()
+    assert other != first and len(drawn) == 2
+    Plot("t2", "grouped_bars", args).png()
+    assert len(drawn) == 3  # another title: drawn again
 
 
 def test_report_shows_every_figure_and_table_with_the_intervals_the_results_hold(two_models, tmp_path):
@@ -414,29 +445,3 @@ def test_report_of_the_demo_shows_snus_table2_and_layered_vqa(demo_run, tmp_path
     assert "Layered-VQA Table 1" in page and "COOCO Figure 3: Levenshtein accuracy" in page
     assert "RefCLIPScore: not computed in these results: " in page or "RefCLIPScore at noise" in page
     assert "http://" not in page and "https://" not in page
-
-
-def test_a_figure_is_drawn_once_per_process_for_the_same_inputs(monkeypatch):
-    """Plot.png memoises the PNG by kind, title and arguments: the same figure asked for
-    again is not drawn again and is the same bytes; any other argument draws anew."""
-    from lmms_scene import cache
-    from lmms_scene.report import plots
-    from lmms_scene.report.tables import Plot
-
-    cache.memo_namespace("report.png").clear()
-    drawn = []
-    real = plots.grouped_bars
-    monkeypatch.setattr(plots, "grouped_bars", lambda **kw: drawn.append(kw) or real(**kw))
-    args = {
-        "groups": ["high", "low"],
-        "series": {"modelA": [Value(0.5, (0.4, 0.6), 10), None]},
-        "title": "t",
-        "ylabel": "y",
-    }
-    first = Plot("t", "grouped_bars", args).png()
-    again = Plot("t", "grouped_bars", {**args}).png()
-    assert first == again and first.startswith(b"\x89PNG") and len(drawn) == 1
-    other = Plot("t", "grouped_bars", {**args, "series": {"modelA": [Value(0.5, (0.4, 0.7), 10), None]}}).png()
-    assert other != first and len(drawn) == 2
-    Plot("t2", "grouped_bars", args).png()
-    assert len(drawn) == 3  # another title: drawn again

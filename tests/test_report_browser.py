@@ -26,7 +26,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-pytestmark = pytest.mark.slow
+# one worker for the file (and test_report.py, test_results_identity.py): the module's
+# three_benchmarks report is built once, and `report` finds the figures test_report.py drew
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report")]
 
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = (

@@ -19,7 +19,8 @@ from lmms_scene.report.html import build_report
 from lmms_scene.report.text import show_text
 from lmms_scene.results import with_interval
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("results_identity")]
+# with test_report_browser.py, which scores the same sample items (results_kit memoises them)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report")]
 
 NUMBER = re.compile(r"-?\d+\.\d+ \[-?\d+\.\d+, -?\d+\.\d+\](?: \(n=\d+\))?")
 
