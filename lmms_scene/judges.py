@@ -304,7 +304,7 @@ def _plain_view_reader(reader_cls: type) -> type:
     and merges), and every slice of a ``numpy.memmap`` runs the subclass's Python hooks: most
     of the parse (6.6 CPU-s for SmolLM2's file, 2.2 through the view). Its own ``_get`` runs unchanged on the view (the same bytes of the
     same map, so the same values; ``data`` is the map again between slices)."""
-    import numpy as np
+    import numpy as np  # deferred: only a GGUF judge's load needs it
 
     class PlainViewReader(reader_cls):
         def _get(self, *args, **kwargs):
@@ -396,8 +396,8 @@ class GGUFLoadMemo:
     def active(self):
         """The memo in place for the ``with`` block (one load in this process at a time)."""
         try:
-            import gguf
-            from transformers import modeling_gguf_pytorch_utils as legacy
+            import gguf  # deferred: optional (the test extra's), and only a GGUF judge's load needs it
+            from transformers import modeling_gguf_pytorch_utils as legacy  # deferred: heavy, GGUF loads only
 
             slots = {"GGUFReader": gguf, "load_gguf_checkpoint": legacy, "get_tensor_name_map": gguf}
             originals = {name: getattr(module, name) for name, module in slots.items()}

@@ -319,20 +319,29 @@ def main() -> None:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(16)
-    proto.write(
-        json.dumps(
-            {
-                "ready": True,
-                "pid": os.getpid(),
-                "not_warmed": failed,
-                "env": before,
-                "set_by_imports": set_by_imports,
-                "modules": _imported_roots(),
-            }
+    try:
+        proto.write(
+            json.dumps(
+                {
+                    "ready": True,
+                    "pid": os.getpid(),
+                    "not_warmed": failed,
+                    "env": before,
+                    "set_by_imports": set_by_imports,
+                    "modules": _imported_roots(),
+                }
+            )
+            + "\n"
         )
-        + "\n"
-    )
-    proto.close()
+        proto.close()
+    except BrokenPipeError:  # the pytest run that asked has ended while this warmed: nobody to serve
+        listener.close()
+        os.unlink(path)
+        try:
+            proto.close()
+        except OSError:
+            pass
+        return
     try:
         serve(listener, set_by_imports, {client})
     finally:
