@@ -24,6 +24,22 @@ Sources (pass the snapshot directories on the command line):
     (np-existential, np-nonexistential, np-num2none, v-existential, v-action, sw). Label:
     negative, every one (the file's unrewritten NLVR2 originals carry no negation label and
     are left out); figures also per negation type. A curated caption source.
+``--haloquest DIR``  google/haloquest (Cha et al. 2024, "Visual Hallucination Benchmarks
+    ... HaloQuest", ECCV), ``haloquest-train.csv`` and ``haloquest-eval.csv``: questions
+    about real and generated images with the answers the benchmark's annotators wrote. The
+    rows the source types "false premises" ask about something the image does not show
+    ("What color is the kite?"); their answers, split at ";", say so ("There is no kite.",
+    "He has no sword."). Label: negative, every answer of such a row; adjudicated: an answer
+    with no absence cue at all (``HALOQUEST_CUE``: a fixed word list, not the reader) states
+    no absence ("There is only 1 small fish swimming.", a ";"-split tail "it holds a ball.");
+    so does a one-word answer ("None", "Zero", "0": elliptic, it names no object). Both rules
+    were fixed on the development split before any reader change for this source.
+    All answers of one row go to the same split. A curated caption source: the answers are
+    written by the benchmark's own annotators, in the SNUS register. Named object: when an
+    answer and its question share exactly one concrete noun (``_premise_object``: the
+    ``concrete`` WordNet rule; words for the picture, places and properties left out), the
+    reader's absent elements must contain it ("What color is the kite?" / "There is no
+    kite." -> *kite*).
 ``--sfu DIR``  the SFU Review corpus annotated for negation (Konstantinova et al. 2012,
     ``data/SFU_Review_Corpus_Negation_Speculation``, same repository): product reviews.
     Label: negative when a negation cue is annotated (speculation cues ignored).
@@ -41,7 +57,7 @@ Split: every sentence is assigned by a hash of (source, id) to ``dev`` (80 %) or
 ``final`` (20 %). Develop on ``dev`` (``--show N`` prints misses); measure ``final``
 once, at the end.
 
-Usage: python bench/bench_negation_corpus.py --negref DIR --nlvr2neg DIR --starsem DIR --sfu DIR
+Usage: python bench/bench_negation_corpus.py --negref DIR --nlvr2neg DIR --haloquest DIR --starsem DIR --sfu DIR
        [--split dev|final|all] [--show N] [--limit N]
 """
 
@@ -74,6 +90,8 @@ class Item:
     adjudicated: str | None = None
     #: the source's own category of the sentence (e.g. a negation type), or None
     kind: str | None = None
+    #: what the split hashes instead of ``id`` (sentences that must stay together), or None
+    group: str | None = None
 
 
 def git(gitdir: str, *args: str) -> str:
@@ -122,7 +140,7 @@ ADJUDICATED: dict[str, dict[str, str]] = {
 
 def adjudicate(it: Item) -> Item:
     key = hashlib.sha1(it.id.encode()).hexdigest()[:12]
-    it.adjudicated = ADJUDICATED.get(it.source, {}).get(key)
+    it.adjudicated = ADJUDICATED.get(it.source, {}).get(key, it.adjudicated)
     return it
 
 
@@ -161,6 +179,63 @@ def nlvr2neg(gitdir: str, commit: str) -> Iterator[Item]:
         if "negation_type" not in row:
             continue  # an NLVR2 original: no negation label
         yield Item("NLVR2-negation", row["identifier"], row["sentence"], True, kind=row["negation_type"])
+
+
+#: HaloQuest adjudication: an answer to a false-premise question with none of these words
+#: states no absence (fixed before the source was measured; it does not look at the reader)
+HALOQUEST_CUE = re.compile(
+    r"\b(no|not|none|nothing|nobody|nowhere|never|neither|nor|without|lacks?|lacking|absent|absence|"
+    r"missing|unable|cannot|devoid|zero|0)\b|n['\u2019]t\b|\bno[- ]one\b",
+    re.IGNORECASE,
+)
+
+
+#: question words that name the picture, a place in it or a property, not a thing in it
+#: (several are WordNet physical entities: "there", "side", "top")
+_NOT_PREMISE = {
+    *"image picture photo photograph scene painting drawing illustration frame view".split(),
+    *"there here what how many much color colour kind type number side left right top bottom".split(),
+    *"front back middle background foreground part area place".split(),
+    *"down can wearing white black".split(),  # "sitting down" (WordNet's down: feathers), "can be seen"
+}
+
+
+def _premise_object(question: str, answer: str) -> str | None:
+    """The one concrete noun that a HaloQuest question and its answer share (``concrete``:
+    WordNet, not the reader; :data:`_NOT_PREMISE` left out), or None when they share none or
+    several ("What color is the kite?" / "There is no kite." -> "kite"; "How many kites are
+    in the sky?" / "There are no kites in the sky." -> None). Such an answer is the source's
+    sentence naming the negated object."""
+
+    def nouns(text: str) -> dict[str, str]:  # lemma -> the word as written
+        words = {w.lower() for w in re.findall(r"[A-Za-z]+", text)} - _NOT_PREMISE
+        return {lemma(w): w for w in sorted(words) if len(w) > 2 and concrete(w)}
+
+    in_answer = nouns(answer)
+    shared = sorted(set(nouns(question)) & set(in_answer))
+    return in_answer[shared[0]] if len(shared) == 1 else None  # as the answer writes it
+
+
+def haloquest(gitdir: str, commit: str) -> Iterator[Item]:
+    import csv
+    import io
+
+    for name in ("haloquest-train.csv", "haloquest-eval.csv"):
+        for row in csv.DictReader(io.StringIO(git(gitdir, "show", f"{commit}:{name}"))):
+            if row["hallucination type"] != "false premises":
+                continue
+            group = f"{name}:{row['']}"
+            answers = [a.strip() for a in row["groundtruth responses"].split(";") if a.strip()]
+            for k, answer in enumerate(answers):
+                it = Item("HaloQuest", f"{group}#{k}", answer, True, kind=row["image type"], group=group)
+                premise = _premise_object(row["question"], answer)
+                if premise:
+                    it.objects = [premise]
+                if not HALOQUEST_CUE.search(answer):
+                    it.adjudicated = "no absence cue in the answer (HALOQUEST_CUE)"
+                elif len(re.findall(r"\w+", answer)) == 1:
+                    it.adjudicated = "one word ('None', 'Zero', '0'): an elliptic answer names no object"
+                yield it
 
 
 _DETOK = [
@@ -248,9 +323,19 @@ def lemma(word: str) -> str:
     return morphy(w, "n") or w
 
 
+def bases(word: str) -> set[str]:
+    """Every WordNet base form of a noun ("cows" -> {"cows", "cow"}: ``morphy`` alone
+    returns "cows", a WordNet lemma of its own), the word itself, and *person* for the
+    indefinite people ``lemma`` maps."""
+    from lmms_scene.nlp.wordnet import wordnet  # deferred: WordNet loads on first use
+
+    w = word.lower()
+    return {w, lemma(w), *wordnet()._morphy(w, "n")}
+
+
 def has_object(elements: list[str], obj: str) -> bool:
-    target = lemma(obj)
-    return any(target in {lemma(t) for t in re.findall(r"[a-z]+", e.lower())} for e in elements)
+    target = bases(obj)
+    return any(target & set().union(*map(bases, re.findall(r"[a-z]+", e.lower()))) for e in elements if e)
 
 
 def measure(items: list[Item], show: int) -> dict:
@@ -272,7 +357,7 @@ def measure(items: list[Item], show: int) -> dict:
             agree_adj += 1
         else:
             misses.append((expected, it.text, got["elements"], it.adjudicated, it.kind))
-        if it.negative and it.objects:
+        if it.negative and it.objects and it.adjudicated is None:
             n_obj += 1
             ok = all(has_object(got["elements"], o) for o in it.objects)
             obj_ok += ok
@@ -324,14 +409,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--negref", help="snapshot of parkquasar/NegationCLIP")
     ap.add_argument("--starsem", help="snapshot holding data/starsem-st-2012-data (CD-SCO)")
     ap.add_argument("--nlvr2neg", help="snapshot of radidd/vision-and-language-negation")
+    ap.add_argument("--haloquest", help="snapshot of google/haloquest")
     ap.add_argument("--sfu", help="snapshot holding data/SFU_Review_Corpus_Negation_Speculation")
     ap.add_argument("--split", choices=("dev", "final", "all"), default="dev")
     ap.add_argument("--limit", type=int, default=0, help="at most N sentences per source (0: all)")
     ap.add_argument("--show", type=int, default=0, help="print up to N misses per source")
     args = ap.parse_args(argv)
     readers = [(args.negref, negref), (args.nlvr2neg, nlvr2neg), (args.starsem, starsem), (args.sfu, sfu)]
+    readers.insert(2, (args.haloquest, haloquest))
     if not any(d for d, _ in readers):
-        ap.error("name at least one snapshot (--negref, --nlvr2neg, --starsem, --sfu)")
+        ap.error("name at least one snapshot (--negref, --nlvr2neg, --haloquest, --starsem, --sfu)")
     from lmms_scene.metrics.cesg.checks import read
 
     read("Warm up: there is no helmet.")
@@ -358,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         items = [
             adjudicate(it)
             for it in reader(gitdir, commit)
-            if args.split == "all" or split_of(it.source, it.id) == args.split
+            if args.split == "all" or split_of(it.source, it.group or it.id) == args.split
         ]
         if args.limit:
             items = sorted(items, key=lambda it: hashlib.sha1(it.id.encode()).hexdigest())[: args.limit]

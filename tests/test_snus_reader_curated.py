@@ -90,3 +90,59 @@ def test_looking_at_is_a_verb_and_a_preposition_not_one_noun():
     assert "looking" in words and "at" in words, words
     got = checks.read("The girl is not looking at the camera.")["elements"]
     assert any(e.startswith("girl look") and "camera" in e for e in got), got
+
+
+# -- the HaloQuest round (issue 28): answers that correct a question's false premise ------
+# (sentences written for lmms-scene in the forms the development split's misses showed)
+ANSWERS = [
+    # a count of zero says the thing is absent, spelled out, as a digit, or opening the answer
+    ("There are zero ladders on the scaffold.", "ladder"),
+    ("There are 0 cones around the trench.", "cone"),
+    ("Zero helmets are on the shelf.", "helmet"),
+    # the parser hangs "no" on the first noun of a compound: the compound is still absent
+    ("The cabinet has no door handles.", "door handle"),
+    ("The crane has no safety latches.", "safety latch"),
+    # the typographic apostrophe of "isn’t" (U+2019) negates as "isn't" does
+    ("The electrician isn\u2019t wearing gloves.", "glove"),
+    # a bare count answer, which the small model parses as "Zero" the subject of a verb
+    ("Zero ladders", "ladder"),
+    ("Zero harnesses on the roof.", "harness"),
+    # "not holding" an indefinite object: the object is absent
+    ("She is not holding a clipboard.", "clipboard"),
+    ("They aren't holding any tools.", "tool"),
+    # "display" and "portray" are depiction verbs, as "show" and "depict" are
+    ("The image does not display a guardrail.", "guardrail"),
+    ("The photo doesn't portray any barrier tape.", "barrier tape"),
+]
+
+
+@pytest.mark.parametrize("text, element", ANSWERS)
+def test_false_premise_answers_are_read(text, element):
+    got = checks.read(text)
+    assert got["negative"], got
+    assert element in got["elements"], got["elements"]
+
+
+def test_a_zero_count_names_the_object_not_a_kind_of_it():
+    assert checks.read("Zero cranes are on the site.")["elements"][0] == "crane"
+
+
+# zero that counts no scene object: a rating in brackets, an idiom, a score, a name
+ZERO_NOTHING = [
+    "Track 4, Rainy Roads (0 Stars)",
+    "The foreman has zero interest in the schedule.",
+    "The score was 0 to 2.",
+    "Zero runs the crane today.",
+    "Zero is a number.",
+]
+
+
+def test_not_holding_a_definite_object_leaves_it_in_the_scene():
+    got = checks.read("Nobody is holding the ladder.")["elements"]
+    assert "ladder" not in got and "person hold ladder" in got, got
+
+
+@pytest.mark.parametrize("text", ZERO_NOTHING)
+def test_zero_that_counts_no_scene_object_stays_unread(text):
+    got = checks.read(text)
+    assert not got["negative"], got

@@ -43,6 +43,9 @@ _POSSESSION = {
     "feature",
     "involve",
 }
+#: verbs whose negation makes an indefinite object absent but leaves a definite one there:
+#: "she is not holding a purse" (no purse), "nobody is holding the ladder" (the ladder is there)
+_HOLDING = {"hold", "grip", "grasp", "clutch"}
 _ABSENT_ADJ = {"missing", "absent", "lacking", "unavailable", "gone"}
 #: predicates that only state existence: "no sign is visible" == "there is no sign"
 _EXIST = {
@@ -78,6 +81,8 @@ _PERCEIVE = {
     "locate",
     "show",
     "depict",
+    "display",
+    "portray",
     "spy",
     "discern",
     "recognize",

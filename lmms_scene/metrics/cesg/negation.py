@@ -332,7 +332,8 @@ _IN_LINE_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z*])")
 
 def normalise_lists(text: str) -> str:
     """``text`` with list-style lines turned into sentences (see the module docstring);
-    prose passes through unchanged (HTML tags and control characters become spaces).
+    prose passes through unchanged (HTML tags and control characters become spaces, the
+    typographic apostrophe U+2019 a straight one).
 
     >>> normalise_lists("Missing safety items:\\n- helmet: absent\\n- gloves")
     'There is no helmet. There is no gloves.'
@@ -342,6 +343,8 @@ def normalise_lists(text: str) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text: expected a string, got {type(text).__name__}: {text!r}")
     t = _CONTROL.sub(" ", text)
+    if "\u2019" in t:  # "isn’t": spaCy tags the typographic "n’t" a negation, the rules read "n't"
+        t = t.replace("\u2019", "'")
     if "<" in t:
         t = _HTML.sub(" ", t)
     if (

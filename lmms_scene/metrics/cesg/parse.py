@@ -30,6 +30,7 @@ from lmms_scene.metrics.cesg.lexicon import (
     _DEPICTIONS,
     _EPISTEMIC_ADJ,
     _EXIST,
+    _HOLDING,
     _LACK,
     _NOUN,
     _PERCEIVE,
@@ -63,6 +64,7 @@ from lmms_scene.metrics.cesg.tokens import (
     _subjects,
 )
 from lmms_scene.nlp.spacy_model import provenance, spacy_pipeline
+from lmms_scene.nlp.wordnet import morphy
 
 
 class RuleParser:
@@ -226,6 +228,7 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
         finally:
             _ANTECEDENTS.reset(token)
     b = _Builder()
+    _zero_fragment(b, doc)
     for tok in doc:
         if (
             (_nounish(tok) or (tok.pos_ == "PRON" and tok.lower_ in _PERSON_WORDS))
@@ -303,6 +306,29 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
 
 #: adverbs that say where or how a thing is after "be": "the cat is not outside"
 _STATE_ADVERBS = frozenset("outside inside indoors outdoors alone together upstairs downstairs underwater".split())
+
+
+def _zero_fragment(b: _Builder, doc: Any) -> None:
+    """A count answer "Zero snakes", "Zero vultures in the picture": the small model tags
+    the plural noun a verb with "Zero" its subject; the noun is absent."""
+    words = [t for t in doc if not (t.is_punct or t.is_space)]
+    if len(words) < 2 or words[0].lower_ != "zero":
+        return
+    noun = words[1]
+    if (
+        words[0].head.i == noun.i
+        and noun.dep_ == "ROOT"
+        and (noun.pos_ == "VERB" and noun.tag_ == "VBZ" or noun.tag_ == "NNS" and words[0].dep_ == "nsubj")
+        and noun.lower_.endswith("s")
+        and all(c.i == words[0].i or c.dep_ in ("prep", "punct") for c in noun.children)  # not "Zero runs the show"
+    ):
+        name = noun.lemma_.lower()
+        if name not in ("be", "have", "do") and name != noun.lower_ and morphy(name, "n") == name:
+            b.synthetic(name, absent=True)
+
+
+#: determiners that leave a held object's existence open ("not holding a/any/some purse")
+_INDEFINITE = {"a", "an", "any", "some", "no"}
 
 
 def _verb(b: _Builder, verb: Any) -> None:
@@ -400,7 +426,12 @@ def _verb(b: _Builder, verb: Any) -> None:
     objects = [e for c in verb.children if c.dep_ in ("dobj", "attr", "oprd") for e in _entities(c)]
     for o in objects:
         det_no = _det_no(o)
-        b.node(o, absent=objects_absent or det_no)
+        held = (
+            neg
+            and lemma in _HOLDING
+            and not any(c.dep_ in ("det", "poss") and c.lower_ not in _INDEFINITE for c in o.children)
+        )
+        b.node(o, absent=objects_absent or det_no or held)
         for s in subjects:
             b.rels.append((s.i, predicate, o.i, rel_neg or det_no))
     actions = (

@@ -135,8 +135,8 @@ def _name(tok: Any) -> str:
     parts = [
         _name(c) if c.lower_ not in _PERSON_WORDS else _lemma(c)
         for c in tok.lefts
-        if c.dep_ == "compound" and c.pos_ in _NOUN | {"ADJ", "VERB"} and _lexical(c) is None
-    ]  # compounds of compounds too: "speed limit sign", not "limit sign"
+        if c.dep_ == "compound" and c.pos_ in _NOUN | {"ADJ", "VERB"} and _lexical(c) is None and c.lower_ != "zero"
+    ]  # compounds of compounds too: "speed limit sign", not "limit sign"; "Zero cats" is no kind of cat
     return " ".join([*parts, _lemma(tok)])
 
 
@@ -385,11 +385,30 @@ def _pobjs(prep: Any) -> list[Any]:
     return [e for c in prep.children if c.dep_ == "pobj" for e in _entities(c)]
 
 
+def _bracketed(tok: Any) -> bool:
+    """``tok`` opens a parenthesis: "(0 Stars)" is a label or a rating, not a count."""
+    return tok.i > 0 and tok.doc[tok.i - 1].text in ("(", "[")
+
+
 def _det_no(tok: Any) -> bool:
-    """ "no X", "neither X nor Y", also "no sign of X" said of X."""
-    for c in tok.children:
+    """ "no X", "zero X", "neither X nor Y", also "no sign of X" said of X."""
+    kids = list(tok.children)
+    # "no koi fish", "no door knobs": the parser may hang "no" on the compound's first noun
+    kids += [g for c in kids if c.dep_ == "compound" and c.i < tok.i for g in c.children if g.i < c.i]
+    for c in kids:
         if c.lower_ == "no" and c.i < tok.i and c.dep_ in ("det", "intj", "dep", "neg", "advmod"):
             return not _label(c, tok)  # "no X" (a fragment's "No" may be tagged an interjection)
+        if (
+            c.i < tok.i
+            and (
+                c.lower_ == "0"
+                and c.dep_ == "nummod"
+                or c.lower_ == "zero"
+                and c.dep_ in ("nummod", "compound", "amod")
+            )
+            and not _bracketed(c)
+        ):  # sentence-initial "Zero cats are ..." is tagged a proper-noun compound
+            return True  # "zero ghosts", "There are 0 boats in the water"; not a rating "(0 Stars)"
         if c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither":
             return True
         if (
