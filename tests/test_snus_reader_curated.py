@@ -134,6 +134,10 @@ ZERO_NOTHING = [
     "The score was 0 to 2.",
     "Zero runs the crane today.",
     "Zero is a number.",
+    # a unit or a tally, and a hyphenated modifier that names a kind of thing
+    "It is 0 degrees on the roof.",
+    "The crew scored zero points in the audit.",
+    "A zero-emission forklift is parked by the gate.",
 ]
 
 

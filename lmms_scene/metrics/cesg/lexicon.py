@@ -46,6 +46,12 @@ _POSSESSION = {
 #: verbs whose negation makes an indefinite object absent but leaves a definite one there:
 #: "she is not holding a purse" (no purse), "nobody is holding the ladder" (the ladder is there)
 _HOLDING = {"hold", "grip", "grasp", "clutch"}
+#: units and tallies a count of zero can measure: "0 degrees" is a temperature, not an absence
+_UNITS = set(
+    "degree percent % time point minute hour second day week month year dollar cent euro pound mile meter metre "
+    "kilometer kilometre foot feet inch yard kilogram kg gram ounce liter litre mph km cm mm star vote "
+    "calorie volt watt".split()
+)
 _ABSENT_ADJ = {"missing", "absent", "lacking", "unavailable", "gone"}
 #: predicates that only state existence: "no sign is visible" == "there is no sign"
 _EXIST = {

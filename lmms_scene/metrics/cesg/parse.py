@@ -39,6 +39,7 @@ from lmms_scene.metrics.cesg.lexicon import (
     _POSSESSION,
     _RAISING,
     _SCENE_NOUNS,
+    _UNITS,
     _WITH_VERBS,
 )
 from lmms_scene.metrics.cesg.tokens import (
@@ -323,7 +324,12 @@ def _zero_fragment(b: _Builder, doc: Any) -> None:
         and all(c.i == words[0].i or c.dep_ in ("prep", "punct") for c in noun.children)  # not "Zero runs the show"
     ):
         name = noun.lemma_.lower()
-        if name not in ("be", "have", "do") and name != noun.lower_ and morphy(name, "n") == name:
+        if (
+            name not in ("be", "have", "do")
+            and name not in _UNITS
+            and name != noun.lower_
+            and morphy(name, "n") == name
+        ):
             b.synthetic(name, absent=True)
 
 

@@ -29,6 +29,7 @@ from lmms_scene.metrics.cesg.lexicon import (
     _QUANT_OF,
     _RAISING,
     _UNABLE,
+    _UNITS,
 )
 from lmms_scene.metrics.cesg.negation import lexical_negation
 from lmms_scene.nlp.wordnet import synsets
@@ -390,6 +391,18 @@ def _bracketed(tok: Any) -> bool:
     return tok.i > 0 and tok.doc[tok.i - 1].text in ("(", "[")
 
 
+def _hyphenated(tok: Any) -> bool:
+    """``tok`` begins a hyphenated modifier: "a zero-emission vehicle", "a no-parking zone"
+    name a kind of thing, not a count or an absence ("no-one" is still nobody)."""
+    doc = tok.doc
+    return tok.i + 2 < len(doc) and doc[tok.i + 1].text == "-" and doc[tok.i + 2].lower_ not in ("one", "body")
+
+
+def _unit(tok: Any) -> bool:
+    """``tok`` names a unit or a tally ("0 degrees", "zero percent", "zero points"), not a thing."""
+    return tok.lemma_.lower() in _UNITS or tok.lower_ in _UNITS
+
+
 def _det_no(tok: Any) -> bool:
     """ "no X", "zero X", "neither X nor Y", also "no sign of X" said of X."""
     kids = list(tok.children)
@@ -397,7 +410,7 @@ def _det_no(tok: Any) -> bool:
     kids += [g for c in kids if c.dep_ == "compound" and c.i < tok.i for g in c.children if g.i < c.i]
     for c in kids:
         if c.lower_ == "no" and c.i < tok.i and c.dep_ in ("det", "intj", "dep", "neg", "advmod"):
-            return not _label(c, tok)  # "no X" (a fragment's "No" may be tagged an interjection)
+            return not _label(c, tok) and not _hyphenated(c)  # "no X" (a fragment's "No" may be an interjection)
         if (
             c.i < tok.i
             and (
@@ -407,6 +420,8 @@ def _det_no(tok: Any) -> bool:
                 and c.dep_ in ("nummod", "compound", "amod")
             )
             and not _bracketed(c)
+            and not _hyphenated(c)
+            and not _unit(tok)
         ):  # sentence-initial "Zero cats are ..." is tagged a proper-noun compound
             return True  # "zero ghosts", "There are 0 boats in the water"; not a rating "(0 Stars)"
         if c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither":
