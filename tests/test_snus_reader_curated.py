@@ -110,6 +110,9 @@ ANSWERS = [
     # "not holding" an indefinite object: the object is absent
     ("She is not holding a clipboard.", "clipboard"),
     ("They aren't holding any tools.", "tool"),
+    # "no X present/visible", with "present"/"visible" parsed as the attribute and X its modifier
+    ("There is no guardrail present.", "guardrail"),
+    ("There is no spotter present.", "spotter"),
     # "display" and "portray" are depiction verbs, as "show" and "depict" are
     ("The image does not display a guardrail.", "guardrail"),
     ("The photo doesn't portray any barrier tape.", "barrier tape"),
@@ -150,3 +153,8 @@ def test_not_holding_a_definite_object_leaves_it_in_the_scene():
 def test_zero_that_counts_no_scene_object_stays_unread(text):
     got = checks.read(text)
     assert not got["negative"], got
+
+
+def test_no_thing_present_names_the_thing_not_its_presence():
+    got = checks.read("There is no guardrail present.")["elements"]
+    assert got == ["guardrail"], got

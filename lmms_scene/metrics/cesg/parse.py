@@ -111,6 +111,8 @@ class _Builder:
         self.attrs: list[tuple[int, str, bool]] = []
         self.rels: list[tuple[int, str, int, bool]] = []
         self._synthetic = 0
+        #: tokens a special reading already took (the rules below leave them alone)
+        self.read: set[int] = set()
 
     def node(self, tok: Any, absent: bool = False) -> int:
         if tok.i not in self.names:
@@ -230,7 +232,10 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
             _ANTECEDENTS.reset(token)
     b = _Builder()
     _zero_fragment(b, doc)
+    _no_thing_visible(b, doc)
     for tok in doc:
+        if tok.i in b.read:
+            continue
         if (
             (_nounish(tok) or (tok.pos_ == "PRON" and tok.lower_ in _PERSON_WORDS))
             and (tok.dep_ != "compound" or tok.head.pos_ == "VERB")  # "there's no dog standing": "dog" a compound
@@ -309,6 +314,35 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
 _STATE_ADVERBS = frozenset("outside inside indoors outdoors alone together upstairs downstairs underwater".split())
 
 
+def _no_thing_visible(b: _Builder, doc: Any) -> None:
+    """ "There is no dog present", "There is no hummingbird visible": the small model makes
+    "present"/"visible" the attribute and the thing its modifier, with "no" on either. The
+    modifiers between "no" and the adjective name the absent thing; the attribute goes into
+    ``b.read``."""
+    for attr in doc:
+        if attr.dep_ != "attr" or attr.lower_ not in ("present", "visible", "available"):
+            continue
+        if not any(c.dep_ == "expl" for c in attr.head.children):
+            continue
+        mods = [c for c in attr.children if c.i < attr.i and c.dep_ in ("compound", "amod", "advmod", "nmod")]
+        no = next(
+            (c for t in [attr, *mods] for c in t.children if c.dep_ == "det" and c.lower_ == "no" and c.i < attr.i),
+            None,
+        )
+        if no is None or not mods:
+            continue
+        between = doc[no.i + 1 : attr.i]
+        if any(t.i not in {m.i for m in mods} or not t.is_alpha for t in between):
+            continue
+        *first, last = [t.lower_ for t in between]
+        gone = b.synthetic(" ".join([*first, morphy(last, "n") or last]), absent=True)
+        b.read.update(t.i for t in [attr, *between])
+        for prep in (c for c in attr.children if c.dep_ == "prep"):  # "... present on the scaffold"
+            for o in _pobjs(prep):
+                if o.lemma_.lower() not in _DEPICTIONS | _SCENE_NOUNS:  # "in the picture" is no place
+                    b.rels.append((gone, prep.lower_, b.node(o), False))
+
+
 def _zero_fragment(b: _Builder, doc: Any) -> None:
     """A count answer "Zero snakes", "Zero vultures in the picture": the small model tags
     the plural noun a verb with "Zero" its subject; the noun is absent."""
@@ -373,6 +407,8 @@ def _verb(b: _Builder, verb: Any) -> None:
             for s in subjects:  # "the hard hat is nowhere to be seen"
                 b.node(s, absent=True)
         for c in verb.children:
+            if c.i in b.read:
+                continue
             if c.dep_ == "attr" and c.pos_ in _NOUN | {"PRON"}:
                 ents = _entities(c)
                 if expl:  # "there is (no) X"
