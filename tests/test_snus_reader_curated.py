@@ -141,7 +141,29 @@ ZERO_NOTHING = [
     "It is 0 degrees on the roof.",
     "The crew scored zero points in the audit.",
     "A zero-emission forklift is parked by the gate.",
+    # a brand, a kind of thing, an attitude, a condition (found in review)
+    "Two Coke Zero cans are on the bench.",
+    "A zero gravity chamber stands in the lab.",
+    "The foreman has zero tolerance for clutter.",
 ]
+
+
+def test_a_zero_count_does_not_spread_to_counted_items_after_it():
+    assert checks.read("There are zero cranes and two forklifts.")["elements"] == ["crane"]
+
+
+# "hold" that is not holding a thing, or a thing with no "a"/"any" (found in review)
+HOLD_NOTHING = [
+    "The couple is not holding hands.",
+    "The crane does not hold water.",
+    "She doesn't hold back the rope.",
+]
+
+
+@pytest.mark.parametrize("text", HOLD_NOTHING)
+def test_not_holding_without_an_indefinite_object_makes_nothing_absent(text):
+    got = checks.read(text)["elements"]
+    assert not any(e in ("hand", "water", "rope") for e in got), got
 
 
 def test_not_holding_a_definite_object_leaves_it_in_the_scene():

@@ -219,6 +219,7 @@ _MARKUP = re.compile(r"(\*\*|__|`|^#+\s*)")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u00b7\u25cf\u25aa>]+|\(?\d{1,3}[.)]|\(?[a-z][.)](?=\s))\s*")
 _ITEM_SEP = re.compile(r"^(?P<head>[^:\n]{1,80}?)\s*(?::|\s[-\u2013\u2014]\s|\u2014|\u2013)\s*(?P<rest>.*)$")
 _HTML = re.compile(r"<[^<>]{0,200}>")
+_APOSTROPHE = re.compile(r"(?<=[A-Za-z])\u2019(?=[A-Za-z])")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _VERBISH = re.compile(
     r"\b(is|are|was|were|be|been|has|have|had|does|do|did|can|cannot|could|will|would|should|wears?|wearing|stands?|standing|works?|working|seems?|appears?)\b",
@@ -344,7 +345,7 @@ def normalise_lists(text: str) -> str:
         raise TypeError(f"text: expected a string, got {type(text).__name__}: {text!r}")
     t = _CONTROL.sub(" ", text)
     if "\u2019" in t:  # "isn’t": spaCy tags the typographic "n’t" a negation, the rules read "n't"
-        t = t.replace("\u2019", "'")
+        t = _APOSTROPHE.sub("'", t)  # only between letters: a closing quote ’ stays
     if "<" in t:
         t = _HTML.sub(" ", t)
     if (

@@ -305,7 +305,13 @@ def graphs_from_doc(doc: Any, antecedents: dict[int, Any] | None = None) -> tupl
     _unread_cues(b, doc)
     # conjoined nouns share absence ("no helmet or gloves", "without a shield or gloves")
     for tok in doc:
-        if tok.i in b.names and tok.dep_ == "conj" and tok.head.i in b.names and b.absent.get(tok.head.i):
+        if (
+            tok.i in b.names
+            and tok.dep_ == "conj"
+            and tok.head.i in b.names
+            and b.absent.get(tok.head.i)
+            and not any(c.dep_ == "nummod" or (c.dep_ == "det" and c.lower_ != "no") for c in tok.children)
+        ):  # but not "zero cats and three dogs", "no helmet and a vest"
             b.absent[tok.i] = True
     return b.graphs()
 
@@ -468,10 +474,11 @@ def _verb(b: _Builder, verb: Any) -> None:
     objects = [e for c in verb.children if c.dep_ in ("dobj", "attr", "oprd") for e in _entities(c)]
     for o in objects:
         det_no = _det_no(o)
-        held = (
+        held = (  # an explicit "a"/"any" object ("not holding a purse"), not "holding hands", "hold back"
             neg
             and lemma in _HOLDING
-            and not any(c.dep_ in ("det", "poss") and c.lower_ not in _INDEFINITE for c in o.children)
+            and any(c.dep_ == "det" and c.lower_ in _INDEFINITE for c in o.children)
+            and not any(c.dep_ in ("prt", "advmod") for c in verb.children)
         )
         b.node(o, absent=objects_absent or det_no or held)
         for s in subjects:

@@ -403,6 +403,27 @@ def _unit(tok: Any) -> bool:
     return tok.lemma_.lower() in _UNITS or tok.lower_ in _UNITS
 
 
+def _counts_a_thing(zero: Any, tok: Any) -> bool:
+    """ "zero" counts ``tok`` only when it opens the noun phrase ("Coke Zero bottles" is a
+    brand), nothing but adjectives stand between them ("zero gravity chamber" is a kind of
+    chamber), and ``tok`` is a physical thing ("zero tolerance", "zero visibility" are not):
+    its first WordNet noun sense is a physical entity."""
+    doc = zero.doc
+    if zero.i > 0 and doc[zero.i - 1].pos_ in ("NOUN", "PROPN") and doc[zero.i - 1].head.i in (tok.i, zero.i):
+        return False
+    if any(t.pos_ in ("NOUN", "PROPN") or not t.is_alpha for t in doc[zero.i + 1 : tok.i]):
+        return False
+
+    def physical() -> bool:
+        senses = synsets(tok.lemma_.lower(), "n")
+        return bool(senses) and any(
+            h.name() == "physical_entity.n.01"
+            for h in senses[0].closure(lambda x: x.hypernyms() + x.instance_hypernyms())
+        )
+
+    return cache.memo("cesg.zero_counts", tok.lemma_.lower(), physical)
+
+
 def _det_no(tok: Any) -> bool:
     """ "no X", "zero X", "neither X nor Y", also "no sign of X" said of X."""
     kids = list(tok.children)
@@ -422,6 +443,7 @@ def _det_no(tok: Any) -> bool:
             and not _bracketed(c)
             and not _hyphenated(c)
             and not _unit(tok)
+            and _counts_a_thing(c, tok)
         ):  # sentence-initial "Zero cats are ..." is tagged a proper-noun compound
             return True  # "zero ghosts", "There are 0 boats in the water"; not a rating "(0 Stars)"
         if c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither":
