@@ -151,13 +151,9 @@ def concrete(word: str) -> bool:
     """A rule independent of the reader: the word's first (most frequent) WordNet noun
     sense is a physical entity (physical_entity.n.01 among its hypernyms). "hat", "man",
     "window" are; "doubt", "idea", "interest", "way" are not."""
-    from lmms_scene.nlp.wordnet import synsets, wordnet
+    from lmms_scene.nlp.wordnet import physical  # deferred: WordNet loads on first use
 
-    senses = synsets(word.lower(), "n")
-    if not senses:
-        return False
-    physical = wordnet().synset("physical_entity.n.01")
-    return physical in senses[0].closure(lambda s: s.hypernyms() + s.instance_hypernyms())
+    return physical(word.lower())
 
 
 # -- readers -----------------------------------------------------------------------------

@@ -170,6 +170,19 @@ def hypernym_closure(synset: Any, depth: int) -> list[set[Any]]:
     return out
 
 
+def physical(word: str) -> bool:
+    """Whether the first (most frequent) WordNet noun sense of ``word`` is a physical entity
+    ("hat", "man", "window"; not "doubt", "tolerance", "visibility"), under the reader's lock."""
+    senses = synsets(word, "n")
+    return bool(senses) and any(
+        h.name() == "physical_entity.n.01" for level in hypernym_closure(senses[0], _MAX_DEPTH) for h in level
+    )
+
+
+#: deeper than any noun hypernym chain in WordNet 3.0 (the longest is under 20 levels)
+_MAX_DEPTH = 24
+
+
 def locked() -> Any:
     """The reader's lock, for a caller that walks the reader itself (NLTK's METEOR)."""
     wordnet()  # loaded first: loading takes the lock itself

@@ -39,7 +39,6 @@ from lmms_scene.metrics.cesg.lexicon import (
     _POSSESSION,
     _RAISING,
     _SCENE_NOUNS,
-    _UNITS,
     _WITH_VERBS,
 )
 from lmms_scene.metrics.cesg.tokens import (
@@ -63,6 +62,7 @@ from lmms_scene.metrics.cesg.tokens import (
     _pobjs,
     _qualifier,
     _subjects,
+    _unit,
 )
 from lmms_scene.nlp.spacy_model import provenance, spacy_pipeline
 from lmms_scene.nlp.wordnet import morphy
@@ -364,12 +364,7 @@ def _zero_fragment(b: _Builder, doc: Any) -> None:
         and all(c.i == words[0].i or c.dep_ in ("prep", "punct") for c in noun.children)  # not "Zero runs the show"
     ):
         name = noun.lemma_.lower()
-        if (
-            name not in ("be", "have", "do")
-            and name not in _UNITS
-            and name != noun.lower_
-            and morphy(name, "n") == name
-        ):
+        if name not in ("be", "have", "do") and not _unit(noun) and name != noun.lower_ and morphy(name, "n") == name:
             b.synthetic(name, absent=True)
 
 

@@ -32,7 +32,7 @@ from lmms_scene.metrics.cesg.lexicon import (
     _UNITS,
 )
 from lmms_scene.metrics.cesg.negation import lexical_negation
-from lmms_scene.nlp.wordnet import synsets
+from lmms_scene.nlp.wordnet import physical, synsets
 
 
 def _is_quantifier(tok: Any) -> bool:
@@ -403,25 +403,32 @@ def _unit(tok: Any) -> bool:
     return tok.lemma_.lower() in _UNITS or tok.lower_ in _UNITS
 
 
-def _counts_a_thing(zero: Any, tok: Any) -> bool:
-    """ "zero" counts ``tok`` only when it opens the noun phrase ("Coke Zero bottles" is a
-    brand), nothing but adjectives stand between them ("zero gravity chamber" is a kind of
-    chamber), and ``tok`` is a physical thing ("zero tolerance", "zero visibility" are not):
-    its first WordNet noun sense is a physical entity."""
+def _zero_count(zero: Any, tok: Any) -> bool:
+    """``zero`` ("zero"/"0" before ``tok``) counts ``tok`` as none: it opens the noun phrase
+    ("Coke Zero bottles" is a brand), nothing but adjectives stand between them ("zero gravity
+    chamber" is a kind of chamber), it is no rating "(0 Stars)" or hyphenated modifier
+    ("zero-emission"), and ``tok`` is a physical thing, not a unit ("zero tolerance", "zero
+    visibility", "0 degrees" count nothing absent). Sentence-initial "Zero cats are ..." is
+    tagged a proper-noun compound."""
+    if not (
+        zero.i < tok.i
+        and (
+            zero.lower_ == "0"
+            and zero.dep_ == "nummod"
+            or zero.lower_ == "zero"
+            and zero.dep_ in ("nummod", "compound", "amod")
+        )
+    ):
+        return False
+    if _bracketed(zero) or _hyphenated(zero) or _unit(tok):
+        return False
     doc = zero.doc
     if zero.i > 0 and doc[zero.i - 1].pos_ in ("NOUN", "PROPN") and doc[zero.i - 1].head.i in (tok.i, zero.i):
         return False
     if any(t.pos_ in ("NOUN", "PROPN") or not t.is_alpha for t in doc[zero.i + 1 : tok.i]):
         return False
-
-    def physical() -> bool:
-        senses = synsets(tok.lemma_.lower(), "n")
-        return bool(senses) and any(
-            h.name() == "physical_entity.n.01"
-            for h in senses[0].closure(lambda x: x.hypernyms() + x.instance_hypernyms())
-        )
-
-    return cache.memo("cesg.zero_counts", tok.lemma_.lower(), physical)
+    lemma = tok.lemma_.lower()
+    return cache.memo("cesg.zero_counts", lemma, lambda: physical(lemma))
 
 
 def _det_no(tok: Any) -> bool:
@@ -432,20 +439,8 @@ def _det_no(tok: Any) -> bool:
     for c in kids:
         if c.lower_ == "no" and c.i < tok.i and c.dep_ in ("det", "intj", "dep", "neg", "advmod"):
             return not _label(c, tok) and not _hyphenated(c)  # "no X" (a fragment's "No" may be an interjection)
-        if (
-            c.i < tok.i
-            and (
-                c.lower_ == "0"
-                and c.dep_ == "nummod"
-                or c.lower_ == "zero"
-                and c.dep_ in ("nummod", "compound", "amod")
-            )
-            and not _bracketed(c)
-            and not _hyphenated(c)
-            and not _unit(tok)
-            and _counts_a_thing(c, tok)
-        ):  # sentence-initial "Zero cats are ..." is tagged a proper-noun compound
-            return True  # "zero ghosts", "There are 0 boats in the water"; not a rating "(0 Stars)"
+        if _zero_count(c, tok):
+            return True  # "zero ladders", "There are 0 boats in the water"
         if c.dep_ in ("preconj", "det", "cc") and c.lower_ == "neither":
             return True
         if (
